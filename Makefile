@@ -1,0 +1,110 @@
+# SPDX-License-Identifier: Apache-2.0
+#
+# make            dynamic developer build against the system libraries (build/)
+# make static     fully static guest and host binaries with musl (build-static/), see mk/static.mk
+# make test       everything: unit tests, sanitizer unit tests, fuzz corpus replay, integration
+# make check      unit tests and fuzz corpus replay only (fast)
+# make fuzz       libFuzzer binaries with clang (build-fuzz/); make fuzz-run FUZZ_SECONDS=60
+# make format / format-check
+
+VERSION := 0.1.0
+CC ?= gcc
+PKG_CONFIG ?= pkg-config
+PKGS := yaml-0.1 json-c libcurl libgit2 libsodium
+
+BUILD ?= build
+SAN ?=
+
+WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
+	-Wno-unused-parameter -Wformat=2 -Wno-format-nonliteral -Wno-format-truncation
+HARDEN := -D_FORTIFY_SOURCE=2 -fstack-protector-strong -fPIE
+BASE_CFLAGS := -std=gnu11 -O2 -g $(WARN) $(HARDEN) -D_GNU_SOURCE -DSA_VERSION=\"$(VERSION)\" \
+	-Icommon -Iguest -Ihost -MMD -MP
+ifneq ($(SAN),)
+BASE_CFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all -O1
+SAN_LDFLAGS := -fsanitize=address,undefined
+endif
+DEP_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(PKGS))
+DEP_LIBS := $(shell $(PKG_CONFIG) --libs $(PKGS))
+ALL_CFLAGS := $(BASE_CFLAGS) $(DEP_CFLAGS) $(CFLAGS)
+ALL_LDFLAGS := -pie -Wl,-z,relro,-z,now $(SAN_LDFLAGS) $(LDFLAGS)
+
+COMMON_SRC := $(sort $(wildcard common/*.c))
+GUEST_SRC := $(sort $(filter-out guest/main.c,$(wildcard guest/*.c)))
+HOST_SRC := $(sort $(filter-out host/main.c,$(wildcard host/*.c)))
+UNIT_SRC := $(sort $(wildcard tests/unit/test_*.c))
+FUZZ_SRC := $(sort $(wildcard tests/fuzz/fuzz_*.c))
+
+COMMON_OBJ := $(COMMON_SRC:%.c=$(BUILD)/%.o)
+GUEST_OBJ := $(GUEST_SRC:%.c=$(BUILD)/%.o)
+HOST_OBJ := $(HOST_SRC:%.c=$(BUILD)/%.o)
+UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
+REPLAY_BIN := $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/replay/%)
+
+LIBCOMMON := $(BUILD)/libsandbox-common.a
+LIBGUEST := $(BUILD)/libsandbox-guest.a
+LIBHOST := $(BUILD)/libsandbox-host.a
+
+.PHONY: all clean test check unit unit-san replay integration format format-check fuzz fuzz-run
+all: $(BUILD)/sandbox-agent $(BUILD)/sandbox-app-boot $(BUILD)/sandbox-ctl
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+$(LIBCOMMON): $(COMMON_OBJ)
+	@rm -f $@
+	$(AR) rcs $@ $^
+$(LIBGUEST): $(GUEST_OBJ)
+	@rm -f $@
+	$(AR) rcs $@ $^
+$(LIBHOST): $(HOST_OBJ)
+	@rm -f $@
+	$(AR) rcs $@ $^ $(if $(HOST_OBJ),,)
+
+$(BUILD)/sandbox-agent: $(BUILD)/guest/main.o $(LIBGUEST) $(LIBCOMMON)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(DEP_LIBS)
+$(BUILD)/sandbox-app-boot: $(BUILD)/sandbox-agent
+	ln -sf sandbox-agent $@
+$(BUILD)/sandbox-ctl: $(BUILD)/host/main.o $(LIBHOST) $(LIBCOMMON)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(DEP_LIBS)
+
+# Unit tests: one Check binary per module.
+CHECK_LIBS := $(shell $(PKG_CONFIG) --libs check)
+$(BUILD)/tests/%: tests/unit/%.c $(LIBGUEST) $(LIBHOST) $(LIBCOMMON)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Itests/unit -o $@ $< $(LIBGUEST) $(LIBHOST) $(LIBCOMMON) \
+		$(DEP_LIBS) $(CHECK_LIBS)
+
+# Fuzz targets replayed over their committed corpus with a plain main() (tests/fuzz/replay.c).
+$(BUILD)/replay/%: tests/fuzz/%.c tests/fuzz/replay.c $(LIBGUEST) $(LIBHOST) $(LIBCOMMON)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< tests/fuzz/replay.c $(LIBGUEST) $(LIBHOST) \
+		$(LIBCOMMON) $(DEP_LIBS)
+
+unit: $(UNIT_BIN) all
+replay: $(REPLAY_BIN)
+
+# The README's test command. Prints "N passed, N failed, N skipped" last.
+test: all $(UNIT_BIN) $(REPLAY_BIN)
+	$(MAKE) BUILD=build-san SAN=1 unit replay
+	tests/run.sh --all
+
+check: all $(UNIT_BIN) $(REPLAY_BIN)
+	tests/run.sh --unit
+
+unit-san:
+	$(MAKE) BUILD=build-san SAN=1 unit replay
+	tests/run.sh --unit --build build-san
+
+FORMAT_FILES = $(shell git ls-files '*.c' '*.h' 2>/dev/null || find . -name '*.[ch]')
+format:
+	clang-format -i $(FORMAT_FILES)
+format-check:
+	clang-format --dry-run --Werror $(FORMAT_FILES)
+
+clean:
+	rm -rf build build-san build-fuzz build-static
+
+-include mk/*.mk
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

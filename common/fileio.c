@@ -1,0 +1,158 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "fileio.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+int write_all(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+
+	while (len > 0) {
+		ssize_t n = write(fd, p, len);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+int file_read_capped(int dirfd, const char *path, size_t max, int flags, char **ret_buf,
+		     size_t *ret_len, struct err *err)
+{
+	_cleanup_close_ int fd = -1;
+	_cleanup_free_ char *buf = NULL;
+	size_t len = 0, cap;
+	struct stat st;
+
+	fd = openat(dirfd, path,
+		    O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK |
+			    ((flags & READ_NOFOLLOW) ? O_NOFOLLOW : 0));
+	if (fd < 0) {
+		if (errno == ENOENT && (flags & READ_MISSING_OK)) {
+			*ret_buf = NULL;
+			if (ret_len)
+				*ret_len = 0;
+			return 1;
+		}
+		if (errno == ELOOP && (flags & READ_NOFOLLOW))
+			return err_set(err, ERR_REFUSED, ELOOP, "%s is a symbolic link", path);
+		return err_errno(err, "cannot open %s", path);
+	}
+	if (fstat(fd, &st) < 0)
+		return err_errno(err, "cannot stat %s", path);
+	if (!S_ISREG(st.st_mode))
+		return err_set(err, ERR_REFUSED, EINVAL, "%s is not a regular file", path);
+	if ((size_t)st.st_size > max)
+		return err_set(err, ERR_REFUSED, EFBIG, "%s is larger than %zu bytes", path, max);
+	/* The size may change under us: read until EOF, never beyond max. */
+	cap = (size_t)st.st_size + 1;
+	buf = malloc(cap + 1);
+	if (!buf)
+		return err_set(err, ERR_FAILED, ENOMEM, "out of memory reading %s", path);
+	for (;;) {
+		ssize_t n;
+		if (len == cap) {
+			char *nb;
+			if (cap > max)
+				return err_set(err, ERR_REFUSED, EFBIG, "%s is larger than %zu bytes",
+					       path, max);
+			cap = cap * 2 > max + 1 ? max + 1 : cap * 2;
+			nb = realloc(buf, cap + 1);
+			if (!nb)
+				return err_set(err, ERR_FAILED, ENOMEM, "out of memory reading %s",
+					       path);
+			buf = nb;
+		}
+		n = read(fd, buf + len, cap - len);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return err_errno(err, "cannot read %s", path);
+		}
+		if (n == 0)
+			break;
+		len += (size_t)n;
+	}
+	if (len > max)
+		return err_set(err, ERR_REFUSED, EFBIG, "%s is larger than %zu bytes", path, max);
+	buf[len] = '\0';
+	*ret_buf = TAKE_PTR(buf);
+	if (ret_len)
+		*ret_len = len;
+	return 0;
+}
+
+int file_write_atomic(const char *path, const void *data, size_t len, mode_t mode, uid_t uid,
+		      gid_t gid, struct err *err)
+{
+	_cleanup_free_ char *dir_copy = strdup(path);
+	_cleanup_close_ int fd = -1;
+	_cleanup_close_ int dfd = -1;
+	char tmp[PATH_MAX];
+	const char *dir;
+	int r;
+
+	if (!dir_copy)
+		return err_set(err, ERR_FAILED, ENOMEM, "out of memory");
+	dir = dirname(dir_copy);
+	if (snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof(tmp))
+		return err_set(err, ERR_FAILED, ENAMETOOLONG, "path too long: %s", path);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		return err_errno(err, "cannot create %s", tmp);
+	r = write_all(fd, data, len);
+	if (r == 0 && fchmod(fd, mode) < 0)
+		r = -errno;
+	if (r == 0 && uid != (uid_t)-1 && fchown(fd, uid, gid) < 0)
+		r = -errno;
+	if (r == 0 && fsync(fd) < 0)
+		r = -errno;
+	if (r == 0 && close(TAKE_FD(fd)) < 0)
+		r = -errno;
+	if (r == 0 && rename(tmp, path) < 0)
+		r = -errno;
+	if (r < 0) {
+		unlink(tmp);
+		errno = -r;
+		if (r == -ENOSPC || r == -EDQUOT)
+			return err_errno(err, "disk full writing %s", path);
+		return err_errno(err, "cannot write %s", path);
+	}
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd >= 0)
+		(void)fsync(dfd);
+	return 0;
+}
+
+int mkdir_p(const char *path, mode_t mode, struct err *err)
+{
+	char buf[PATH_MAX];
+	size_t len = strlen(path);
+
+	if (len == 0 || len >= sizeof(buf))
+		return err_set(err, ERR_FAILED, ENAMETOOLONG, "bad directory path: %s", path);
+	memcpy(buf, path, len + 1);
+	for (char *p = buf + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(buf, mode) < 0 && errno != EEXIST)
+			return err_errno(err, "cannot create directory %s", buf);
+		*p = '/';
+	}
+	if (mkdir(buf, mode) < 0 && errno != EEXIST)
+		return err_errno(err, "cannot create directory %s", buf);
+	return 0;
+}

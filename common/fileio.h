@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Reading and writing whole files safely.
+ */
+#ifndef SA_FILEIO_H
+#define SA_FILEIO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "err.h"
+
+enum {
+	READ_NOFOLLOW = 1 << 0, /* refuse a symbolic link in the last component */
+	READ_MISSING_OK = 1 << 1, /* a missing file reads as empty, *ret_buf = NULL, returns 0 */
+};
+
+/*
+ * Read the regular file at path (relative to dirfd, or AT_FDCWD) into a NUL-terminated heap
+ * buffer. Refuses anything that is not a regular file and anything larger than max bytes
+ * (ERR_REFUSED, with "larger than N bytes" in the message). Returns 0, or 1 when the file is
+ * missing and READ_MISSING_OK was given.
+ */
+int file_read_capped(int dirfd, const char *path, size_t max, int flags, char **ret_buf,
+		     size_t *ret_len, struct err *err);
+
+/*
+ * Write data to path atomically: a temporary file in the same directory, written, fchmod'ed to
+ * mode, fchown'ed to uid:gid (unless uid is (uid_t)-1), fsync'ed, renamed over path, and the
+ * directory fsync'ed. A full disk is reported as such and leaves the old file in place.
+ */
+int file_write_atomic(const char *path, const void *data, size_t len, mode_t mode, uid_t uid,
+		      gid_t gid, struct err *err);
+
+/* write() all of buf, retrying on EINTR and short writes. */
+int write_all(int fd, const void *buf, size_t len);
+
+/* mkdir -p with the given mode for each created component; existing ones are left alone. */
+int mkdir_p(const char *path, mode_t mode, struct err *err);
+
+#endif

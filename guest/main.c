@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * sandbox-agent: one multi-call binary. Called as sandbox-app-boot it runs the boot contract;
+ * `sandbox-agent boot ...` is the same; `sandbox-agent serve` is the daemon.
+ */
+#include <libgen.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "boot_cli.h"
+#include "log.h"
+
+static int usage(FILE *f)
+{
+	fputs("usage: sandbox-agent boot [OPTIONS] APP_DIR   (also installed as sandbox-app-boot)\n"
+	      "       sandbox-agent --version\n",
+	      f);
+	return f == stderr ? 2 : 0;
+}
+
+int main(int argc, char **argv)
+{
+	const char *name = argc > 0 ? basename(argv[0]) : "sandbox-agent";
+
+	if (strcmp(name, "sandbox-app-boot") == 0) {
+		log_setup("sandbox-app-boot");
+		return boot_cli_main(argc, argv);
+	}
+	log_setup("sandbox-agent");
+	if (argc < 2)
+		return usage(stderr);
+	if (strcmp(argv[1], "--version") == 0) {
+		printf("sandbox-agent %s\n", SA_VERSION);
+		return 0;
+	}
+	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)
+		return usage(stdout);
+	if (strcmp(argv[1], "boot") == 0)
+		return boot_cli_main(argc - 1, argv + 1);
+	fprintf(stderr, "sandbox-agent: unknown command '%s'\n", argv[1]);
+	return usage(stderr);
+}

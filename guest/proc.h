@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Spawning the commands of a boot: `sh -c COMMAND` in its own process group, stdin /dev/null,
+ * stdout and stderr to one descriptor, as the run user, with a clean signal mask, joined to the
+ * boot's process set before exec. Processes are identified by pid plus start time (field 22 of
+ * /proc/PID/stat) so a recycled pid is never signalled.
+ */
+#ifndef SA_PROC_H
+#define SA_PROC_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "err.h"
+
+struct run_user {
+	uid_t uid; /* (uid_t)-1: run as the caller */
+	gid_t gid;
+	char *name; /* for initgroups(), NULL with uid -1 */
+	char *home;
+};
+
+/* Look up a user by name; ERR_REFUSED "user NAME does not exist" when missing. */
+int run_user_lookup(const char *name, struct run_user *ret, struct err *err);
+/* The caller itself (uid -1), with HOME from the environment. */
+void run_user_self(struct run_user *ret);
+void run_user_dispose(struct run_user *u);
+
+struct proc_spec {
+	const char *command; /* run as: /bin/sh -c command */
+	const char *cwd;
+	char *const *env;
+	const struct run_user *user; /* NULL: the caller */
+	int output_fd;     /* stdout and stderr; -1: /dev/null */
+	int procs_fd;      /* cgroup.procs (or tasks) to join before exec; -1: none */
+	bool new_session;  /* setsid() instead of setpgid(0, 0) */
+	int keep_fd;       /* one more descriptor kept open across exec (e.g. a notify pipe), or -1 */
+};
+
+/* Fork and exec; on return the child is in its own process group (pgid == pid). */
+int proc_spawn(const struct proc_spec *spec, pid_t *ret_pid, struct err *err);
+
+/* Start time of pid in clock ticks since boot (field 22 of /proc/PID/stat); 0 if gone. */
+uint64_t proc_start_time(pid_t pid);
+/* pid still runs and has that start time. */
+bool proc_is(pid_t pid, uint64_t start_time);
+/* Parent pid from /proc/PID/stat, or -1. */
+pid_t proc_parent(pid_t pid);
+
+/* "exited with status N" / "was killed by signal NAME" for a waitpid() status. */
+void proc_describe_status(int status, char *buf, size_t len);
+
+/* Close every descriptor >= 3 except keep (or -1); uses close_range where available. */
+void proc_close_inherited(int keep);
+
+#endif
