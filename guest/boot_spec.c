@@ -805,6 +805,11 @@ int boot_spec_parse(const char *buf, size_t len, struct boot_spec *ret, struct e
 	obj = json_tokener_parse_ex(tok, buf, (int)len);
 	jerr = json_tokener_get_error(tok);
 	end = json_tokener_get_parse_end(tok);
+	/* A number at the very end waits for a delimiter: give it one. */
+	if (jerr == json_tokener_continue && end > 0) {
+		obj = json_tokener_parse_ex(tok, " ", 1);
+		jerr = json_tokener_get_error(tok);
+	}
 	json_tokener_free(tok);
 	if (jerr == json_tokener_continue)
 		return err_set(err, ERR_REFUSED, EINVAL,

@@ -152,6 +152,11 @@ int manifest_parse(const char *buf, size_t len, struct manifest *ret, struct err
 	obj = json_tokener_parse_ex(tok, buf, (int)len);
 	jerr = json_tokener_get_error(tok);
 	end = json_tokener_get_parse_end(tok);
+	/* A number at the very end waits for a delimiter: give it one. */
+	if (jerr == json_tokener_continue && end > 0) {
+		obj = json_tokener_parse_ex(tok, " ", 1);
+		jerr = json_tokener_get_error(tok);
+	}
 	json_tokener_free(tok);
 	if (jerr == json_tokener_continue && strspn(buf, " \t\r\n") == len)
 		return err_set(err, ERR_FAILED, EINVAL, "the manifest is empty");
