@@ -122,6 +122,15 @@ static ssize_t manifest_find_nul_escape(const char *buf, size_t len)
 	return -1;
 }
 
+/* Only JSON whitespace (buf need not be NUL-terminated). */
+static bool manifest_blank(const char *buf, size_t len)
+{
+	for (size_t i = 0; i < len; i++)
+		if (!memchr(" \t\r\n", buf[i], 4))
+			return false;
+	return true;
+}
+
 int manifest_parse(const char *buf, size_t len, struct manifest *ret, struct err *err)
 {
 	_cleanup_json_ struct json_object *obj = NULL;
@@ -158,7 +167,7 @@ int manifest_parse(const char *buf, size_t len, struct manifest *ret, struct err
 		jerr = json_tokener_get_error(tok);
 	}
 	json_tokener_free(tok);
-	if (jerr == json_tokener_continue && strspn(buf, " \t\r\n") == len)
+	if (jerr == json_tokener_continue && manifest_blank(buf, len))
 		return err_set(err, ERR_FAILED, EINVAL, "the manifest is empty");
 	if (jerr == json_tokener_continue)
 		return err_set(

@@ -261,6 +261,25 @@ START_TEST(test_not_json)
 }
 END_TEST
 
+/* The buffer is not NUL-terminated: nothing may read past len. */
+START_TEST(test_unterminated_buffer)
+{
+	size_t len = strlen(MINIMAL_SPEC);
+	char *buf = malloc(len);
+	struct boot_spec s = {0};
+	struct err e;
+
+	ck_assert_ptr_nonnull(buf);
+	memcpy(buf, MINIMAL_SPEC, len);
+	err_clear(&e);
+	ck_assert_msg(boot_spec_parse(buf, len, &s, &e) == 0, "%s", e.msg);
+	boot_spec_dispose(&s);
+	ck_assert_int_lt(boot_spec_parse(buf, len - 1, &s, &e), 0);
+	ck_assert_int_lt(boot_spec_parse(buf, 1, &s, &e), 0);
+	free(buf);
+}
+END_TEST
+
 START_TEST(test_size_cap)
 {
 	size_t len = BOOT_SPEC_MAX + 1;
@@ -802,6 +821,7 @@ static Suite *boot_spec_suite(void)
 	tcase_add_test(tc, test_null_means_not_given);
 	tcase_add_test(tc, test_version);
 	tcase_add_test(tc, test_not_json);
+	tcase_add_test(tc, test_unterminated_buffer);
 	tcase_add_test(tc, test_size_cap);
 	tcase_add_test(tc, test_deep_nesting_refused);
 	tcase_add_test(tc, test_paths);

@@ -103,6 +103,28 @@ START_TEST(test_nul_refused)
 }
 END_TEST
 
+/* The buffer is not NUL-terminated: nothing may read past len (found by fuzzing). */
+START_TEST(test_unterminated_buffer)
+{
+	static const char *const docs[] = {"\r", "  ", "{\"mcp_path\":\"/mcp\"}", "4"};
+	struct manifest m = {0};
+	struct err e;
+
+	for (size_t i = 0; i < ELEMENTSOF(docs); i++) {
+		size_t len = strlen(docs[i]);
+		char *buf = malloc(len);
+
+		ck_assert_ptr_nonnull(buf);
+		memcpy(buf, docs[i], len);
+		err_clear(&e);
+		if (manifest_parse(buf, len, &m, &e) == 0)
+			manifest_dispose(&m);
+		free(buf);
+	}
+	ck_assert_str_eq(e.msg, "the manifest is not a JSON object (it is a number)");
+}
+END_TEST
+
 START_TEST(test_size_cap)
 {
 	size_t len = MANIFEST_MAX + 1;
@@ -470,6 +492,7 @@ static Suite *manifest_suite(void)
 	tcase_add_test(tc, test_valid_manifest);
 	tcase_add_test(tc, test_not_an_object);
 	tcase_add_test(tc, test_nul_refused);
+	tcase_add_test(tc, test_unterminated_buffer);
 	tcase_add_test(tc, test_size_cap);
 	tcase_add_test(tc, test_mcp_path_rules);
 	tcase_add_test(tc, test_mcp_token_rules);
