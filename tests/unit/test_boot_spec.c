@@ -659,6 +659,41 @@ START_TEST(test_user_url_and_flags)
 }
 END_TEST
 
+/* The length and count caps. */
+START_TEST(test_caps)
+{
+	char *buf = malloc(64 * 1024);
+	char *p;
+
+	ck_assert_ptr_nonnull(buf);
+	/* 257 steps */
+	p = buf + sprintf(buf, "[");
+	for (int i = 0; i <= BOOT_SPEC_MAX_STEPS; i++)
+		p += sprintf(p, "%s{\"name\":\"s%d\",\"command\":\"x\"}", i ? "," : "", i);
+	strcpy(p, "]");
+	refuse_with("steps", buf, "spec: `steps` must hold at most 256 steps");
+	/* a path of PATH_MAX bytes */
+	p = buf + sprintf(buf, "\"/");
+	memset(p, 'a', 4095);
+	strcpy(p + 4095, "\"");
+	refuse_with("app_dir", buf, "spec: `app_dir` must be shorter than 4096 bytes");
+	/* a start_url of 2049 bytes */
+	p = buf + sprintf(buf, "\"/");
+	memset(p, 'a', 2048);
+	strcpy(p + 2048, "\"");
+	refuse_with("start_url", buf, "spec: `start_url` must be at most 2048 bytes");
+	/* a variable name of 65 bytes */
+	p = buf + sprintf(buf, "{\"");
+	memset(p, 'A', 65);
+	strcpy(p + 65, "\":\"x\"}");
+	refuse_with("env", buf,
+	            "spec: `env` has a key that is not a variable name ([A-Za-z_][A-Za-z0-9_]*, at "
+	            "most 64 characters)");
+	refuse_with("user", "\"-sandbox\"", "spec: `user` must be a user name or null");
+	free(buf);
+}
+END_TEST
+
 START_TEST(test_ret_untouched_on_failure)
 {
 	struct boot_spec s;
@@ -835,6 +870,7 @@ static Suite *boot_spec_suite(void)
 	tcase_add_test(tc, test_secret_names);
 	tcase_add_test(tc, test_toolchain);
 	tcase_add_test(tc, test_user_url_and_flags);
+	tcase_add_test(tc, test_caps);
 	tcase_add_test(tc, test_ret_untouched_on_failure);
 	suite_add_tcase(s, tc);
 
