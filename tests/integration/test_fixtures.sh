@@ -276,6 +276,22 @@ run_manifest() {
 	TOKEN=$token
 }
 
+# manifest_needs_target LABEL DIR CMD: without ACTION_AGENT_SANDBOX_MANIFEST the manifest
+# command fails and names the variable.
+manifest_needs_target() {
+	local label=$1 dir=$2 cmd=$3 out rc=0 e
+	local saved=("${APP_ENV[@]}")
+	APP_ENV=()
+	for e in "${saved[@]}"; do
+		[[ "$e" == ACTION_AGENT_SANDBOX_MANIFEST=* ]] || APP_ENV+=("$e")
+	done
+	out=$(cd "$dir" && "${RUN_AS[@]}" "${APP_ENV[@]}" PORT=1 sh -c "$cmd" </dev/null 2>&1) || rc=$?
+	APP_ENV=("${saved[@]}")
+	[ $rc -ne 0 ] || fail "$label: succeeded without ACTION_AGENT_SANDBOX_MANIFEST"
+	[[ "$out" == *ACTION_AGENT_SANDBOX_MANIFEST* ]] ||
+		fail "$label: its failure does not name ACTION_AGENT_SANDBOX_MANIFEST: $out"
+}
+
 free_port() {
 	case "$JSON_RUNTIME" in
 	ruby) ruby -rsocket -e 's = TCPServer.new("127.0.0.1", 0); print s.addr[1]; s.close' ;;
@@ -320,6 +336,7 @@ boot_rails() {
 	token=$TOKEN
 	run_manifest "rails: manifest again" "$log" "$app" "$cmd" "$manifest" "$port"
 	[ "$token" = "$TOKEN" ] || fail "rails: the second manifest run minted a new token"
+	manifest_needs_target "rails: manifest" "$app" "$cmd"
 
 	start_server "$log" "$app" "$RAILS_START" "$port"
 	wait_up "rails: server to /up" "$log" "$port"
@@ -380,6 +397,7 @@ boot_node() {
 	token=$TOKEN
 	run_manifest "node: manifest again" "$log" "$app" "$NODE_MANIFEST" "$manifest" "$port"
 	[ "$token" = "$TOKEN" ] || fail "node: the second manifest run minted a new token"
+	manifest_needs_target "node: manifest" "$app" "$NODE_MANIFEST"
 	mode=$(stat -c %a "$app/data/api-key.json")
 	[ "$mode" = 600 ] || fail "node: data/api-key.json has mode $mode, not 600"
 

@@ -4,7 +4,7 @@
 // $ACTION_AGENT_SANDBOX_MANIFEST: {"mcp_path":"/action_agent/mcp","mcp_token":"aa_..."}.
 const fs = require('node:fs');
 const { mintOrReuse } = require('../lib/api-key');
-const { MCP_PATH } = require('../lib/mcp');
+const { MCP_PATH } = require('../lib/paths');
 
 const target = process.env.ACTION_AGENT_SANDBOX_MANIFEST;
 if (!target) {

@@ -3,8 +3,8 @@
 // then 405 for anything but POST, then `initialize`, `ping` and `tools/list`.
 const express = require('express');
 const { authenticate } = require('./api-key');
+const { MCP_PATH } = require('./paths');
 
-const MCP_PATH = '/action_agent/mcp';
 const PROTOCOL_VERSION = '2025-03-26';
 const SERVER_INFO = { name: 'node-app', version: '1.0.0' };
 
