@@ -463,6 +463,21 @@ static _noreturn_ void child_fail(int report_fd, int stage)
 	_exit(127);
 }
 
+/*
+ * Every signal back to SIG_DFL, through the system call: the C library refuses to touch the
+ * signals it reserves for itself (glibc's 32 and 33), yet an ignored one would be inherited
+ * across exec. An all-zero kernel sigaction is SIG_DFL with no flags and an empty mask on every
+ * architecture, whatever the field order.
+ */
+static void reset_signal_dispositions(void)
+{
+	unsigned long zero[8] = {0};
+
+	for (int sig = 1; sig <= 64; sig++)
+		if (sig != SIGKILL && sig != SIGSTOP)
+			syscall(SYS_rt_sigaction, sig, zero, NULL, (size_t)8);
+}
+
 static int dup_high(int fd)
 {
 	return fcntl(fd, F_DUPFD_CLOEXEC, 3);
@@ -471,7 +486,6 @@ static int dup_high(int fd)
 static _noreturn_ void child_run(const struct child_args *a)
 {
 	const struct proc_spec *spec = a->spec;
-	struct sigaction sa;
 	sigset_t none;
 	int rfd, out, nul;
 
@@ -480,12 +494,7 @@ static _noreturn_ void child_run(const struct child_args *a)
 	if (rfd < 0)
 		child_fail(a->report_fd, STAGE_STDIO);
 
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = SIG_DFL;
-	sigemptyset(&sa.sa_mask);
-	for (int sig = 1; sig < NSIG; sig++)
-		if (sig != SIGKILL && sig != SIGSTOP)
-			sigaction(sig, &sa, NULL); /* glibc's reserved signals fail: harmless */
+	reset_signal_dispositions();
 
 	if (spec->new_session) {
 		if (setsid() < 0)
