@@ -606,6 +606,8 @@ static int stream_scan(struct scrub_stream *st, const struct index *ix, const ui
 	size_t clean = 0; /* start of the span of clean bytes not yet emitted */
 	int r;
 
+	if (n == 0)
+		return 0;
 	for (size_t i = 0; i < n; i++) {
 		uint8_t c;
 		bool covered;
@@ -719,7 +721,7 @@ int scrub_stream_write(struct scrub_stream *st, const char *buf, size_t len)
 	size_t l = lookahead(st->s), n = 0;
 	int r;
 
-	if (st->error)
+	if (st->error || len == 0)
 		return st->error;
 	r = stream_fit(st, l);
 	if (r < 0)
