@@ -254,6 +254,30 @@ START_TEST(test_multidb_replicas_share)
 }
 END_TEST
 
+START_TEST(test_sqlite_replica_shares_file)
+{
+	struct database_request req = request("development");
+	struct database_plan p = {0};
+
+	plan_text("development:\n"
+	          "  primary:\n    adapter: sqlite3\n    database: db/development.sqlite3\n"
+	          "  primary_replica:\n    adapter: sqlite3\n    database: db/development.sqlite3\n"
+	          "    replica: true\n"
+	          "  animals:\n    adapter: sqlite3\n    database: db/animals.sqlite3\n"
+	          "  other:\n    adapter: postgresql\n    database: db/animals.sqlite3\n",
+	          &req, &p);
+	ck_assert_uint_eq(p.n_entries, 4);
+	ck_assert_str_eq(entry(&p, "primary_replica")->url,
+	                 "sqlite3:/workspace/db/development.sqlite3");
+	ck_assert_str_eq(entry(&p, "animals")->url,
+	                 "sqlite3:/workspace/db/development_animals.sqlite3");
+	/* the same name under another adapter is another database */
+	ck_assert_str_eq(entry(&p, "other")->url,
+	                 "postgresql:///db_animals_sqlite3_sandbox_0123abcd");
+	database_plan_dispose(&p);
+}
+END_TEST
+
 START_TEST(test_three_tier_primary_choice)
 {
 	struct database_request req = request("development");
@@ -788,6 +812,7 @@ static Suite *database_config_suite(void)
 	tcase_add_test(rails, test_rails8_three_tier_sqlite3);
 	tcase_add_test(rails, test_rails8_three_tier_postgresql_chained_anchors);
 	tcase_add_test(rails, test_multidb_replicas_share);
+	tcase_add_test(rails, test_sqlite_replica_shares_file);
 	tcase_add_test(rails, test_three_tier_primary_choice);
 	suite_add_tcase(s, rails);
 
