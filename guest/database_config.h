@@ -19,12 +19,13 @@ struct database_entry {
 	char *adapter;  /* as written: sqlite3, postgresql, postgis, mysql2, trilogy */
 	char *variable; /* DATABASE_URL or <NAME>_DATABASE_URL */
 	char *url;
+	bool set_by_file; /* file_env sets variable: the app uses that, url is not in env */
 };
 
 struct database_plan {
 	struct database_entry *entries;
 	size_t n_entries;
-	char **env;           /* "NAME=VALUE": the URLs not set by the file, SKIP_TEST_DATABASE=1 */
+	char **env; /* "NAME=VALUE": the URLs not set by the file, SKIP_TEST_DATABASE=1 */
 	bool wants_postgresql; /* some entry uses postgresql/postgis */
 	bool wants_mysql;
 };
@@ -36,12 +37,20 @@ struct database_request {
 	char *const *file_env;  /* "NAME=VALUE" the file sets: those variables are left alone */
 };
 
+/*
+ * Blank every ERB tag (<% %>, <%= %>, <%# %>, <%- -%>) in place, keeping newlines so line
+ * numbers still match the file. A tag that starts a mapping key (only indentation before it,
+ * a ':' later on the line) is filled with '_' rather than spaces, so the line keeps a key and
+ * the document keeps its shape. "<%%" is ERB's literal "<%" and is left alone.
+ */
+void database_yaml_blank_erb(char *buf, size_t len);
+
 /* Resolve from a database.yml document (buf may be NULL: no file, no databases). */
 int database_plan_from_yaml(const char *buf, size_t len, const struct database_request *req,
-			    struct database_plan *ret, struct err *err);
+                            struct database_plan *ret, struct err *err);
 /* Read APP_DIR/config/database.yml (no links followed, capped; missing is fine) and resolve. */
 int database_plan_resolve(const char *app_dir, const struct database_request *req,
-			  struct database_plan *ret, struct err *err);
+                          struct database_plan *ret, struct err *err);
 void database_plan_dispose(struct database_plan *p);
 
 #endif

@@ -23,8 +23,8 @@
 #define SANDBOX_DEFAULT_START "bin/rails server -b 127.0.0.1 -p $PORT"
 
 struct sandbox_config {
-	char **env;    /* "NAME=VALUE" in file order, values converted as decisions.md says */
-	char **setup;  /* commands, in order (the defaults when the file has no `setup`) */
+	char **env;   /* "NAME=VALUE" in file order, values converted as decisions.md says */
+	char **setup; /* commands, in order (the defaults when the file has no `setup`) */
 	char *manifest;
 	char *start;
 	bool has_file; /* the file existed */

@@ -18,6 +18,6 @@
  * safe loader refuses (message says which: "null is not a string", ...).
  */
 int yaml_scalar_to_env(const char *value, size_t len, bool plain, const char *tag, char **ret,
-		       struct err *err);
+                       struct err *err);
 
 #endif
