@@ -13,7 +13,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <json-c/json.h>
-#include <malloc.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -26,6 +25,9 @@
 #include <sys/timerfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 #include "fileio.h"
 #include "forward.h"
@@ -160,6 +162,18 @@ static void status_write(struct sup *s, bool final)
 		log_debug("supervisor: %s", e.msg);
 }
 
+/* The process named by the pid and start-time keys still runs (true when unknown). */
+static bool json_process_alive(struct json_object *o, const char *pid_key, const char *start_key)
+{
+	struct json_object *pid = NULL, *start = NULL;
+
+	if (!json_object_object_get_ex(o, pid_key, &pid) ||
+	    !json_object_object_get_ex(o, start_key, &start) ||
+	    !json_object_is_type(pid, json_type_int) || !json_object_is_type(start, json_type_int))
+		return true;
+	return proc_is((pid_t)json_object_get_int(pid), (uint64_t)json_object_get_int64(start));
+}
+
 int supervisor_read_status(const char *status_path, int *ret_exited, char *buf, size_t len,
                            struct err *err)
 {
@@ -188,6 +202,12 @@ int supervisor_read_status(const char *status_path, int *ret_exited, char *buf, 
 			snprintf(buf, len, "%s", json_object_get_string(status));
 		else
 			snprintf(buf, len, "exited");
+	} else if (strcmp(json_object_get_string(state), "running") == 0 &&
+	           !json_process_alive(o, "supervisor_pid", "supervisor_start") &&
+	           !json_process_alive(o, "server_pid", "server_start")) {
+		/* The supervisor was killed before it could record the server's end. */
+		*ret_exited = 1;
+		snprintf(buf, len, "exited (not recorded: its supervisor is gone)");
 	} else {
 		*ret_exited = 0;
 		snprintf(buf, len, "%s", json_object_get_string(state));
@@ -583,8 +603,10 @@ static _noreturn_ void sup_main(const struct supervisor_spec *spec, int report_f
 
 	/* Only now: the server keeps the caller's descriptor limit. */
 	nofile_raise();
-	/* Give back what the caller's heap left free in our copy of it. */
+#ifdef __GLIBC__
+	/* Give back what the caller's heap left free in our copy of it (musl has no such call). */
 	malloc_trim(0);
+#endif
 	loop_run(&s);
 	stop_finish(&s);
 }

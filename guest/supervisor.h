@@ -20,7 +20,9 @@
  *    "exit_code": 1 | null, "signal": "SIGKILL" | null, "stopped": bool (by SIGTERM to us),
  *    "supervisor": "running" | "exited", "log_tail": "last 20 lines, scrubbed" | null, "log_error":
  * "disk full writing ..." | null, "forward": {"listen": "0.0.0.0:8080", "target": 3000} | null}
- * Start times are field 22 of /proc/PID/stat (proc_start_time()).
+ * Start times are field 22 of /proc/PID/stat (proc_start_time()). After the server is spawned
+ * (so the server keeps the caller's limit) the supervisor raises its own soft RLIMIT_NOFILE to
+ * 8192 (or the hard limit) for the forwarder's connections.
  *
  * The supervisor is a fork of the caller without exec: it keeps the scrubber's secrets from the
  * caller's memory. Call supervisor_start() while the caller runs no other threads that hold
@@ -76,7 +78,9 @@ int supervisor_start(const struct supervisor_spec *spec, struct supervisor_info 
 /*
  * Read supervisor.json: whether the server is still running, or how it ended.
  * *ret_exited: 1 when the server exited, with its description in buf ("exited with status 1",
- * "was killed by signal SIGKILL"); 0 with "running" in buf while it runs.
+ * "was killed by signal SIGKILL"); 0 with "running" in buf while it runs. A file that still says
+ * running while neither the supervisor nor the server exists (the supervisor was killed) reads
+ * as exited, "exited (not recorded: its supervisor is gone)".
  */
 int supervisor_read_status(const char *status_path, int *ret_exited, char *buf, size_t len,
                            struct err *err);

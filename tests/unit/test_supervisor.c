@@ -33,6 +33,7 @@
 #include "fileio.h"
 #include "listen_check.h"
 #include "proc.h"
+#include "procset.h"
 #include "ready.h"
 #include "scrub.h"
 #include "supervisor.h"
@@ -559,14 +560,16 @@ START_TEST(test_sigterm_stops_everything)
 	fixture_init(&f);
 	snprintf(child_file, sizeof(child_file), "%s/child.pid", f.dir);
 	snprintf(daemon_file, sizeof(daemon_file), "%s/daemon.pid", f.dir);
+	/* The daemon writes its pid once it is in its own session. */
 	snprintf(cmd, sizeof(cmd),
-	         "trap '' TERM; sleep 1000 & echo $! > %s; setsid sleep 1001 & echo $! > %s; "
-	         "echo up; wait",
-	         child_file, daemon_file);
+	         "trap '' TERM; sleep 1000 & echo $! > %s; "
+	         "setsid sh -c 'echo $$ > %s.tmp; mv %s.tmp %s; exec sleep 1001' & echo up; wait",
+	         child_file, daemon_file, daemon_file, daemon_file);
 	struct supervisor_spec spec = spec_for(&f, cmd);
 	spec.grace_ms = 300;
 	start_ok(&spec, &info);
 	wait_file_has(f.log, "up", 10);
+	wait_file_has(daemon_file, "\n", 10);
 	char *t = file_text(child_file);
 	child = (pid_t)atoi(t);
 	free(t);
@@ -698,6 +701,82 @@ START_TEST(test_log_capped_and_disk_full)
 }
 END_TEST
 
+/* The server joins the boot's cgroup and runs as the run user; the supervisor stays outside. */
+START_TEST(test_cgroup_and_run_user)
+{
+	struct fixture f;
+	struct supervisor_info info;
+	struct run_user nobody = {0};
+	struct procset *ps = NULL;
+	char name[64], path[64], line[256], want[64];
+	bool uid_seen = false;
+	struct err e;
+	FILE *st;
+
+	if (geteuid() != 0)
+		return; /* needs root for both the cgroup and the user switch */
+	snprintf(name, sizeof(name), "test-%d-supervisor", (int)getpid());
+	err_clear(&e);
+	ck_assert_msg(procset_create(name, &ps, &e) == 0, "%s", e.msg);
+	ck_assert_int_eq(run_user_lookup("nobody", &nobody, &e), 0);
+	fixture_init(&f);
+	struct supervisor_spec spec = spec_for(&f, "echo as $(id -u); exec sleep 1000");
+	spec.cwd = "/"; /* the fixture's directory is 0700 root */
+	spec.user = &nobody;
+	spec.cgroup_path = procset_cgroup_path(ps);
+	start_ok(&spec, &info);
+	snprintf(want, sizeof(want), "as %u\n", (unsigned)nobody.uid);
+	wait_file_has(f.log, want, 10);
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)info.server_pid);
+	st = fopen(path, "r");
+	ck_assert_ptr_nonnull(st);
+	snprintf(want, sizeof(want), "Uid:\t%u\t%u\t%u", (unsigned)nobody.uid, (unsigned)nobody.uid,
+	         (unsigned)nobody.uid);
+	while (fgets(line, sizeof(line), st))
+		if (strncmp(line, want, strlen(want)) == 0)
+			uid_seen = true;
+	fclose(st);
+	ck_assert_msg(uid_seen, "the server does not run as nobody");
+	if (procset_backend_of(ps) != PROCSET_NO_CGROUP) {
+		ck_assert(procset_contains(ps, info.server_pid));
+		ck_assert(!procset_contains(ps, info.supervisor_pid));
+	}
+	stop(&info);
+	procset_destroy(ps);
+	procset_free(ps);
+	run_user_dispose(&nobody);
+	fixture_dispose(&f);
+}
+END_TEST
+
+/* The supervisor killed outright: the file still says running, the reader sees through it. */
+START_TEST(test_status_after_supervisor_killed)
+{
+	struct fixture f;
+	struct supervisor_info info;
+	char buf[256];
+	int exited = -1;
+	struct err e;
+
+	fixture_init(&f);
+	struct supervisor_spec spec = spec_for(&f, "exec sleep 1000");
+	start_ok(&spec, &info);
+	ck_assert_int_eq(supervisor_read_status(f.status, &exited, buf, sizeof(buf), &e), 0);
+	ck_assert_int_eq(exited, 0);
+	ck_assert_int_eq(kill(info.supervisor_pid, SIGKILL), 0);
+	wait_gone(info.supervisor_pid, info.supervisor_start, 10);
+	/* The server alone is still running, not exited. */
+	ck_assert_int_eq(supervisor_read_status(f.status, &exited, buf, sizeof(buf), &e), 0);
+	ck_assert_int_eq(exited, 0);
+	ck_assert_int_eq(proc_signal(info.server_pid, info.server_start, SIGKILL), 0);
+	wait_gone(info.server_pid, info.server_start, 10);
+	ck_assert_int_eq(supervisor_read_status(f.status, &exited, buf, sizeof(buf), &e), 0);
+	ck_assert_int_eq(exited, 1);
+	ck_assert_str_eq(buf, "exited (not recorded: its supervisor is gone)");
+	fixture_dispose(&f);
+}
+END_TEST
+
 static Suite *supervisor_suite(void)
 {
 	Suite *s = suite_create("supervisor");
@@ -714,6 +793,8 @@ static Suite *supervisor_suite(void)
 	tcase_add_test(tc, test_spawn_failure_reported);
 	tcase_add_test(tc, test_port_in_use_reported);
 	tcase_add_test(tc, test_log_capped_and_disk_full);
+	tcase_add_test(tc, test_cgroup_and_run_user);
+	tcase_add_test(tc, test_status_after_supervisor_killed);
 	suite_add_tcase(s, tc);
 	return s;
 }
