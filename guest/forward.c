@@ -30,6 +30,8 @@
 #define FWD_FDS_PER_CONN 6u
 #define FWD_FDS_RESERVED 32u
 #define FWD_END_EVENTS (EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET)
+/* Rounds one event may pump before the connection yields (a pipe, 64 KiB, each way a round). */
+#define FWD_PUMP_ROUNDS 4u
 
 struct fwd_conn;
 
@@ -244,19 +246,42 @@ static int direction_pump(struct fwd_end *a, struct fwd_end *b)
 	return progress;
 }
 
+/* Hand both sockets back to epoll as if new: queued again at once when still ready. */
+static void conn_rearm(struct fwd_conn *c)
+{
+	for (int i = 0; i < 2; i++) {
+		struct epoll_event ev = {.events = FWD_END_EVENTS, .data.ptr = &c->end[i].h};
+		if (epoll_ctl(c->fw->epfd, EPOLL_CTL_MOD, c->end[i].fd, &ev) < 0) {
+			conn_close(c, true);
+			return;
+		}
+	}
+}
+
+/*
+ * Move bytes both ways until neither direction can (edge-triggered: every socket must have
+ * reached EAGAIN before we wait again), or until the round budget is spent: then the sockets
+ * are re-armed, so a busy connection yields to the rest of the loop and is served again on
+ * the next pass.
+ */
 static void conn_pump(struct fwd_conn *c)
 {
-	int r0, r1;
+	for (unsigned round = 0;; round++) {
+		int r0 = direction_pump(&c->end[0], &c->end[1]);
+		int r1 = r0 < 0 ? 0 : direction_pump(&c->end[1], &c->end[0]);
 
-	do {
-		r0 = direction_pump(&c->end[0], &c->end[1]);
-		r1 = r0 < 0 ? 0 : direction_pump(&c->end[1], &c->end[0]);
 		if (r0 < 0 || r1 < 0) {
 			log_debug("forward: connection aborted: %s", strerror(r0 < 0 ? -r0 : -r1));
 			conn_close(c, true);
 			return;
 		}
-	} while (r0 > 0 || r1 > 0);
+		if (r0 == 0 && r1 == 0)
+			break;
+		if (round + 1 == FWD_PUMP_ROUNDS && !(c->end[0].done && c->end[1].done)) {
+			conn_rearm(c);
+			return;
+		}
+	}
 	if (c->end[0].done && c->end[1].done)
 		conn_close(c, false);
 }
