@@ -45,7 +45,7 @@ LIBCOMMON := $(BUILD)/libsandbox-common.a
 LIBGUEST := $(BUILD)/libsandbox-guest.a
 LIBHOST := $(BUILD)/libsandbox-host.a
 
-.PHONY: all clean test check unit unit-san replay integration format format-check fuzz fuzz-run
+.PHONY: all clean test check unit unit-san replay integration format format-check fuzz fuzz-run demo
 all: $(BUILD)/sandbox-agent $(BUILD)/sandbox-app-boot $(BUILD)/sandbox-ctl
 
 $(BUILD)/%.o: %.c
@@ -96,6 +96,12 @@ check: all $(UNIT_BIN) $(REPLAY_BIN)
 unit-san:
 	$(MAKE) BUILD=build-san SAN=1 unit replay
 	tests/run.sh --unit --build build-san
+
+demo: all
+	scripts/demo.sh
+
+integration: all
+	tests/run.sh --integration
 
 FORMAT_FILES = $(shell git ls-files '*.c' '*.h' 2>/dev/null || find . -name '*.[ch]')
 format:

@@ -29,7 +29,7 @@ int write_all(int fd, const void *buf, size_t len)
 }
 
 int file_read_capped(int dirfd, const char *path, size_t max, int flags, char **ret_buf,
-		     size_t *ret_len, struct err *err)
+                     size_t *ret_len, struct err *err)
 {
 	_cleanup_close_ int fd = -1;
 	_cleanup_free_ char *buf = NULL;
@@ -37,8 +37,8 @@ int file_read_capped(int dirfd, const char *path, size_t max, int flags, char **
 	struct stat st;
 
 	fd = openat(dirfd, path,
-		    O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK |
-			    ((flags & READ_NOFOLLOW) ? O_NOFOLLOW : 0));
+	            O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK |
+	                ((flags & READ_NOFOLLOW) ? O_NOFOLLOW : 0));
 	if (fd < 0) {
 		if (errno == ENOENT && (flags & READ_MISSING_OK)) {
 			*ret_buf = NULL;
@@ -66,13 +66,13 @@ int file_read_capped(int dirfd, const char *path, size_t max, int flags, char **
 		if (len == cap) {
 			char *nb;
 			if (cap > max)
-				return err_set(err, ERR_REFUSED, EFBIG, "%s is larger than %zu bytes",
-					       path, max);
+				return err_set(err, ERR_REFUSED, EFBIG,
+				               "%s is larger than %zu bytes", path, max);
 			cap = cap * 2 > max + 1 ? max + 1 : cap * 2;
 			nb = realloc(buf, cap + 1);
 			if (!nb)
 				return err_set(err, ERR_FAILED, ENOMEM, "out of memory reading %s",
-					       path);
+				               path);
 			buf = nb;
 		}
 		n = read(fd, buf + len, cap - len);
@@ -95,7 +95,7 @@ int file_read_capped(int dirfd, const char *path, size_t max, int flags, char **
 }
 
 int file_write_atomic(const char *path, const void *data, size_t len, mode_t mode, uid_t uid,
-		      gid_t gid, struct err *err)
+                      gid_t gid, struct err *err)
 {
 	_cleanup_free_ char *dir_copy = strdup(path);
 	_cleanup_close_ int fd = -1;

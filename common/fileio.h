@@ -12,7 +12,7 @@
 #include "err.h"
 
 enum {
-	READ_NOFOLLOW = 1 << 0, /* refuse a symbolic link in the last component */
+	READ_NOFOLLOW = 1 << 0,   /* refuse a symbolic link in the last component */
 	READ_MISSING_OK = 1 << 1, /* a missing file reads as empty, *ret_buf = NULL, returns 0 */
 };
 
@@ -23,7 +23,7 @@ enum {
  * missing and READ_MISSING_OK was given.
  */
 int file_read_capped(int dirfd, const char *path, size_t max, int flags, char **ret_buf,
-		     size_t *ret_len, struct err *err);
+                     size_t *ret_len, struct err *err);
 
 /*
  * Write data to path atomically: a temporary file in the same directory, written, fchmod'ed to
@@ -31,7 +31,7 @@ int file_read_capped(int dirfd, const char *path, size_t max, int flags, char **
  * directory fsync'ed. A full disk is reported as such and leaves the old file in place.
  */
 int file_write_atomic(const char *path, const void *data, size_t len, mode_t mode, uid_t uid,
-		      gid_t gid, struct err *err);
+                      gid_t gid, struct err *err);
 
 /* write() all of buf, retrying on EINTR and short writes. */
 int write_all(int fd, const void *buf, size_t len);

@@ -26,8 +26,8 @@ void log_setup(const char *program)
 
 int log_level_from_string(const char *s)
 {
-	static const char *const names[] = {"emerg",  "alert", "crit", "err",
-					    "warning", "notice", "info", "debug"};
+	static const char *const names[] = {"emerg",   "alert",  "crit", "err",
+	                                    "warning", "notice", "info", "debug"};
 
 	for (int i = 0; i < 8; i++)
 		if (strcmp(s, names[i]) == 0)

@@ -32,8 +32,7 @@ char *scrub_string(const struct scrubber *s, const char *in, size_t len, size_t 
 typedef int (*scrub_sink_fn)(void *userdata, const char *buf, size_t len);
 struct scrub_stream;
 /* Scrubbed bytes go to sink; s must outlive the stream. */
-struct scrub_stream *scrub_stream_new(const struct scrubber *s, scrub_sink_fn sink,
-				      void *userdata);
+struct scrub_stream *scrub_stream_new(const struct scrubber *s, scrub_sink_fn sink, void *userdata);
 /* Returns what the sink returned on failure (negative), else 0. */
 int scrub_stream_write(struct scrub_stream *st, const char *buf, size_t len);
 /* Push out what is held back (end of stream). */

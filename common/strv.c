@@ -142,7 +142,8 @@ void env_unset(char **env, const char *name)
 
 bool env_name_valid(const char *name)
 {
-	if (!name || !(*name == '_' || (*name >= 'A' && *name <= 'Z') || (*name >= 'a' && *name <= 'z')))
+	if (!name ||
+	    !(*name == '_' || (*name >= 'A' && *name <= 'Z') || (*name >= 'a' && *name <= 'z')))
 		return false;
 	for (const char *p = name + 1; *p; p++)
 		if (!(*p == '_' || (*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') ||

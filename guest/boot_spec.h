@@ -36,8 +36,8 @@ struct boot_spec {
 	char *app_dir;
 	char *manifest_path;
 	unsigned port;
-	unsigned listen_port; /* 0 = not given */
-	unsigned timeout;     /* whole boot, seconds */
+	unsigned listen_port;      /* 0 = not given */
+	unsigned timeout;          /* whole boot, seconds */
 	struct boot_step manifest; /* name "manifest" */
 	struct boot_step start;    /* name "start" */
 	char *user;                /* NULL = run as the caller */

@@ -19,12 +19,12 @@ bool env_value_has_userinfo(const char *value);
 bool env_name_looks_secret(const char *name);
 
 struct child_env_request {
-	char *const *caller_env; /* the caller's environment (environ) */
-	char *const *pass_env;   /* names the caller opted in: kept even when a rule drops them */
-	char *const *db_env;     /* throwaway database variables, "NAME=VALUE" */
-	char *const *file_env;   /* sandbox.yml `env` or the spec's `env`, "NAME=VALUE" */
-	const char *manifest_path;   /* ACTION_AGENT_SANDBOX_MANIFEST */
-	const char *session_id;      /* ACTION_AGENT_SANDBOX_SESSION_ID */
+	char *const *caller_env;   /* the caller's environment (environ) */
+	char *const *pass_env;     /* names the caller opted in: kept even when a rule drops them */
+	char *const *db_env;       /* throwaway database variables, "NAME=VALUE" */
+	char *const *file_env;     /* sandbox.yml `env` or the spec's `env`, "NAME=VALUE" */
+	const char *manifest_path; /* ACTION_AGENT_SANDBOX_MANIFEST */
+	const char *session_id;    /* ACTION_AGENT_SANDBOX_SESSION_ID */
 	const char *secret_key_base; /* per-sandbox SECRET_KEY_BASE unless file_env sets one */
 	const char *cache_root;      /* shared download caches live below it; NULL = none */
 	const char *home;            /* run user's HOME, USER and LOGNAME; NULL = keep */

@@ -24,7 +24,7 @@ struct database_entry {
 struct database_plan {
 	struct database_entry *entries;
 	size_t n_entries;
-	char **env;           /* "NAME=VALUE": the URLs not set by the file, SKIP_TEST_DATABASE=1 */
+	char **env; /* "NAME=VALUE": the URLs not set by the file, SKIP_TEST_DATABASE=1 */
 	bool wants_postgresql; /* some entry uses postgresql/postgis */
 	bool wants_mysql;
 };
@@ -38,10 +38,10 @@ struct database_request {
 
 /* Resolve from a database.yml document (buf may be NULL: no file, no databases). */
 int database_plan_from_yaml(const char *buf, size_t len, const struct database_request *req,
-			    struct database_plan *ret, struct err *err);
+                            struct database_plan *ret, struct err *err);
 /* Read APP_DIR/config/database.yml (no links followed, capped; missing is fine) and resolve. */
 int database_plan_resolve(const char *app_dir, const struct database_request *req,
-			  struct database_plan *ret, struct err *err);
+                          struct database_plan *ret, struct err *err);
 void database_plan_dispose(struct database_plan *p);
 
 #endif

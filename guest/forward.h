@@ -23,9 +23,8 @@ struct ev_handler {
 
 struct forwarder;
 
-int forwarder_new(int epfd, const char *listen_addr, uint16_t listen_port,
-		  const char *target_addr, uint16_t target_port, struct forwarder **ret,
-		  struct err *err);
+int forwarder_new(int epfd, const char *listen_addr, uint16_t listen_port, const char *target_addr,
+                  uint16_t target_port, struct forwarder **ret, struct err *err);
 /* Point new connections at another target port (after a restart picked a new port). */
 void forwarder_set_target(struct forwarder *fw, uint16_t target_port);
 unsigned forwarder_connections(const struct forwarder *fw);

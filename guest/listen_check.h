@@ -16,13 +16,14 @@
 enum listen_state {
 	LISTEN_NONE = 0,     /* nobody listens on the port */
 	LISTEN_OURS,         /* one of pids listens on 127.0.0.1, 0.0.0.0 or a dual-stack :: */
-	LISTEN_OURS_V6_ONLY, /* ours, but only on ::1 (or a v6-only socket): 127.0.0.1 unreachable */
+	LISTEN_OURS_V6_ONLY, /* ours, but only on ::1 (or a v6-only socket): 127.0.0.1 unreachable
+	                      */
 	LISTEN_OURS_OTHER_ADDR, /* ours, on an address that is not loopback or any */
-	LISTEN_FOREIGN,      /* a process outside pids holds the port */
+	LISTEN_FOREIGN,         /* a process outside pids holds the port */
 };
 
 int listen_check(uint16_t port, const pid_t *pids, size_t n_pids, enum listen_state *ret,
-		 struct err *err);
+                 struct err *err);
 /* The ports (up to max) on which pids listen, for "it listens on port N instead". */
 size_t listen_ports_of(const pid_t *pids, size_t n_pids, uint16_t *ret_ports, size_t max);
 /* A free TCP port on 127.0.0.1, chosen by the kernel. */

@@ -26,7 +26,7 @@ int manifest_read(int dirfd, const char *path, struct manifest *ret, struct err 
 char *manifest_to_json(const struct manifest *m);
 /* Write runtime.json atomically, root-owned (uid/gid given), mode 0600. */
 int manifest_write_runtime(const struct manifest *m, const char *path, uid_t uid, gid_t gid,
-			   struct err *err);
+                           struct err *err);
 void manifest_dispose(struct manifest *m);
 
 #endif

@@ -32,10 +32,10 @@ struct proc_spec {
 	const char *cwd;
 	char *const *env;
 	const struct run_user *user; /* NULL: the caller */
-	int output_fd;     /* stdout and stderr; -1: /dev/null */
-	int procs_fd;      /* cgroup.procs (or tasks) to join before exec; -1: none */
-	bool new_session;  /* setsid() instead of setpgid(0, 0) */
-	int keep_fd;       /* one more descriptor kept open across exec (e.g. a notify pipe), or -1 */
+	int output_fd;               /* stdout and stderr; -1: /dev/null */
+	int procs_fd;                /* cgroup.procs (or tasks) to join before exec; -1: none */
+	bool new_session;            /* setsid() instead of setpgid(0, 0) */
+	int keep_fd; /* one more descriptor kept open across exec (e.g. a notify pipe), or -1 */
 };
 
 /* Fork and exec; on return the child is in its own process group (pgid == pid). */

@@ -14,7 +14,7 @@
 
 /* One request; *ret_status is the HTTP status, or 0 when no response came (err says why). */
 int ready_probe(const char *host, uint16_t port, const char *path, long *ret_status,
-		struct err *err);
+                struct err *err);
 /* 405, 401 or 200. */
 bool ready_status_ok(long status);
 

@@ -17,15 +17,15 @@
 #include "scrub.h"
 
 struct supervisor_spec {
-	const char *command;         /* the start command */
+	const char *command; /* the start command */
 	const char *cwd;
-	char *const *env;            /* including PORT */
+	char *const *env; /* including PORT */
 	const struct run_user *user;
-	const char *log_path;        /* server.log */
-	const char *status_path;     /* supervisor.json, written atomically */
+	const char *log_path;    /* server.log */
+	const char *status_path; /* supervisor.json, written atomically */
 	const struct scrubber *scrub;
-	const char *cgroup_path;     /* the boot's process set ("" for the fallback) */
-	const char *listen_addr;     /* forwarder; NULL: no forwarder */
+	const char *cgroup_path; /* the boot's process set ("" for the fallback) */
+	const char *listen_addr; /* forwarder; NULL: no forwarder */
 	uint16_t listen_port;
 	uint16_t target_port;
 	unsigned long log_max_bytes; /* rotate server.log beyond this (one .1 kept) */
@@ -44,13 +44,13 @@ struct supervisor_info {
  * forwarder's port could not be bound: ERR_FAILED with the reason).
  */
 int supervisor_start(const struct supervisor_spec *spec, struct supervisor_info *ret,
-		     struct err *err);
+                     struct err *err);
 
 /*
  * Read supervisor.json: whether the server is still running, or how it ended.
  * *ret_exited: 1 when the server exited, with its description in buf.
  */
 int supervisor_read_status(const char *status_path, int *ret_exited, char *buf, size_t len,
-			   struct err *err);
+                           struct err *err);
 
 #endif

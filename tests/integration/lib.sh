@@ -1,0 +1,120 @@
+# SPDX-License-Identifier: Apache-2.0
+# Shared helpers for the integration tests: sourced, never run. Each test gets a private
+# temporary directory; everything it starts is stopped by its pid in the EXIT trap.
+set -u
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+BUILD=${BUILD:-$ROOT/build}
+BOOT=$BUILD/sandbox-app-boot
+AGENT=$BUILD/sandbox-agent
+TMP=$(mktemp -d /tmp/sandbox-test.XXXXXX)
+chmod 755 "$TMP"
+FAILS=0
+CLEANUPS=()
+
+cleanup() {
+	local i
+	for ((i = ${#CLEANUPS[@]} - 1; i >= 0; i--)); do
+		eval "${CLEANUPS[$i]}" >/dev/null 2>&1 || true
+	done
+	rm -rf "$TMP"
+}
+trap cleanup EXIT
+
+on_exit() { CLEANUPS+=("$*"); }
+
+log() { printf '  %s\n' "$*"; }
+pass() { printf '  ok   %s\n' "$*"; }
+fail() {
+	printf '  FAIL %s\n' "$*"
+	FAILS=$((FAILS + 1))
+}
+skip() {
+	echo "SKIP: $*"
+	exit 77
+}
+finish() {
+	if [ "$FAILS" -gt 0 ]; then
+		echo "$FAILS check(s) failed"
+		exit 1
+	fi
+	exit 0
+}
+
+need_root() { [ "$(id -u)" -eq 0 ] || skip "needs root (runs apps as another user)"; }
+
+check() { # check DESCRIPTION COMMAND...
+	local what=$1
+	shift
+	if "$@"; then pass "$what"; else fail "$what"; fi
+}
+
+# A TCP port on 127.0.0.1 that nobody listens on now.
+free_port() {
+	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+
+port_is_free() {
+	! python3 - "$1" <<'PY'
+import socket, sys
+s = socket.socket()
+try:
+    s.connect(("127.0.0.1", int(sys.argv[1])))
+    sys.exit(0)
+except OSError:
+    sys.exit(1)
+PY
+}
+
+# http_status URL [curl args...]: the status code, 000 when nothing answered.
+http_status() {
+	local url=$1
+	shift
+	curl -s -o /dev/null -w '%{http_code}' --noproxy '*' --max-time 5 "$@" "$url" || true
+}
+
+# The platform's environment: PATH, HOME, LANG, RAILS_ENV, a session id, a model credential.
+platform_env() {
+	echo env -i PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin HOME=/root LANG=C.UTF-8 \
+		RAILS_ENV=sandbox SANDBOX_MODE=agent SANDBOX_SESSION_ID="${SESSION_ID:-sess1234abcd5678}" \
+		SANDBOX_TIMEOUT=3600 INSTANCE_TIER=small ANTHROPIC_API_KEY="${MODEL_KEY:-sk-ant-test-0123456789abcdef}"
+}
+
+# make_workspace NAME EXAMPLE: a copy of examples/EXAMPLE at $TMP/NAME/app; prints the app dir.
+make_workspace() {
+	local ws=$TMP/$1
+	mkdir -p "$ws"
+	cp -a "$ROOT/examples/$2" "$ws/app"
+	echo "$ws/app"
+}
+
+# Processes whose environment or command line contains a string (pids, one per line).
+procs_holding() {
+	local needle=$1 p
+	for p in /proc/[0-9]*; do
+		[ -r "$p/environ" ] || continue
+		if tr '\0' '\n' <"$p/environ" 2>/dev/null | grep -qF -- "$needle" ||
+			tr '\0' ' ' <"$p/cmdline" 2>/dev/null | grep -qF -- "$needle"; then
+			echo "${p#/proc/}"
+		fi
+	done
+}
+
+# Processes whose cwd lies below a directory.
+procs_in() {
+	local dir=$1 p cwd
+	for p in /proc/[0-9]*; do
+		cwd=$(readlink "$p/cwd" 2>/dev/null) || continue
+		case "$cwd" in "$dir" | "$dir"/*) echo "${p#/proc/}" ;; esac
+	done
+}
+
+# stop_boot APP_DIR [args]: best-effort stop for cleanup.
+stop_boot() { "$BOOT" --stop --grace 2000 "$@" >/dev/null 2>&1 || true; }
+
+# A user the apps run as (the image has `sandbox`; tests create it when missing).
+ensure_sandbox_user() {
+	id sandbox >/dev/null 2>&1 || useradd --system --create-home --home-dir /home/sandbox \
+		--shell /bin/sh sandbox >/dev/null 2>&1 || true
+	id sandbox >/dev/null 2>&1
+}
