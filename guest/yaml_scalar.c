@@ -497,8 +497,9 @@ static double ruby_to_f(const char *s, size_t n)
 
 /*
  * Float#to_s (numeric.c flo_to_s): the shortest digits that read back as the same double;
- * plain notation when the decimal exponent is in -4 < e <= 15 ("0.0001", "1.5",
- * "999999999999999.9"), else "1.0e+15", "1.0e-05", "5.0e-324"; "Infinity", "-Infinity", "NaN".
+ * plain notation when some digits fall after the point ("3524835297308365.5") or the point
+ * is at most 15 digits in ("100000000000000.0") or at most 3 zeros out ("0.0001"), else
+ * "1.0e+15", "1.234567890123456e+15", "1.0e-05", "5.0e-324"; "Infinity", "-Infinity", "NaN".
  */
 static char *ruby_float_to_s(double d)
 {
@@ -529,7 +530,7 @@ static char *ruby_float_to_s(double d)
 
 	if (signbit(d))
 		out[o++] = '-';
-	if (decpt > 0 && decpt <= 15) {
+	if (decpt > 0 && ((size_t)decpt < nd || decpt <= 15)) {
 		for (int i = 0; i < decpt; i++)
 			out[o++] = (size_t)i < nd ? digits[i] : '0';
 		out[o++] = '.';
