@@ -409,6 +409,10 @@ static int parse_env_entry(struct cfg_parser *p, const yaml_event_t *key, struct
 	if (r == 0 && kind == YAML_KIND_STR && strcmp(name, "<<") == 0)
 		return refuse_at(p->err, &key->start_mark,
 		                 ENV_RULE ": merge keys (<<) are not supported");
+	if (r == 0 && (kind == YAML_KIND_NULL || kind == YAML_KIND_BOOL))
+		return refuse_at(p->err, &key->start_mark,
+		                 ENV_RULE ": this variable name reads as %s; quote it",
+		                 kind == YAML_KIND_NULL ? "null" : "a boolean");
 	if (r > 0 || kind != YAML_KIND_STR || !env_name_valid(name))
 		return refuse_at(p->err, &key->start_mark,
 		                 ENV_RULE ": a variable name must match [A-Za-z_][A-Za-z0-9_]*");
