@@ -79,9 +79,10 @@ if [ ${#theirs[@]} -ne "$n" ] || [ ${#ours[@]} -ne "$n" ]; then
 	exit 1
 fi
 
+# "OK <hex>" shown as the decoded value, quoted so that odd bytes stay visible.
 show() {
 	case "$1" in
-	OK\ *) printf 'OK %q' "$(printf '%s' "${1#OK }" | xxd -r -p)" ;;
+	OK\ *) printf 'OK %q' "$(printf '%b' "$(sed 's/../\\x&/g' <<<"${1#OK }")")" ;;
 	*) printf '%s' "$1" ;;
 	esac
 }
