@@ -7,7 +7,7 @@
 # (tests/tools/yaml_env_dump.c, built here against build/) and fails on any difference, in the
 # value or in accepting versus refusing.
 set -u
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../.." || exit 1
 
 corpus=tests/data/yaml_scalars/corpus.txt
 if ! command -v ruby >/dev/null 2>&1 || ! ruby -ryaml -e '' 2>/dev/null; then
@@ -80,6 +80,7 @@ if [ ${#theirs[@]} -ne "$n" ] || [ ${#ours[@]} -ne "$n" ]; then
 fi
 
 # "OK <hex>" shown as the decoded value, quoted so that odd bytes stay visible.
+# shellcheck disable=SC2001
 show() {
 	case "$1" in
 	OK\ *) printf 'OK %q' "$(printf '%b' "$(sed 's/../\\x&/g' <<<"${1#OK }")")" ;;
