@@ -451,6 +451,9 @@ static int fds_detach(int keep, struct err *err)
 	int nul;
 
 	proc_close_inherited(keep);
+	/* Nor the caller's argv and environment (its model credential) in /proc. */
+	if (proc_hide_caller("sandbox-agent supervise") < 0)
+		log_debug("supervisor: cannot overwrite the inherited command line");
 	nul = open("/dev/null", O_RDWR | O_NOCTTY);
 	if (nul < 0)
 		return err_errno(err, "supervisor: open /dev/null");
