@@ -301,6 +301,8 @@ for ((i = 0; i < 100; i++)); do
 	sleep 0.1
 done
 check "the agent started an app" test -n "$app"
+check "the app does not inherit NoNewPrivileges (setuid programs work for apps)" \
+	test "$(inside sh -c "sed -n 's/^NoNewPrivs:[[:space:]]*//p' /proc/${app% *}/status")" = 0
 
 main1=$(unit_prop MainPID)
 inside systemctl restart sandbox-agent.service
