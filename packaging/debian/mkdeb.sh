@@ -81,8 +81,13 @@ for f in "${elfs[@]}"; do
 	fi
 done
 if [ ${#dyn[@]} -gt 0 ]; then
-	(cd "$work" && dpkg-shlibdeps -T"$subst" -e "${dyn[@]}" 2>&1 |
-		grep -v 'binaries to analyze should already be installed' >&2 || true)
+	# (Its warning that binaries "should already be installed" in debian/PACKAGE is noise:
+	# the staged tree is elsewhere.)
+	if ! (cd "$work" && dpkg-shlibdeps -T"$subst" -e "${dyn[@]}") 2>"$work/shlibdeps.log"; then
+		cat "$work/shlibdeps.log" >&2
+		die "dpkg-shlibdeps failed"
+	fi
+	grep -v 'binaries to analyze should already be installed' "$work/shlibdeps.log" >&2 || true
 fi
 echo "static:Built-Using=$built_using" >>"$subst"
 

@@ -152,7 +152,7 @@ if [ ! -f "$tarball" ]; then
 		finish
 	fi
 	tar -C "$TMP/boot" --numeric-owner -czf "$tarball.tmp.$$" . && mv "$tarball.tmp.$$" "$tarball"
-	rm -rf "$TMP/boot"
+	rm -rf "${TMP:?}/boot"
 	log "debootstrap took $(($(date +%s) - start)) s; cached as $tarball"
 fi
 R=$TMP/root
@@ -285,6 +285,7 @@ fi
 unit_prop() { inside systemctl show -p "$1" --value sandbox-agent.service; }
 # "PID STARTTIME" of the app, or nothing: a pid is the same process only with the same start time.
 app_id() {
+	# shellcheck disable=SC2016 # expanded by the shell inside the container
 	inside sh -c 'p=$(cat /run/sandbox-agent/app.pid 2>/dev/null) && [ -n "$p" ] &&
 		s=$(cut -d" " -f22 /proc/$p/stat 2>/dev/null) && ! grep -q "^State:.*Z" /proc/$p/status &&
 		echo "$p $s"'
