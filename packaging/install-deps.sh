@@ -15,6 +15,8 @@ qemu-system-x86 busybox-static kmod lighttpd valgrind"
 
 pkgs="$BUILD_PKGS"
 [ "${SANDBOX_DEPS_MINIMAL:-0}" = 1 ] || pkgs="$pkgs $TEST_PKGS"
+# make deb and tests/integration/test_packages.sh (lintian, a debootstrap root booted by nspawn)
+[ "${SANDBOX_DEPS_MINIMAL:-0}" = 1 ] || pkgs="$pkgs lintian debootstrap systemd-container"
 
 if [ "$(id -u)" -ne 0 ]; then
 	echo "install-deps: run as root (apt-get needs it)" >&2
