@@ -51,37 +51,40 @@ static int oom(struct err *err)
 	return err_set(err, ERR_FAILED, ENOMEM, "out of memory");
 }
 
-/* The session id: the caller's SANDBOX_SESSION_ID, else the one kept in the state dir. */
+/*
+ * The session id: the caller's SANDBOX_SESSION_ID, else the one this workspace already has,
+ * else a new one. It is kept in the state directory either way, so later requests without
+ * the caller's environment (--stop, --discard) name the same databases.
+ */
 static int plan_session_id(struct boot_plan *p, const struct boot_options *o, struct err *err)
 {
 	const char *caller = env_get(o->caller_env, "SANDBOX_SESSION_ID");
 	_cleanup_free_ char *path = path_join(p->state_dir, "session_id");
 	_cleanup_free_ char *kept = NULL;
-	char fresh[33];
+	char fresh[33], line[256];
 	struct err ignored;
 
 	if (!path)
 		return oom(err);
-	if (caller && *caller) {
-		p->session_id = strdup(caller);
-		return p->session_id ? 0 : oom(err);
-	}
-	if (file_read_capped(AT_FDCWD, path, 64, READ_NOFOLLOW | READ_MISSING_OK, &kept, NULL,
+	if (file_read_capped(AT_FDCWD, path, 256, READ_NOFOLLOW | READ_MISSING_OK, &kept, NULL,
 	                     &ignored) == 0 &&
-	    kept) {
+	    kept)
 		kept[strcspn(kept, "\n")] = '\0';
-		if (strlen(kept) == 32) {
-			p->session_id = TAKE_PTR(kept);
-			return 0;
-		}
+	if (caller && *caller) {
+		if (strlen(caller) > 128)
+			return err_set(err, ERR_REFUSED, EINVAL,
+			               "SANDBOX_SESSION_ID is longer than 128 characters");
+		p->session_id = strdup(caller);
+	} else if (kept && *kept) {
+		p->session_id = TAKE_PTR(kept);
+	} else {
+		session_id_generate(fresh);
+		p->session_id = strdup(fresh);
 	}
-	session_id_generate(fresh);
-	p->session_id = strdup(fresh);
 	if (!p->session_id)
 		return oom(err);
-	if (!o->dry_run) {
-		char line[34];
-		snprintf(line, sizeof(line), "%s\n", fresh);
+	if (!o->dry_run && (!kept || strcmp(kept, p->session_id) != 0)) {
+		snprintf(line, sizeof(line), "%s\n", p->session_id);
 		if (file_write_atomic(path, line, strlen(line), 0600, (uid_t)-1, (gid_t)-1, err) <
 		    0)
 			return err_wrap(err, "cannot keep the session id");

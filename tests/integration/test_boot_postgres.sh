@@ -32,7 +32,7 @@ $(platform_env) "$BOOT" --listen "127.0.0.1:$LISTEN_PORT" --cache-root "$TMP/cac
 rc=$?
 check "exit 0" [ "$rc" -eq 0 ]
 [ "$rc" -eq 0 ] || tail -30 "$TMP/err"
-check "the cluster runs" pg_ctlcluster "$ver" "$name" status
+check "the cluster runs" bash -c "pg_ctlcluster $ver $name status >/dev/null"
 check "the throwaway database exists, owned by sandbox" \
 	[ "$(su postgres -c "psql -X -tAc \"SELECT pg_get_userbyid(datdba) FROM pg_database WHERE datname='$db'\"")" = sandbox ]
 check "the app's migrations ran there" \
