@@ -69,7 +69,9 @@ static const char *json_text(const struct msg *m, size_t *ret_len)
 		*ret_len = 0;
 		return "";
 	}
-	return json_object_to_json_string_length(m->json, JSON_C_TO_STRING_PLAIN, ret_len);
+	return json_object_to_json_string_length(m->json,
+	                                         JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE,
+	                                         ret_len);
 }
 
 size_t msg_encoded_len(const struct msg *m, struct err *err)
