@@ -17,15 +17,22 @@
 #include "err.h"
 
 #define SCRUB_MIN_SECRET 8
+#define SCRUB_MAX_SECRET (64 * 1024)
 #define SCRUB_REDACTED "[REDACTED]"
 
 struct scrubber;
 
 struct scrubber *scrubber_new(void);
 void scrubber_free(struct scrubber *s);
-/* Add a secret value (shorter than SCRUB_MIN_SECRET: ignored, returns 0). */
+/*
+ * Add a secret value (shorter than SCRUB_MIN_SECRET: ignored, returns 0; a value already added:
+ * returns 0). Values over SCRUB_MAX_SECRET bytes: -E2BIG; out of memory: -ENOMEM. Must not run
+ * while another thread scrubs with s.
+ */
 int scrubber_add(struct scrubber *s, const char *value, size_t len);
 size_t scrubber_count(const struct scrubber *s);
+/* The most bytes a stream holds back: max(longest pattern, 40) - 1 (scrub.c explains). */
+size_t scrubber_holdback(const struct scrubber *s);
 /* Scrub a whole buffer: a new heap string. */
 char *scrub_string(const struct scrubber *s, const char *in, size_t len, size_t *ret_len);
 
@@ -35,7 +42,7 @@ struct scrub_stream;
 struct scrub_stream *scrub_stream_new(const struct scrubber *s, scrub_sink_fn sink, void *userdata);
 /* Returns what the sink returned on failure (negative), else 0. */
 int scrub_stream_write(struct scrub_stream *st, const char *buf, size_t len);
-/* Push out what is held back (end of stream). */
+/* Push out what is held back (end of stream); a later write starts a new stream. */
 int scrub_stream_flush(struct scrub_stream *st);
 void scrub_stream_free(struct scrub_stream *st);
 

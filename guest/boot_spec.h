@@ -14,10 +14,13 @@
 
 #define BOOT_SPEC_MAX (1024 * 1024)
 #define BOOT_STEP_DEFAULT_TIMEOUT 600
+/* Every timeout in the spec is 1 to this many seconds (a day). */
+#define BOOT_SPEC_TIMEOUT_MAX 86400
+#define BOOT_SPEC_MAX_STEPS 256
 
 struct boot_step {
 	char *name;
-	char *command;
+	char *command;    /* NULL only for a skipped step that gave none */
 	unsigned timeout; /* seconds; 0 = not given */
 	char *skip;       /* reason the step is skipped, or NULL */
 	char *if_task;    /* Rails task that must exist, or NULL */
@@ -53,10 +56,16 @@ struct boot_spec {
 	char *kind;
 };
 
+/* ret is filled only on success; release it with boot_spec_dispose. */
 int boot_spec_parse(const char *buf, size_t len, struct boot_spec *ret, struct err *err);
-/* Reads the file (no links followed, size capped) and parses it. */
+/*
+ * Reads the file (no links followed, regular files only, size capped) and parses it. When we
+ * are root the file must be root-owned with no group or other permission bits (0600 or 0400).
+ */
 int boot_spec_load(const char *path, struct boot_spec *ret, struct err *err);
 void boot_spec_dispose(struct boot_spec *s);
+/* `manifest`, `start` or the entry of `steps` with that name; NULL when there is none. */
+const struct boot_step *boot_spec_find_step(const struct boot_spec *s, const char *name);
 /* [a-z][a-z0-9_]{0,39} and not a reserved name (checkout preflight toolchain manifest start). */
 bool boot_step_name_valid(const char *name);
 

@@ -19,6 +19,7 @@ struct database_entry {
 	char *adapter;  /* as written: sqlite3, postgresql, postgis, mysql2, trilogy */
 	char *variable; /* DATABASE_URL or <NAME>_DATABASE_URL */
 	char *url;
+	bool set_by_file; /* file_env sets variable: the app uses that, url is not in env */
 };
 
 struct database_plan {
@@ -35,6 +36,14 @@ struct database_request {
 	const char *session_id; /* its first 8 characters name server databases */
 	char *const *file_env;  /* "NAME=VALUE" the file sets: those variables are left alone */
 };
+
+/*
+ * Blank every ERB tag (<% %>, <%= %>, <%# %>, <%- -%>) in place, keeping newlines so line
+ * numbers still match the file. A tag that starts a mapping key (only indentation before it,
+ * a ':' later on the line) is filled with '_' rather than spaces, so the line keeps a key and
+ * the document keeps its shape. "<%%" is ERB's literal "<%" and is left alone.
+ */
+void database_yaml_blank_erb(char *buf, size_t len);
 
 /* Resolve from a database.yml document (buf may be NULL: no file, no databases). */
 int database_plan_from_yaml(const char *buf, size_t len, const struct database_request *req,

@@ -14,10 +14,9 @@
 #include "err.h"
 
 enum listen_state {
-	LISTEN_NONE = 0,     /* nobody listens on the port */
-	LISTEN_OURS,         /* one of pids listens on 127.0.0.1, 0.0.0.0 or a dual-stack :: */
-	LISTEN_OURS_V6_ONLY, /* ours, but only on ::1 (or a v6-only socket): 127.0.0.1 unreachable
-	                      */
+	LISTEN_NONE = 0,        /* nobody listens on the port */
+	LISTEN_OURS,            /* one of pids listens on 127.0.0.1, 0.0.0.0 or a dual-stack :: */
+	LISTEN_OURS_V6_ONLY,    /* ours, only on ::1 (or v6-only): 127.0.0.1 unreachable */
 	LISTEN_OURS_OTHER_ADDR, /* ours, on an address that is not loopback or any */
 	LISTEN_FOREIGN,         /* a process outside pids holds the port */
 };

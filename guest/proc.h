@@ -28,9 +28,9 @@ void run_user_self(struct run_user *ret);
 void run_user_dispose(struct run_user *u);
 
 struct proc_spec {
-	const char *command; /* run as: /bin/sh -c command */
-	const char *cwd;
-	char *const *env;
+	const char *command;         /* run as: /bin/sh -c command */
+	const char *cwd;             /* NULL: stay where the caller is */
+	char *const *env;            /* the whole environment; NULL: an empty one */
 	const struct run_user *user; /* NULL: the caller */
 	int output_fd;               /* stdout and stderr; -1: /dev/null */
 	int procs_fd;                /* cgroup.procs (or tasks) to join before exec; -1: none */
@@ -38,15 +38,52 @@ struct proc_spec {
 	int keep_fd; /* one more descriptor kept open across exec (e.g. a notify pipe), or -1 */
 };
 
-/* Fork and exec; on return the child is in its own process group (pgid == pid). */
+/*
+ * Fork and exec; on return the child is in its own process group (pgid == pid) and has joined
+ * the process set. Whatever fails between fork and exec (chdir, the user switch, exec itself) is
+ * reported here, e.g. "cannot run CMD as USER: chdir /x: No such file or directory", and the
+ * child is reaped; no child is left that exits 127. The child does only system calls between
+ * fork and exec (supplementary groups are looked up before the fork), so spawning from a process
+ * with threads is safe. keep_fd must be -1 or >= 3.
+ */
 int proc_spawn(const struct proc_spec *spec, pid_t *ret_pid, struct err *err);
+
+/* The fields of /proc/PID/stat we use. */
+struct proc_stat {
+	pid_t pid;
+	char state; /* 'R', 'S', 'D', 'Z', ... */
+	pid_t ppid;
+	pid_t pgrp;
+	pid_t session;
+	uint64_t start_time; /* field 22, clock ticks since boot */
+	char comm[64];
+};
+
+/*
+ * Parse the text of /proc/PID/stat. comm is chosen by the process and may hold spaces and ')':
+ * it ends at the LAST ')'. Returns 0 or -EINVAL.
+ */
+int proc_stat_parse(const char *buf, size_t len, struct proc_stat *ret);
+/* Read and parse /proc/PID/stat; -ESRCH when pid does not exist. */
+int proc_stat_read(pid_t pid, struct proc_stat *ret);
 
 /* Start time of pid in clock ticks since boot (field 22 of /proc/PID/stat); 0 if gone. */
 uint64_t proc_start_time(pid_t pid);
-/* pid still runs and has that start time. */
+/* pid still runs (not a zombie) and has that start time. */
 bool proc_is(pid_t pid, uint64_t start_time);
 /* Parent pid from /proc/PID/stat, or -1. */
 pid_t proc_parent(pid_t pid);
+
+/*
+ * Send sig to pid only if it is still the process that started at start_time (0: unknown, not
+ * checked). Uses a pidfd where the kernel has them, so a pid recycled between the check and the
+ * signal is never hit. Refuses pid <= 1 and the caller itself (-EPERM). Returns 0, -ESRCH when
+ * the process is gone or is another one now, or another -errno.
+ */
+int proc_signal(pid_t pid, uint64_t start_time, int sig);
+
+/* "SIGTERM", "SIGRTMIN+3", or "signal N" when unknown; buf holds at least 16 bytes. */
+const char *proc_signal_name(int sig, char *buf, size_t len);
 
 /* "exited with status N" / "was killed by signal NAME" for a waitpid() status. */
 void proc_describe_status(int status, char *buf, size_t len);

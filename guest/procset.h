@@ -18,13 +18,34 @@
 
 struct procset;
 
-/* Create (or reuse) the set named name, e.g. "sandbox-<session>". */
+/* Where membership is kept. */
+enum procset_backend {
+	PROCSET_AUTO = 0,  /* cgroup v2, else cgroup v1 (pids, else freezer), else no cgroup */
+	PROCSET_CGROUP2,   /* a writable cgroup2 hierarchy below where we sit, or fail */
+	PROCSET_CGROUP1,   /* the v1 pids (or freezer) hierarchy below where we sit, or fail */
+	PROCSET_NO_CGROUP, /* process groups plus descendants of roots only */
+};
+
+/*
+ * Create (or reuse) the set named name, e.g. "sandbox-<session>" ([A-Za-z0-9_.-], at most 100
+ * characters): the cgroup <where we sit>/sandbox-app-runtime/<name> under /sys/fs/cgroup.
+ */
 int procset_create(const char *name, struct procset **ret, struct err *err);
+/* The same with the backend chosen by the caller (tests force each one, --no-cgroup...). */
+int procset_create_backend(const char *name, enum procset_backend backend, struct procset **ret,
+                           struct err *err);
+/* PROCSET_CGROUP2, PROCSET_CGROUP1 or PROCSET_NO_CGROUP. */
+enum procset_backend procset_backend_of(const struct procset *ps);
 /*
  * The description to keep in state.json and reopen with: a cgroup path, or "" for the
  * process-group fallback. Groups and the subreaper are recorded separately by the caller.
  */
 const char *procset_cgroup_path(const struct procset *ps);
+/*
+ * Reopen from procset_cgroup_path(): "" gives an empty fallback set; a cgroup path must be a
+ * directory below /sys/fs/cgroup named .../sandbox-app-runtime/<name> (ERR_REFUSED otherwise,
+ * -ENOENT when it is gone). Groups and roots are added again by the caller.
+ */
 int procset_open(const char *cgroup_path, struct procset **ret, struct err *err);
 void procset_free(struct procset *ps);
 
@@ -32,10 +53,17 @@ void procset_free(struct procset *ps);
 int procset_procs_fd(const struct procset *ps);
 /* Remember a process group (and its leader's start time) that belongs to the set. */
 int procset_add_group(struct procset *ps, pid_t pgid, uint64_t start_time);
-/* Remember a subreaper whose descendants belong to the set (fallback walk). */
+/*
+ * Remember a subreaper whose descendants (not itself) belong to the set. Used only without a
+ * cgroup: with one, the cgroup decides. start_time 0 means unknown (not checked).
+ */
 int procset_add_root(struct procset *ps, pid_t pid, uint64_t start_time);
 
-/* Every live pid of the set (cgroup members, or groups + descendants of roots). */
+/*
+ * Every live pid of the set, zombies left out: cgroup members (nested cgroups included) plus the
+ * members of recorded groups and their descendants; without a cgroup also the descendants of
+ * roots. A group whose leader still runs with another start time was recycled and is skipped.
+ */
 int procset_pids(const struct procset *ps, pid_t **ret, size_t *ret_n, struct err *err);
 bool procset_contains(const struct procset *ps, pid_t pid);
 
@@ -45,7 +73,7 @@ bool procset_contains(const struct procset *ps, pid_t pid);
  * nothing is left, else ERR_FAILED naming what survived.
  */
 int procset_stop(struct procset *ps, unsigned grace_ms, pid_t exclude, struct err *err);
-/* Remove the cgroup (after stop); harmless for the fallback. */
+/* Remove the cgroup and any nested ones (after stop); harmless for the fallback. */
 void procset_destroy(struct procset *ps);
 
 #endif

@@ -1,0 +1,307 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "logfile.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define LOG_MODE 0600
+#define TAIL_BASE_WINDOW (1024 * 1024)
+
+struct logfile {
+	char *path;    /* as given, for messages */
+	char *name;    /* the last component, opened relative to dirfd */
+	char *rotated; /* name + ".1" */
+	int dirfd;
+	int fd;
+	bool regular; /* only regular files are rotated */
+	uid_t uid;
+	gid_t gid;
+	uint64_t max_bytes;
+	uint64_t size;       /* of the current file */
+	uint64_t offset;     /* across the log's history */
+	struct err last_err; /* for logfile_sink() */
+};
+
+static int log_create(struct logfile *lf, struct err *err)
+{
+	struct stat st;
+	int fd;
+
+	fd = openat(lf->dirfd, lf->name,
+	            O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY, LOG_MODE);
+	if (fd < 0) {
+		if (errno == ELOOP)
+			return err_set(err, ERR_REFUSED, ELOOP, "log %s is a symbolic link",
+			               lf->path);
+		return err_errno(err, "cannot open log %s", lf->path);
+	}
+	if (fstat(fd, &st) < 0) {
+		err_errno(err, "cannot stat log %s", lf->path);
+		close(fd);
+		return err_ret(err);
+	}
+	if (lf->uid != (uid_t)-1 && S_ISREG(st.st_mode) &&
+	    (st.st_uid != lf->uid || st.st_gid != lf->gid) && fchown(fd, lf->uid, lf->gid) < 0) {
+		err_errno(err, "cannot give log %s to %u:%u", lf->path, (unsigned)lf->uid,
+		          (unsigned)lf->gid);
+		close(fd);
+		return err_ret(err);
+	}
+	if (lf->fd >= 0)
+		close(lf->fd);
+	lf->fd = fd;
+	lf->regular = S_ISREG(st.st_mode);
+	lf->size = lf->regular ? (uint64_t)st.st_size : 0;
+	return 0;
+}
+
+void logfile_close(struct logfile *lf)
+{
+	if (!lf)
+		return;
+	if (lf->fd >= 0)
+		close(lf->fd);
+	if (lf->dirfd >= 0)
+		close(lf->dirfd);
+	free(lf->path);
+	free(lf->name);
+	free(lf->rotated);
+	free(lf);
+}
+
+int logfile_open(const char *path, uint64_t max_bytes, uid_t uid, gid_t gid, struct logfile **ret,
+                 struct err *err)
+{
+	_cleanup_logfile_ struct logfile *lf = calloc(1, sizeof(*lf));
+	_cleanup_free_ char *dir_copy = strdup(path);
+	_cleanup_free_ char *base_copy = strdup(path);
+	int r;
+
+	if (!lf || !dir_copy || !base_copy)
+		return err_set(err, ERR_FAILED, ENOMEM, "out of memory opening log %s", path);
+	lf->fd = lf->dirfd = -1;
+	lf->uid = uid;
+	lf->gid = gid;
+	lf->max_bytes = max_bytes;
+	lf->path = strdup(path);
+	lf->name = strdup(basename(base_copy));
+	if (!lf->path || !lf->name || asprintf(&lf->rotated, "%s.1", lf->name) < 0) {
+		lf->rotated = NULL;
+		return err_set(err, ERR_FAILED, ENOMEM, "out of memory opening log %s", path);
+	}
+	lf->dirfd = open(dirname(dir_copy), O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (lf->dirfd < 0)
+		return err_errno(err, "cannot open the directory of log %s", path);
+	r = log_create(lf, err);
+	if (r < 0)
+		return r;
+	lf->offset = lf->size;
+	*ret = TAKE_PTR(lf);
+	return 0;
+}
+
+static int log_rotate(struct logfile *lf, struct err *err)
+{
+	if (renameat(lf->dirfd, lf->name, lf->dirfd, lf->rotated) < 0)
+		return err_errno(err, "cannot rotate log %s to %s.1", lf->path, lf->path);
+	return log_create(lf, err);
+}
+
+static int log_write_error(struct logfile *lf, struct err *err)
+{
+	if (errno == ENOSPC)
+		return err_set(err, ERR_FAILED, ENOSPC, "disk full writing %s", lf->path);
+	if (errno == EDQUOT)
+		return err_set(err, ERR_FAILED, EDQUOT, "disk quota exceeded writing %s", lf->path);
+	return err_errno(err, "cannot write log %s", lf->path);
+}
+
+int logfile_write(struct logfile *lf, const void *buf, size_t len, struct err *err)
+{
+	const char *p = buf;
+
+	while (len > 0) {
+		size_t chunk = len;
+		ssize_t n;
+
+		if (lf->regular && lf->max_bytes > 0) {
+			if (lf->size > 0 && lf->size + len > lf->max_bytes) {
+				int r = log_rotate(lf, err);
+				if (r < 0)
+					return r;
+			}
+			if (lf->size + chunk > lf->max_bytes)
+				chunk = lf->size < lf->max_bytes ? lf->max_bytes - lf->size : 1;
+		}
+		n = write(lf->fd, p, chunk);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return log_write_error(lf, err);
+		}
+		if (n == 0) {
+			errno = ENOSPC;
+			return log_write_error(lf, err);
+		}
+		p += n;
+		len -= (size_t)n;
+		lf->size += (uint64_t)n;
+		lf->offset += (uint64_t)n;
+	}
+	return 0;
+}
+
+uint64_t logfile_offset(const struct logfile *lf)
+{
+	return lf->offset;
+}
+
+uint64_t logfile_file_start(const struct logfile *lf)
+{
+	return lf->offset - lf->size;
+}
+
+const char *logfile_path(const struct logfile *lf)
+{
+	return lf->path;
+}
+
+int logfile_sink(void *userdata, const char *buf, size_t len)
+{
+	struct logfile *lf = userdata;
+
+	err_clear(&lf->last_err);
+	return logfile_write(lf, buf, len, &lf->last_err);
+}
+
+const struct err *logfile_last_error(const struct logfile *lf)
+{
+	return &lf->last_err;
+}
+
+/* ---- tail ---- */
+
+/* Bytes of the first max characters of s[0, n), never cutting a UTF-8 sequence. */
+static size_t utf8_cut(const char *s, size_t n, size_t max)
+{
+	size_t chars = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		if (((unsigned char)s[i] & 0xC0) == 0x80)
+			continue; /* a continuation byte belongs to the character before */
+		if (chars == max)
+			return i;
+		chars++;
+	}
+	return n;
+}
+
+static int read_at(int fd, char *buf, size_t len, off_t off)
+{
+	while (len > 0) {
+		ssize_t n = pread(fd, buf, len, off);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (n == 0)
+			return -EIO; /* truncated under us */
+		buf += n;
+		len -= (size_t)n;
+		off += n;
+	}
+	return 0;
+}
+
+static size_t count_newlines(const char *s, size_t n)
+{
+	size_t c = 0;
+
+	for (const char *p = s; (p = memchr(p, '\n', (size_t)(s + n - p))); p++)
+		c++;
+	return c;
+}
+
+int logfile_tail(const char *path, size_t nlines, size_t max_line_chars, char **ret,
+                 struct err *err)
+{
+	_cleanup_close_ int fd = -1;
+	_cleanup_free_ char *buf = NULL;
+	_cleanup_free_ char *out = NULL;
+	size_t cap, window, size, o = 0, start, end, first = 0;
+	struct stat st;
+	int r;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0)
+		return err_errno(err, "cannot open log %s", path);
+	if (fstat(fd, &st) < 0)
+		return err_errno(err, "cannot stat log %s", path);
+	if (!S_ISREG(st.st_mode))
+		return err_set(err, ERR_REFUSED, EINVAL, "log %s is not a regular file", path);
+	size = (size_t)st.st_size;
+	cap = TAIL_BASE_WINDOW + nlines * (4 * max_line_chars + 2);
+	if (cap > size)
+		cap = size;
+	/* Grow the window from the end until it holds nlines full lines, or hits the cap. */
+	for (window = cap < 64 * 1024 ? cap : 64 * 1024;;
+	     window = window * 4 < cap ? window * 4 : cap) {
+		char *nb = realloc(buf, window + 1);
+		if (!nb)
+			return err_set(err, ERR_FAILED, ENOMEM, "out of memory reading log %s",
+			               path);
+		buf = nb;
+		r = read_at(fd, buf, window, (off_t)(size - window));
+		if (r < 0) {
+			errno = -r;
+			return err_errno(err, "cannot read log %s", path);
+		}
+		if (window == cap || count_newlines(buf, window) > nlines)
+			break;
+	}
+
+	out = malloc(nlines * (4 * max_line_chars + 1) + 1);
+	if (!out)
+		return err_set(err, ERR_FAILED, ENOMEM, "out of memory reading log %s", path);
+	/* A final '\n' ends the last line rather than starting an empty one. */
+	end = window;
+	if (end > 0 && buf[end - 1] == '\n')
+		end--;
+	/* Walk back to the start of the first line wanted, then emit forward. */
+	start = end;
+	for (size_t found = 0; window > 0 && found < nlines; found++) {
+		size_t pos = start;
+		while (pos > 0 && buf[pos - 1] != '\n')
+			pos--;
+		first = pos;
+		if (pos == 0)
+			break;
+		start = pos - 1;
+	}
+	for (size_t s = first; window > 0 && nlines > 0;) {
+		const char *nl = memchr(buf + s, '\n', end - s);
+		size_t e = nl ? (size_t)(nl - buf) : end, cut = e;
+
+		if (cut > s && buf[cut - 1] == '\r')
+			cut--;
+		cut = s + utf8_cut(buf + s, cut - s, max_line_chars);
+		for (size_t i = s; i < cut; i++)
+			out[o++] = buf[i] ? buf[i] : '?'; /* the result is a C string */
+		out[o++] = '\n';
+		if (!nl)
+			break;
+		s = e + 1;
+	}
+	out[o] = '\0';
+	*ret = TAKE_PTR(out);
+	return 0;
+}

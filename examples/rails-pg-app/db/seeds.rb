@@ -1,0 +1,1 @@
+# No seed data: the manifest task creates the only record the app needs.

@@ -1,0 +1,342 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Who listens on a port. /proc/net/tcp and /proc/net/tcp6 list the sockets of the caller's
+ * network namespace: "sl local_address rem_address st ... inode". An address is hex, one 32-bit
+ * word at a time in host byte order (IPv4 127.0.0.1 reads 0100007F on little-endian machines),
+ * the port is hex in host order, st 0A is LISTEN. A socket belongs to a process when one of its
+ * descriptors reads "socket:[INODE]" under /proc/PID/fd.
+ *
+ * /proc does not say whether an IPv6 socket is v6-only; a listener on "::" counts as dual-stack
+ * (the Linux default, net.ipv6.bindv6only = 0).
+ */
+#include "listen_check.h"
+
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+
+#define TCP_LISTEN 0x0A
+
+enum addr_kind {
+	ADDR_LOOPBACK4, /* 127.0.0.0/8, also as ::ffff:127.x.y.z */
+	ADDR_ANY4,      /* 0.0.0.0 */
+	ADDR_ANY6,      /* :: (dual-stack) */
+	ADDR_LOOPBACK6, /* ::1 */
+	ADDR_OTHER,
+};
+
+struct listener {
+	uint16_t port;
+	enum addr_kind kind;
+	unsigned long inode;
+};
+
+struct listeners {
+	struct listener *v;
+	size_t n, cap;
+};
+
+static int hex_nibble(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/* "0100007F" -> the four bytes of the word as they sit in memory (network order). */
+static int parse_word(const char *s, uint8_t out[4])
+{
+	uint32_t w = 0;
+
+	for (int i = 0; i < 8; i++) {
+		int v = hex_nibble(s[i]);
+
+		if (v < 0)
+			return -EINVAL;
+		w = (w << 4) | (uint32_t)v;
+	}
+	memcpy(out, &w, 4);
+	return 0;
+}
+
+static enum addr_kind classify(const uint8_t *a, size_t len)
+{
+	static const uint8_t zero[16];
+	static const uint8_t mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+
+	if (len == 4) {
+		if (a[0] == 127)
+			return ADDR_LOOPBACK4;
+		return memcmp(a, zero, 4) ? ADDR_OTHER : ADDR_ANY4;
+	}
+	if (!memcmp(a, zero, 16))
+		return ADDR_ANY6;
+	if (!memcmp(a, zero, 15) && a[15] == 1)
+		return ADDR_LOOPBACK6;
+	if (!memcmp(a, mapped, 12))
+		return a[12] == 127 ? ADDR_LOOPBACK4
+		                    : (memcmp(a + 12, zero, 4) ? ADDR_OTHER : ADDR_ANY4);
+	return ADDR_OTHER;
+}
+
+/* One line of /proc/net/tcp{,6}; 1 for a listener, 0 for anything else. */
+static int parse_line(char *line, size_t addr_len, struct listener *ret)
+{
+	char *tok[10], *save = NULL;
+	uint8_t addr[16];
+	int n = 0;
+	char *colon, *end;
+
+	for (char *t = strtok_r(line, " \t\n", &save); t && n < 10;
+	     t = strtok_r(NULL, " \t\n", &save))
+		tok[n++] = t;
+	if (n < 10)
+		return 0;
+	if (strtoul(tok[3], &end, 16) != TCP_LISTEN || *end)
+		return 0;
+	colon = strchr(tok[1], ':');
+	if (!colon || (size_t)(colon - tok[1]) != addr_len * 2)
+		return 0;
+	for (size_t i = 0; i < addr_len / 4; i++)
+		if (parse_word(tok[1] + i * 8, addr + i * 4) < 0)
+			return 0;
+	unsigned long port = strtoul(colon + 1, &end, 16);
+	if (*end || port > 65535)
+		return 0;
+	unsigned long inode = strtoul(tok[9], &end, 10);
+	if (*end)
+		return 0;
+	ret->port = (uint16_t)port;
+	ret->kind = classify(addr, addr_len);
+	ret->inode = inode;
+	return 1;
+}
+
+static int read_table(const char *path, size_t addr_len, struct listeners *l, bool missing_ok)
+{
+	_cleanup_fclose_ FILE *f = fopen(path, "re");
+	_cleanup_free_ char *line = NULL;
+	size_t cap = 0;
+	bool first = true;
+
+	if (!f)
+		return missing_ok && errno == ENOENT ? 0 : -errno;
+	while (getline(&line, &cap, f) > 0) {
+		struct listener x;
+
+		if (first) { /* the header */
+			first = false;
+			continue;
+		}
+		if (parse_line(line, addr_len, &x) <= 0)
+			continue;
+		if (l->n == l->cap) {
+			size_t nc = l->cap ? l->cap * 2 : 64;
+			struct listener *nv = realloc(l->v, nc * sizeof(*nv));
+
+			if (!nv)
+				return -ENOMEM;
+			l->v = nv;
+			l->cap = nc;
+		}
+		l->v[l->n++] = x;
+	}
+	return ferror(f) ? -EIO : 0;
+}
+
+static int read_listeners(struct listeners *l, struct err *err)
+{
+	int r = read_table("/proc/net/tcp", 4, l, false);
+
+	if (r < 0) {
+		errno = -r;
+		return err_errno(err, "read /proc/net/tcp");
+	}
+	r = read_table("/proc/net/tcp6", 16, l, true);
+	if (r < 0) {
+		errno = -r;
+		return err_errno(err, "read /proc/net/tcp6");
+	}
+	return 0;
+}
+
+static int cmp_inode(const void *a, const void *b)
+{
+	unsigned long x = *(const unsigned long *)a, y = *(const unsigned long *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* The socket inodes held by pids, sorted. Processes we cannot look into are skipped. */
+static int socket_inodes(const pid_t *pids, size_t n_pids, unsigned long **ret, size_t *ret_n)
+{
+	_cleanup_free_ unsigned long *v = NULL;
+	size_t n = 0, cap = 0;
+
+	for (size_t i = 0; i < n_pids; i++) {
+		_cleanup_closedir_ DIR *d = NULL;
+		struct dirent *de;
+		char path[64];
+		int dfd;
+
+		if (pids[i] <= 0)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/fd", (int)pids[i]);
+		d = opendir(path);
+		if (!d)
+			continue;
+		dfd = dirfd(d);
+		while ((de = readdir(d))) {
+			char link[64];
+			unsigned long ino;
+			ssize_t len;
+			char *end;
+
+			if (de->d_name[0] == '.')
+				continue;
+			len = readlinkat(dfd, de->d_name, link, sizeof(link) - 1);
+			if (len <= 0)
+				continue;
+			link[len] = '\0';
+			if (strncmp(link, "socket:[", 8))
+				continue;
+			ino = strtoul(link + 8, &end, 10);
+			if (*end != ']')
+				continue;
+			if (n == cap) {
+				size_t nc = cap ? cap * 2 : 64;
+				unsigned long *nv = realloc(v, nc * sizeof(*nv));
+
+				if (!nv)
+					return -ENOMEM;
+				v = nv;
+				cap = nc;
+			}
+			v[n++] = ino;
+		}
+	}
+	if (n)
+		qsort(v, n, sizeof(*v), cmp_inode);
+	*ret = TAKE_PTR(v);
+	*ret_n = n;
+	return 0;
+}
+
+static bool held(const unsigned long *inodes, size_t n, unsigned long inode)
+{
+	return inode != 0 && n && bsearch(&inode, inodes, n, sizeof(*inodes), cmp_inode);
+}
+
+static bool reaches_loopback4(enum addr_kind k)
+{
+	return k == ADDR_LOOPBACK4 || k == ADDR_ANY4 || k == ADDR_ANY6;
+}
+
+int listen_check(uint16_t port, const pid_t *pids, size_t n_pids, enum listen_state *ret,
+                 struct err *err)
+{
+	_cleanup_free_ unsigned long *inodes = NULL;
+	struct listeners l = {0};
+	bool ours4 = false, ours6 = false, ours_other = false, foreign4 = false, foreign = false;
+	size_t n_inodes = 0;
+	int r;
+
+	r = read_listeners(&l, err);
+	if (r < 0) {
+		free(l.v);
+		return r;
+	}
+	r = socket_inodes(pids, n_pids, &inodes, &n_inodes);
+	if (r < 0) {
+		free(l.v);
+		return err_set(err, ERR_FAILED, -r, "list the sockets of the boot's processes");
+	}
+	for (size_t i = 0; i < l.n; i++) {
+		const struct listener *x = &l.v[i];
+
+		if (x->port != port)
+			continue;
+		if (held(inodes, n_inodes, x->inode)) {
+			if (reaches_loopback4(x->kind))
+				ours4 = true;
+			else if (x->kind == ADDR_LOOPBACK6)
+				ours6 = true;
+			else
+				ours_other = true;
+		} else {
+			foreign = true;
+			if (reaches_loopback4(x->kind))
+				foreign4 = true;
+		}
+	}
+	free(l.v);
+	/* What a client of 127.0.0.1:port reaches decides first. */
+	if (ours4)
+		*ret = LISTEN_OURS;
+	else if (foreign4)
+		*ret = LISTEN_FOREIGN;
+	else if (ours6)
+		*ret = LISTEN_OURS_V6_ONLY;
+	else if (ours_other)
+		*ret = LISTEN_OURS_OTHER_ADDR;
+	else if (foreign)
+		*ret = LISTEN_FOREIGN;
+	else
+		*ret = LISTEN_NONE;
+	return 0;
+}
+
+size_t listen_ports_of(const pid_t *pids, size_t n_pids, uint16_t *ret_ports, size_t max)
+{
+	_cleanup_free_ unsigned long *inodes = NULL;
+	struct listeners l = {0};
+	size_t n_inodes = 0, n = 0;
+	struct err e;
+
+	if (read_listeners(&l, &e) < 0 || socket_inodes(pids, n_pids, &inodes, &n_inodes) < 0) {
+		free(l.v);
+		return 0;
+	}
+	for (size_t i = 0; i < l.n && n < max; i++) {
+		bool seen = false;
+
+		if (!held(inodes, n_inodes, l.v[i].inode))
+			continue;
+		for (size_t j = 0; j < n && !seen; j++)
+			seen = ret_ports[j] == l.v[i].port;
+		if (!seen)
+			ret_ports[n++] = l.v[i].port;
+	}
+	free(l.v);
+	return n;
+}
+
+int listen_pick_free_port(uint16_t *ret, struct err *err)
+{
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t len = sizeof(sa);
+	_cleanup_close_ int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	if (fd < 0)
+		return err_errno(err, "pick a free port: socket");
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+		return err_errno(err, "pick a free port: bind 127.0.0.1:0");
+	if (getsockname(fd, (struct sockaddr *)&sa, &len) < 0)
+		return err_errno(err, "pick a free port: getsockname");
+	*ret = ntohs(sa.sin_port);
+	return 0;
+}

@@ -1,0 +1,710 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Spawning one command of a boot and identifying processes by pid plus start time.
+ *
+ * proc_spawn() prepares everything that may allocate or read files (argv, /dev/null, the
+ * supplementary groups) before fork(); between fork() and execve() the child makes system
+ * calls only, and reports the first one that fails to the parent over a close-on-exec pipe.
+ * End-of-file on that pipe means execve() succeeded.
+ */
+#include "proc.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
+#ifndef SYS_pidfd_send_signal
+#define SYS_pidfd_send_signal 424
+#endif
+#ifndef SYS_close_range
+#define SYS_close_range 436
+#endif
+#ifndef CLOSE_RANGE_CLOEXEC
+#define CLOSE_RANGE_CLOEXEC (1U << 2)
+#endif
+
+/* ---- users ---- */
+
+int run_user_lookup(const char *name, struct run_user *ret, struct err *err)
+{
+	_cleanup_free_ char *buf = NULL;
+	struct passwd pw, *found = NULL;
+	size_t size = 4096;
+	int r;
+
+	if (!name || !*name)
+		return err_set(err, ERR_REFUSED, EINVAL, "user name is empty");
+	for (;;) {
+		char *n = realloc(buf, size);
+
+		if (!n)
+			return err_set(err, ERR_FAILED, ENOMEM, "look up user %s: out of memory",
+			               name);
+		buf = n;
+		r = getpwnam_r(name, &pw, buf, size, &found);
+		if (r != ERANGE || size >= (1u << 20))
+			break;
+		size *= 2;
+	}
+	if (r != 0 && r != ENOENT && r != ESRCH) {
+		errno = r;
+		return err_errno(err, "look up user %s", name);
+	}
+	if (!found)
+		return err_set(err, ERR_REFUSED, ENOENT, "user %s does not exist", name);
+
+	char *n = strdup(pw.pw_name);
+	char *home = strdup(pw.pw_dir ? pw.pw_dir : "/");
+	if (!n || !home) {
+		free(n);
+		free(home);
+		return err_set(err, ERR_FAILED, ENOMEM, "look up user %s: out of memory", name);
+	}
+	ret->uid = pw.pw_uid;
+	ret->gid = pw.pw_gid;
+	ret->name = n;
+	ret->home = home;
+	return 0;
+}
+
+void run_user_self(struct run_user *ret)
+{
+	const char *home = getenv("HOME");
+
+	ret->uid = (uid_t)-1;
+	ret->gid = (gid_t)-1;
+	ret->name = NULL;
+	ret->home = home ? strdup(home) : NULL;
+}
+
+void run_user_dispose(struct run_user *u)
+{
+	if (!u)
+		return;
+	free(u->name);
+	free(u->home);
+	u->name = NULL;
+	u->home = NULL;
+}
+
+/* ---- /proc/PID/stat ---- */
+
+int proc_stat_parse(const char *buf, size_t len, struct proc_stat *ret)
+{
+	const char *open = memchr(buf, '(', len);
+	const char *close = NULL;
+	struct proc_stat st = {0};
+	char *end;
+
+	if (!open)
+		return -EINVAL;
+	for (const char *p = buf + len; p > open; p--)
+		if (p[-1] == ')') {
+			close = p - 1;
+			break;
+		}
+	if (!close)
+		return -EINVAL;
+
+	errno = 0;
+	long pid = strtol(buf, &end, 10);
+	if (errno || end == buf || pid <= 0 || pid > INT32_MAX)
+		return -EINVAL;
+	size_t clen = (size_t)(close - open - 1);
+	if (clen >= sizeof(st.comm))
+		clen = sizeof(st.comm) - 1;
+	memcpy(st.comm, open + 1, clen);
+	st.pid = (pid_t)pid;
+
+	/* Fields from 3 on, separated by single spaces; we need 3..6 and 22. */
+	const char *p = close + 1;
+	const char *lim = buf + len;
+	for (int field = 3; field <= 22; field++) {
+		char tok[32];
+		size_t n = 0;
+
+		if (p >= lim || *p != ' ')
+			return -EINVAL;
+		p++;
+		while (p < lim && *p != ' ' && *p != '\n') {
+			if (n + 1 >= sizeof(tok))
+				return -EINVAL;
+			tok[n++] = *p++;
+		}
+		tok[n] = '\0';
+		if (n == 0)
+			return -EINVAL;
+		if (field == 3) {
+			if (n != 1)
+				return -EINVAL;
+			st.state = tok[0];
+			continue;
+		}
+		if (field > 6 && field < 22)
+			continue;
+		errno = 0;
+		if (field == 22) {
+			unsigned long long v = strtoull(tok, &end, 10);
+			if (errno || *end || tok[0] == '-')
+				return -EINVAL;
+			st.start_time = v;
+		} else {
+			long v = strtol(tok, &end, 10);
+			if (errno || *end || v < -1 || v > INT32_MAX)
+				return -EINVAL;
+			if (field == 4)
+				st.ppid = (pid_t)v;
+			else if (field == 5)
+				st.pgrp = (pid_t)v;
+			else
+				st.session = (pid_t)v;
+		}
+	}
+	*ret = st;
+	return 0;
+}
+
+int proc_stat_read(pid_t pid, struct proc_stat *ret)
+{
+	char path[64], buf[2048];
+	_cleanup_close_ int fd = -1;
+	size_t len = 0;
+
+	if (pid <= 0)
+		return -ESRCH;
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return errno == ENOENT ? -ESRCH : -errno;
+	for (;;) {
+		ssize_t n = read(fd, buf + len, sizeof(buf) - 1 - len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return errno == ESRCH ? -ESRCH : -errno;
+		if (n == 0 || len + (size_t)n >= sizeof(buf) - 1) {
+			len += (size_t)n;
+			break;
+		}
+		len += (size_t)n;
+	}
+	buf[len] = '\0';
+	if (len == 0)
+		return -ESRCH;
+	return proc_stat_parse(buf, len, ret);
+}
+
+uint64_t proc_start_time(pid_t pid)
+{
+	struct proc_stat st;
+
+	if (proc_stat_read(pid, &st) < 0)
+		return 0;
+	return st.start_time;
+}
+
+bool proc_is(pid_t pid, uint64_t start_time)
+{
+	struct proc_stat st;
+
+	if (proc_stat_read(pid, &st) < 0)
+		return false;
+	if (st.state == 'Z' || st.state == 'X' || st.state == 'x')
+		return false;
+	return st.start_time == start_time;
+}
+
+pid_t proc_parent(pid_t pid)
+{
+	struct proc_stat st;
+
+	if (proc_stat_read(pid, &st) < 0)
+		return -1;
+	return st.ppid;
+}
+
+int proc_signal(pid_t pid, uint64_t start_time, int sig)
+{
+	_cleanup_close_ int pidfd = -1;
+
+	if (pid <= 1 || pid == getpid())
+		return -EPERM;
+	pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (pidfd < 0 && errno == ESRCH)
+		return -ESRCH;
+	/* With a pidfd the check below pins the process: it cannot be recycled under us. */
+	if (start_time != 0) {
+		struct proc_stat st;
+
+		if (proc_stat_read(pid, &st) < 0 || st.start_time != start_time)
+			return -ESRCH;
+	}
+	if (pidfd >= 0) {
+		if (syscall(SYS_pidfd_send_signal, pidfd, sig, NULL, 0) == 0)
+			return 0;
+		if (errno != ENOSYS)
+			return -errno;
+	}
+	if (kill(pid, sig) < 0)
+		return -errno;
+	return 0;
+}
+
+/* ---- status text ---- */
+
+static const char *const signal_names[] = {
+    [SIGHUP] = "SIGHUP",       [SIGINT] = "SIGINT",   [SIGQUIT] = "SIGQUIT",
+    [SIGILL] = "SIGILL",       [SIGTRAP] = "SIGTRAP", [SIGABRT] = "SIGABRT",
+    [SIGBUS] = "SIGBUS",       [SIGFPE] = "SIGFPE",   [SIGKILL] = "SIGKILL",
+    [SIGUSR1] = "SIGUSR1",     [SIGSEGV] = "SIGSEGV", [SIGUSR2] = "SIGUSR2",
+    [SIGPIPE] = "SIGPIPE",     [SIGALRM] = "SIGALRM", [SIGTERM] = "SIGTERM",
+    [SIGCHLD] = "SIGCHLD",     [SIGCONT] = "SIGCONT", [SIGSTOP] = "SIGSTOP",
+    [SIGTSTP] = "SIGTSTP",     [SIGTTIN] = "SIGTTIN", [SIGTTOU] = "SIGTTOU",
+    [SIGURG] = "SIGURG",       [SIGXCPU] = "SIGXCPU", [SIGXFSZ] = "SIGXFSZ",
+    [SIGVTALRM] = "SIGVTALRM", [SIGPROF] = "SIGPROF", [SIGWINCH] = "SIGWINCH",
+    [SIGIO] = "SIGIO",         [SIGPWR] = "SIGPWR",   [SIGSYS] = "SIGSYS",
+#ifdef SIGSTKFLT
+    [SIGSTKFLT] = "SIGSTKFLT",
+#endif
+};
+
+const char *proc_signal_name(int sig, char *buf, size_t len)
+{
+	if (sig > 0 && (size_t)sig < ELEMENTSOF(signal_names) && signal_names[sig])
+		return signal_names[sig];
+	if (sig >= SIGRTMIN && sig <= SIGRTMAX)
+		snprintf(buf, len, "SIGRTMIN+%d", sig - SIGRTMIN);
+	else
+		snprintf(buf, len, "signal %d", sig);
+	return buf;
+}
+
+void proc_describe_status(int status, char *buf, size_t len)
+{
+	char name[32];
+
+	if (WIFEXITED(status))
+		snprintf(buf, len, "exited with status %d", WEXITSTATUS(status));
+	else if (WIFSIGNALED(status))
+		snprintf(buf, len, "was killed by signal %s%s",
+		         proc_signal_name(WTERMSIG(status), name, sizeof(name)),
+		         WCOREDUMP(status) ? " (core dumped)" : "");
+	else if (WIFSTOPPED(status))
+		snprintf(buf, len, "was stopped by signal %s",
+		         proc_signal_name(WSTOPSIG(status), name, sizeof(name)));
+	else
+		snprintf(buf, len, "ended with wait status 0x%x", (unsigned)status);
+}
+
+/* ---- descriptors ---- */
+
+struct linux_dirent64 {
+	uint64_t d_ino;
+	int64_t d_off;
+	unsigned short d_reclen;
+	unsigned char d_type;
+	char d_name[];
+};
+
+/*
+ * Close (or mark close-on-exec) every descriptor >= 3 except keep by listing /proc/self/fd with
+ * getdents64 into a stack buffer: no allocation, so it is safe between fork and exec. Returns
+ * -errno when /proc is not there.
+ */
+static int fds_walk(int keep, bool cloexec)
+{
+	char buf[4096] __attribute__((aligned(8)));
+	int dfd = open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	if (dfd < 0)
+		return -errno;
+	for (;;) {
+		long n = syscall(SYS_getdents64, dfd, buf, sizeof(buf));
+		bool closed_any = false;
+
+		if (n <= 0)
+			break;
+		for (long off = 0; off < n;) {
+			struct linux_dirent64 *d = (struct linux_dirent64 *)(buf + off);
+			int fd = 0;
+			bool num = d->d_name[0] != '\0';
+
+			off += d->d_reclen;
+			for (const char *c = d->d_name; *c; c++) {
+				if (*c < '0' || *c > '9' || fd > 100000000) {
+					num = false;
+					break;
+				}
+				fd = fd * 10 + (*c - '0');
+			}
+			if (!num || fd < 3 || fd == keep || fd == dfd)
+				continue;
+			if (cloexec) {
+				int fl = fcntl(fd, F_GETFD);
+				if (fl >= 0 && !(fl & FD_CLOEXEC))
+					fcntl(fd, F_SETFD, fl | FD_CLOEXEC);
+			} else {
+				close(fd);
+				closed_any = true;
+			}
+		}
+		/* Closing changes the directory; start over so nothing is skipped. */
+		if (closed_any)
+			lseek(dfd, 0, SEEK_SET);
+	}
+	close(dfd);
+	return 0;
+}
+
+/* Last resort without close_range and /proc: every possible descriptor number. */
+static void fds_brute(int keep, bool cloexec)
+{
+	long max = sysconf(_SC_OPEN_MAX);
+
+	if (max < 0 || max > 65536)
+		max = 65536;
+	for (int fd = 3; fd < max; fd++) {
+		if (fd == keep)
+			continue;
+		if (cloexec)
+			fcntl(fd, F_SETFD, FD_CLOEXEC);
+		else
+			close(fd);
+	}
+}
+
+static int close_range_sys(unsigned first, unsigned last, unsigned flags)
+{
+	if (first > last)
+		return 0;
+	return (int)syscall(SYS_close_range, first, last, flags);
+}
+
+/* Async-signal-safe: used in the child between fork and exec. */
+static void fds_release(int keep, bool cloexec)
+{
+	unsigned flags = cloexec ? CLOSE_RANGE_CLOEXEC : 0;
+	int r;
+
+	if (keep < 3)
+		r = close_range_sys(3, ~0U, flags);
+	else {
+		r = close_range_sys(3, (unsigned)keep - 1, flags);
+		if (r == 0)
+			r = close_range_sys((unsigned)keep + 1, ~0U, flags);
+	}
+	if (r == 0)
+		return;
+	if (fds_walk(keep, cloexec) < 0)
+		fds_brute(keep, cloexec);
+}
+
+void proc_close_inherited(int keep)
+{
+	fds_release(keep, false);
+}
+
+/* ---- spawning ---- */
+
+enum spawn_stage {
+	STAGE_PGRP,
+	STAGE_SESSION,
+	STAGE_JOIN,
+	STAGE_STDIO,
+	STAGE_GROUPS,
+	STAGE_GID,
+	STAGE_UID,
+	STAGE_VERIFY,
+	STAGE_CHDIR,
+	STAGE_KEEP_FD,
+	STAGE_EXEC,
+};
+
+struct spawn_report {
+	int stage;
+	int error;
+};
+
+struct child_args {
+	const struct proc_spec *spec;
+	char *const *argv;
+	char *const *env;
+	int devnull;
+	int report_fd;
+	bool switch_user;
+	uid_t uid;
+	gid_t gid;
+	const gid_t *groups;
+	size_t n_groups;
+};
+
+static _noreturn_ void child_fail(int report_fd, int stage)
+{
+	struct spawn_report rep = {.stage = stage, .error = errno ? errno : EIO};
+	ssize_t n;
+
+	do
+		n = write(report_fd, &rep, sizeof(rep));
+	while (n < 0 && errno == EINTR);
+	_exit(127);
+}
+
+/*
+ * Every signal back to SIG_DFL, through the system call: the C library refuses to touch the
+ * signals it reserves for itself (glibc's 32 and 33), yet an ignored one would be inherited
+ * across exec. An all-zero kernel sigaction is SIG_DFL with no flags and an empty mask on every
+ * architecture, whatever the field order.
+ */
+static void reset_signal_dispositions(void)
+{
+	unsigned long zero[8] = {0};
+
+	for (int sig = 1; sig <= 64; sig++)
+		if (sig != SIGKILL && sig != SIGSTOP)
+			syscall(SYS_rt_sigaction, sig, zero, NULL, (size_t)8);
+}
+
+static int dup_high(int fd)
+{
+	return fcntl(fd, F_DUPFD_CLOEXEC, 3);
+}
+
+static _noreturn_ void child_run(const struct child_args *a)
+{
+	const struct proc_spec *spec = a->spec;
+	sigset_t none;
+	int rfd, out, nul;
+
+	/* The report pipe must not sit on 0..2, which are replaced below. */
+	rfd = a->report_fd >= 3 ? a->report_fd : dup_high(a->report_fd);
+	if (rfd < 0)
+		child_fail(a->report_fd, STAGE_STDIO);
+
+	reset_signal_dispositions();
+
+	if (spec->new_session) {
+		if (setsid() < 0)
+			child_fail(rfd, STAGE_SESSION);
+	} else if (setpgid(0, 0) < 0) {
+		child_fail(rfd, STAGE_PGRP);
+	}
+
+	if (spec->procs_fd >= 0) {
+		ssize_t n;
+
+		do
+			n = write(spec->procs_fd, "0\n", 2);
+		while (n < 0 && errno == EINTR);
+		if (n != 2)
+			child_fail(rfd, STAGE_JOIN);
+	}
+
+	nul = dup_high(a->devnull);
+	out = dup_high(spec->output_fd >= 0 ? spec->output_fd : a->devnull);
+	if (nul < 0 || out < 0 || dup2(nul, STDIN_FILENO) < 0 || dup2(out, STDOUT_FILENO) < 0 ||
+	    dup2(out, STDERR_FILENO) < 0)
+		child_fail(rfd, STAGE_STDIO);
+
+	if (a->switch_user) {
+		uid_t ru, eu, su;
+		gid_t rg, eg, sg;
+
+		if (setgroups(a->n_groups, a->groups) < 0)
+			child_fail(rfd, STAGE_GROUPS);
+		if (setresgid(a->gid, a->gid, a->gid) < 0)
+			child_fail(rfd, STAGE_GID);
+		if (setresuid(a->uid, a->uid, a->uid) < 0)
+			child_fail(rfd, STAGE_UID);
+		errno = EPERM;
+		if (getresuid(&ru, &eu, &su) < 0 || getresgid(&rg, &eg, &sg) < 0)
+			child_fail(rfd, STAGE_VERIFY);
+		if (ru != a->uid || eu != a->uid || su != a->uid || rg != a->gid || eg != a->gid ||
+		    sg != a->gid)
+			child_fail(rfd, STAGE_VERIFY);
+		/* Dropped for good: root must not be reachable again. */
+		if (a->uid != 0 && (setuid(0) == 0 || seteuid(0) == 0)) {
+			errno = EPERM;
+			child_fail(rfd, STAGE_VERIFY);
+		}
+	}
+
+	if (spec->cwd && chdir(spec->cwd) < 0)
+		child_fail(rfd, STAGE_CHDIR);
+
+	/* Everything >= 3 closes at exec, except keep_fd; the report pipe stays open until then. */
+	fds_release(spec->keep_fd, true);
+	if (spec->keep_fd >= 3 && fcntl(spec->keep_fd, F_SETFD, 0) < 0)
+		child_fail(rfd, STAGE_KEEP_FD);
+
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	execve("/bin/sh", a->argv, a->env);
+	child_fail(rfd, STAGE_EXEC);
+}
+
+/* Supplementary groups of a user, looked up before fork (reads /etc/group). */
+static int user_groups(const struct run_user *u, gid_t **ret, size_t *ret_n, struct err *err)
+{
+	int n = 32;
+
+	for (int tries = 0; tries < 8; tries++) {
+		gid_t *g = calloc((size_t)n, sizeof(gid_t));
+		int want = n;
+
+		if (!g)
+			return err_set(err, ERR_FAILED, ENOMEM, "out of memory");
+		if (getgrouplist(u->name, u->gid, g, &want) >= 0) {
+			*ret = g;
+			*ret_n = (size_t)want;
+			return 0;
+		}
+		free(g);
+		n = want > n ? want : n * 2;
+	}
+	return err_set(err, ERR_FAILED, E2BIG, "look up the groups of user %s: too many", u->name);
+}
+
+static const char *stage_text(const struct proc_spec *spec, int stage, char *buf, size_t len)
+{
+	switch (stage) {
+	case STAGE_PGRP:
+		return "setpgid";
+	case STAGE_SESSION:
+		return "setsid";
+	case STAGE_JOIN:
+		return "join the process set";
+	case STAGE_STDIO:
+		return "redirect stdin, stdout and stderr";
+	case STAGE_GROUPS:
+		return "setgroups";
+	case STAGE_GID:
+		return "setgid";
+	case STAGE_UID:
+		return "setuid";
+	case STAGE_VERIFY:
+		return "drop privileges (the user switch did not stick)";
+	case STAGE_CHDIR:
+		snprintf(buf, len, "chdir %s", spec->cwd);
+		return buf;
+	case STAGE_KEEP_FD:
+		return "keep the notify descriptor open";
+	case STAGE_EXEC:
+		return "exec /bin/sh";
+	default:
+		return "prepare the child";
+	}
+}
+
+static int spawn_error(struct err *err, const struct proc_spec *spec, int code, const char *what)
+{
+	const char *user = spec->user && spec->user->uid != (uid_t)-1 ? spec->user->name : NULL;
+	int cmax = 200;
+
+	return err_set(err, ERR_FAILED, code, "cannot run %.*s%s%s%s: %s: %s", cmax, spec->command,
+	               strlen(spec->command) > (size_t)cmax ? "..." : "", user ? " as " : "",
+	               user ? user : "", what, strerror(code));
+}
+
+int proc_spawn(const struct proc_spec *spec, pid_t *ret_pid, struct err *err)
+{
+	static char *const empty_env[] = {NULL};
+	_cleanup_close_ int devnull = -1;
+	_cleanup_free_ gid_t *groups = NULL;
+	int pipefd[2] = {-1, -1};
+	struct child_args a = {0};
+	struct spawn_report rep;
+	sigset_t all, old;
+	char stage_buf[512];
+	size_t got = 0;
+	pid_t pid;
+
+	if (!spec->command)
+		return err_set(err, ERR_FAILED, EINVAL, "proc_spawn: no command");
+	if (spec->keep_fd >= 0 && spec->keep_fd < 3)
+		return spawn_error(err, spec, EINVAL, "keep descriptor below 3");
+
+	char *argv[] = {(char *)"sh", (char *)"-c", (char *)spec->command, NULL};
+	a.spec = spec;
+	a.argv = argv;
+	a.env = spec->env ? spec->env : empty_env;
+
+	if (spec->user && spec->user->uid != (uid_t)-1) {
+		const struct run_user *u = spec->user;
+
+		if (!u->name)
+			return spawn_error(err, spec, EINVAL, "user without a name");
+		/* Already that user and not root: nothing to switch (and no right to). */
+		if (!(geteuid() != 0 && getuid() == u->uid && geteuid() == u->uid &&
+		      getgid() == u->gid && getegid() == u->gid)) {
+			if (user_groups(u, &groups, &a.n_groups, err) < 0)
+				return err_wrap(err, "cannot run %s as %s", spec->command, u->name);
+			a.switch_user = true;
+			a.uid = u->uid;
+			a.gid = u->gid;
+			a.groups = groups;
+		}
+	}
+
+	devnull = open("/dev/null", O_RDWR | O_CLOEXEC | O_NOCTTY);
+	if (devnull < 0)
+		return spawn_error(err, spec, errno, "open /dev/null");
+	a.devnull = devnull;
+	if (pipe2(pipefd, O_CLOEXEC) < 0)
+		return spawn_error(err, spec, errno, "pipe");
+	a.report_fd = pipefd[1];
+
+	/* No handler of ours may run in the child before its dispositions are reset. */
+	sigfillset(&all);
+	sigprocmask(SIG_SETMASK, &all, &old);
+	pid = fork();
+	if (pid == 0) {
+		close(pipefd[0]);
+		child_run(&a);
+	}
+	int fork_errno = errno;
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	close(pipefd[1]);
+	if (pid < 0) {
+		close(pipefd[0]);
+		return spawn_error(err, spec, fork_errno, "fork");
+	}
+	/* Both sides set the group, so it holds whichever runs first. */
+	if (!spec->new_session)
+		(void)setpgid(pid, pid);
+
+	while (got < sizeof(rep)) {
+		ssize_t n = read(pipefd[0], (char *)&rep + got, sizeof(rep) - got);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+	}
+	close(pipefd[0]);
+	if (got == 0) {
+		*ret_pid = pid;
+		return 0;
+	}
+	/* The child reported a failure and exits 127: reap it (a reaper of the caller may win). */
+	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+		;
+	if (got != sizeof(rep))
+		return spawn_error(err, spec, EIO, "the child died before exec");
+	return spawn_error(err, spec, rep.error,
+	                   stage_text(spec, rep.stage, stage_buf, sizeof(stage_buf)));
+}

@@ -1,0 +1,327 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * listen_check against real listeners on loopback: python3 -m http.server started with
+ * proc_spawn, and sockets the test process opens itself (a listener held by a pid that is not
+ * in the list is foreign). Every python server is stopped by pid before the test returns.
+ */
+#include <arpa/inet.h>
+#include <check.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "err.h"
+#include "listen_check.h"
+#include "proc.h"
+
+#define PYTHON "/usr/bin/python3"
+
+static char served_dir[] = "/tmp/test-listen-XXXXXX";
+
+/*
+ * Every process a test starts carries SA_TEST_OWNER=<test pid> in its environment. A watchdog
+ * outside the test's process tree waits for the test process to end, however it ends (Check
+ * ends a failed test with _exit(), so atexit() would not run; a timeout is SIGKILL), and then
+ * kills those processes by pid. On the normal path each test stops what it started itself.
+ */
+static char owner_env[64];
+
+static bool environ_has(pid_t pid, const char *entry)
+{
+	char path[64], buf[65536];
+	size_t len = 0, want = strlen(entry) + 1;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/environ", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	while (len < sizeof(buf) - 1 && (n = read(fd, buf + len, sizeof(buf) - 1 - len)) > 0)
+		len += (size_t)n;
+	close(fd);
+	for (size_t off = 0; off < len; off += strnlen(buf + off, len - off) + 1)
+		if (len - off >= want && !memcmp(buf + off, entry, want))
+			return true;
+	return false;
+}
+
+static void kill_owned(const char *entry)
+{
+	for (int round = 0; round < 50; round++) {
+		DIR *d = opendir("/proc");
+		struct dirent *de;
+		bool any = false;
+
+		if (!d)
+			return;
+		while ((de = readdir(d))) {
+			pid_t pid = (pid_t)atoi(de->d_name);
+
+			if (pid > 1 && pid != getpid() && environ_has(pid, entry)) {
+				kill(pid, SIGKILL);
+				any = true;
+			}
+		}
+		closedir(d);
+		if (!any)
+			return;
+		usleep(20000);
+	}
+}
+
+static void setup(void)
+{
+	int p[2];
+	pid_t mid;
+
+	snprintf(owner_env, sizeof(owner_env), "SA_TEST_OWNER=%d", (int)getpid());
+	putenv(owner_env); /* inherited by plain fork() + exec() children too */
+	ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
+	mid = fork();
+	ck_assert_int_ge(mid, 0);
+	if (mid == 0) {
+		char c;
+
+		setsid(); /* out of the group Check kills after the test */
+		if (fork() != 0)
+			_exit(0);
+		proc_close_inherited(p[0]);
+		while (read(p[0], &c, 1) < 0 && errno == EINTR)
+			;
+		kill_owned(owner_env);
+		_exit(0);
+	}
+	close(p[0]);
+	ck_assert_int_eq(waitpid(mid, NULL, 0), mid);
+	/* p[1] stays open until this test process ends. The watchdog is not our descendant;
+	 * what we start from here on is, orphans included. */
+	prctl(PR_SET_CHILD_SUBREAPER, 1);
+	ck_assert_ptr_nonnull(mkdtemp(served_dir));
+}
+
+static void teardown(void)
+{
+	rmdir(served_dir);
+}
+
+static uint16_t free_port(void)
+{
+	uint16_t port = 0;
+	struct err e;
+
+	ck_assert_msg(listen_pick_free_port(&port, &e) == 0, "%s", e.msg);
+	ck_assert_uint_gt(port, 0);
+	return port;
+}
+
+static pid_t start_server(const char *bind_addr, uint16_t port)
+{
+	static char *const env[] = {(char *)"PATH=/usr/bin:/bin", owner_env, NULL};
+	char cmd[256];
+	struct err e;
+	pid_t pid;
+
+	snprintf(cmd, sizeof(cmd), "exec " PYTHON " -m http.server --bind %s %u", bind_addr,
+	         (unsigned)port);
+	struct proc_spec spec = {.command = cmd,
+	                         .cwd = served_dir,
+	                         .env = env,
+	                         .output_fd = -1,
+	                         .procs_fd = -1,
+	                         .keep_fd = -1};
+	err_clear(&e);
+	ck_assert_msg(proc_spawn(&spec, &pid, &e) == 0, "%s", e.msg);
+	return pid;
+}
+
+static void stop_server(pid_t pid)
+{
+	int status;
+
+	ck_assert_int_eq(proc_signal(pid, proc_start_time(pid), SIGKILL), 0);
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+}
+
+/* Poll until someone listens on port (bounded: 20 s), then return what we see. */
+static enum listen_state wait_listening(uint16_t port, const pid_t *pids, size_t n)
+{
+	enum listen_state st = LISTEN_NONE;
+	struct err e;
+
+	for (int i = 0; i < 2000; i++) {
+		ck_assert_msg(listen_check(port, pids, n, &st, &e) == 0, "%s", e.msg);
+		if (st != LISTEN_NONE)
+			return st;
+		if (n && waitpid(pids[0], NULL, WNOHANG) != 0)
+			ck_abort_msg("the server exited before listening");
+		usleep(10000);
+	}
+	return st;
+}
+
+static enum listen_state check(uint16_t port, const pid_t *pids, size_t n)
+{
+	enum listen_state st = LISTEN_NONE;
+	struct err e;
+
+	ck_assert_msg(listen_check(port, pids, n, &st, &e) == 0, "%s", e.msg);
+	return st;
+}
+
+/* A listening socket of the test process itself. */
+static int listen_on(int family, const char *addr, uint16_t port, bool freebind)
+{
+	int fd = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int one = 1;
+
+	ck_assert_int_ge(fd, 0);
+	if (freebind)
+		ck_assert_int_eq(setsockopt(fd, IPPROTO_IP, IP_FREEBIND, &one, sizeof(one)), 0);
+	if (family == AF_INET) {
+		struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port)};
+		ck_assert_int_eq(inet_pton(AF_INET, addr, &sa.sin_addr), 1);
+		ck_assert_int_eq(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	} else {
+		struct sockaddr_in6 sa = {.sin6_family = AF_INET6, .sin6_port = htons(port)};
+		ck_assert_int_eq(setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one)), 0);
+		ck_assert_int_eq(inet_pton(AF_INET6, addr, &sa.sin6_addr), 1);
+		ck_assert_int_eq(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	}
+	ck_assert_int_eq(listen(fd, 4), 0);
+	return fd;
+}
+
+START_TEST(test_server_on_ipv4_loopback_is_ours)
+{
+	uint16_t port = free_port(), ports[8];
+	pid_t server = start_server("127.0.0.1", port);
+	pid_t other = getpid();
+
+	ck_assert_int_eq(wait_listening(port, &server, 1), LISTEN_OURS);
+	/* The same listener seen from a set that does not hold it. */
+	ck_assert_int_eq(check(port, &other, 1), LISTEN_FOREIGN);
+	ck_assert_int_eq(check(port, NULL, 0), LISTEN_FOREIGN);
+	ck_assert_uint_eq(listen_ports_of(&server, 1, ports, 8), 1);
+	ck_assert_uint_eq(ports[0], port);
+	ck_assert_uint_eq(listen_ports_of(&server, 1, ports, 0), 0);
+	/* It listens on port, not on port + 1. */
+	ck_assert_int_eq(check((uint16_t)(port + 1), &server, 1) == LISTEN_OURS, 0);
+	stop_server(server);
+	ck_assert_int_eq(check(port, &server, 1), LISTEN_NONE);
+}
+END_TEST
+
+START_TEST(test_server_on_ipv6_loopback_only)
+{
+	uint16_t port = free_port();
+	pid_t server = start_server("::1", port);
+
+	ck_assert_int_eq(wait_listening(port, &server, 1), LISTEN_OURS_V6_ONLY);
+	stop_server(server);
+}
+END_TEST
+
+START_TEST(test_server_on_ipv6_any_is_dual_stack)
+{
+	uint16_t port = free_port();
+	pid_t server = start_server("::", port);
+
+	ck_assert_int_eq(wait_listening(port, &server, 1), LISTEN_OURS);
+	stop_server(server);
+}
+END_TEST
+
+START_TEST(test_foreign_listener_on_loopback_wins_over_ours_on_v6)
+{
+	uint16_t port = free_port();
+	int foreign = listen_on(AF_INET, "127.0.0.1", port, false);
+	pid_t server = start_server("::1", port);
+
+	/* 127.0.0.1:port reaches the test's socket, not the server. */
+	ck_assert_int_eq(wait_listening(port, &server, 1), LISTEN_FOREIGN);
+	stop_server(server);
+	ck_assert_int_eq(check(port, &server, 1), LISTEN_FOREIGN);
+	close(foreign);
+	ck_assert_int_eq(check(port, &server, 1), LISTEN_NONE);
+}
+END_TEST
+
+START_TEST(test_own_sockets_by_address)
+{
+	pid_t self = getpid(), none = 0;
+	uint16_t port = free_port();
+	int fd;
+
+	ck_assert_int_eq(check(port, &self, 1), LISTEN_NONE);
+
+	fd = listen_on(AF_INET, "127.0.0.2", port, false); /* all of 127/8 is loopback */
+	ck_assert_int_eq(check(port, &self, 1), LISTEN_OURS);
+	ck_assert_int_eq(check(port, &none, 1), LISTEN_FOREIGN);
+	close(fd);
+
+	fd = listen_on(AF_INET, "0.0.0.0", port, false);
+	ck_assert_int_eq(check(port, &self, 1), LISTEN_OURS);
+	close(fd);
+
+	/* TEST-NET-1 with IP_FREEBIND: a listener on an address that is not loopback or any. */
+	fd = listen_on(AF_INET, "192.0.2.7", port, true);
+	ck_assert_int_eq(check(port, &self, 1), LISTEN_OURS_OTHER_ADDR);
+	close(fd);
+
+	fd = listen_on(AF_INET6, "::1", port, false);
+	ck_assert_int_eq(check(port, &self, 1), LISTEN_OURS_V6_ONLY);
+	close(fd);
+	ck_assert_int_eq(check(port, &self, 1), LISTEN_NONE);
+}
+END_TEST
+
+START_TEST(test_pick_free_port)
+{
+	uint16_t a = free_port();
+	int fd = listen_on(AF_INET, "127.0.0.1", a, false); /* it really was free */
+	pid_t self = getpid();
+	uint16_t ports[4];
+
+	ck_assert_uint_eq(listen_ports_of(&self, 1, ports, 4), 1);
+	ck_assert_uint_eq(ports[0], a);
+	close(fd);
+}
+END_TEST
+
+static Suite *listen_suite(void)
+{
+	Suite *s = suite_create("listen_check");
+	TCase *tc = tcase_create("core");
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, test_server_on_ipv4_loopback_is_ours);
+	tcase_add_test(tc, test_server_on_ipv6_loopback_only);
+	tcase_add_test(tc, test_server_on_ipv6_any_is_dual_stack);
+	tcase_add_test(tc, test_foreign_listener_on_loopback_wins_over_ours_on_v6);
+	tcase_add_test(tc, test_own_sockets_by_address);
+	tcase_add_test(tc, test_pick_free_port);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(listen_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

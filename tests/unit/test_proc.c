@@ -1,0 +1,645 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * proc_spawn and friends against real processes. Every test is a subreaper and, on the way out
+ * (also after a failed assertion), kills by pid whatever it started and reaps it.
+ */
+#include <check.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "err.h"
+#include "proc.h"
+
+/*
+ * Every process a test starts carries SA_TEST_OWNER=<test pid> in its environment. A watchdog
+ * outside the test's process tree waits for the test process to end, however it ends (Check
+ * ends a failed test with _exit(), so atexit() would not run; a timeout is SIGKILL), and then
+ * kills those processes by pid. On the normal path each test stops what it started itself.
+ */
+static char owner_env[64];
+
+static bool environ_has(pid_t pid, const char *entry)
+{
+	char path[64], buf[65536];
+	size_t len = 0, want = strlen(entry) + 1;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/environ", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	while (len < sizeof(buf) - 1 && (n = read(fd, buf + len, sizeof(buf) - 1 - len)) > 0)
+		len += (size_t)n;
+	close(fd);
+	for (size_t off = 0; off < len; off += strnlen(buf + off, len - off) + 1)
+		if (len - off >= want && !memcmp(buf + off, entry, want))
+			return true;
+	return false;
+}
+
+static void kill_owned(const char *entry)
+{
+	for (int round = 0; round < 50; round++) {
+		DIR *d = opendir("/proc");
+		struct dirent *de;
+		bool any = false;
+
+		if (!d)
+			return;
+		while ((de = readdir(d))) {
+			pid_t pid = (pid_t)atoi(de->d_name);
+
+			if (pid > 1 && pid != getpid() && environ_has(pid, entry)) {
+				kill(pid, SIGKILL);
+				any = true;
+			}
+		}
+		closedir(d);
+		if (!any)
+			return;
+		usleep(20000);
+	}
+}
+
+static void setup(void)
+{
+	int p[2];
+	pid_t mid;
+
+	snprintf(owner_env, sizeof(owner_env), "SA_TEST_OWNER=%d", (int)getpid());
+	putenv(owner_env); /* inherited by plain fork() + exec() children too */
+	ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
+	mid = fork();
+	ck_assert_int_ge(mid, 0);
+	if (mid == 0) {
+		char c;
+
+		setsid(); /* out of the group Check kills after the test */
+		if (fork() != 0)
+			_exit(0);
+		proc_close_inherited(p[0]);
+		while (read(p[0], &c, 1) < 0 && errno == EINTR)
+			;
+		kill_owned(owner_env);
+		_exit(0);
+	}
+	close(p[0]);
+	ck_assert_int_eq(waitpid(mid, NULL, 0), mid);
+	/* p[1] stays open until this test process ends. The watchdog is not our descendant;
+	 * what we start from here on is, orphans included. */
+	prctl(PR_SET_CHILD_SUBREAPER, 1);
+}
+
+/* Read from fd until needle shows up (true), or EOF / 10 s pass (false). */
+static bool read_until(int fd, const char *needle, char *buf, size_t len)
+{
+	size_t got = strlen(buf);
+
+	while (!strstr(buf, needle)) {
+		struct pollfd p = {.fd = fd, .events = POLLIN};
+		ssize_t n;
+
+		if (got + 1 >= len || poll(&p, 1, 10000) <= 0)
+			return false;
+		n = read(fd, buf + got, len - 1 - got);
+		if (n <= 0)
+			return false;
+		got += (size_t)n;
+		buf[got] = '\0';
+	}
+	return true;
+}
+
+static char *const base_env[] = {(char *)"PATH=/usr/bin:/bin", (char *)"FOO=bar baz", owner_env,
+                                 NULL};
+
+static pid_t spawn_ok(const char *cmd, int out, const struct run_user *user)
+{
+	struct proc_spec spec = {.command = cmd,
+	                         .cwd = "/",
+	                         .env = base_env,
+	                         .user = user,
+	                         .output_fd = out,
+	                         .procs_fd = -1,
+	                         .keep_fd = -1};
+	struct err e;
+	pid_t pid = -1;
+
+	err_clear(&e);
+	ck_assert_msg(proc_spawn(&spec, &pid, &e) == 0, "spawn %s: %s", cmd, e.msg);
+	ck_assert_int_gt(pid, 1);
+	return pid;
+}
+
+static int wait_status(pid_t pid)
+{
+	int status = 0;
+
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	return status;
+}
+
+START_TEST(test_stat_parse_hostile_comm)
+{
+	static const char line[] = "4242 (a) b) (c ) R 17 4242 4100 34816 4242 4194560 99 0 0 0 "
+	                           "1 2 0 0 20 0 1 0 987654321 12345 67 18446744073709551615\n";
+	struct proc_stat st;
+
+	ck_assert_int_eq(proc_stat_parse(line, strlen(line), &st), 0);
+	ck_assert_int_eq(st.pid, 4242);
+	ck_assert_str_eq(st.comm, "a) b) (c ");
+	ck_assert_int_eq(st.state, 'R');
+	ck_assert_int_eq(st.ppid, 17);
+	ck_assert_int_eq(st.pgrp, 4242);
+	ck_assert_int_eq(st.session, 4100);
+	ck_assert_uint_eq(st.start_time, 987654321ULL);
+
+	ck_assert_int_eq(proc_stat_parse("12 (x S 1 2 3", 13, &st), -EINVAL);
+	ck_assert_int_eq(proc_stat_parse("12 (x) S 1 2 3 4", 16, &st), -EINVAL);
+	ck_assert_int_eq(proc_stat_parse("(x) S", 5, &st), -EINVAL);
+	ck_assert_int_eq(proc_stat_parse("", 0, &st), -EINVAL);
+}
+END_TEST
+
+START_TEST(test_stat_read_self_with_odd_name)
+{
+	struct proc_stat st;
+
+	ck_assert_int_eq(prctl(PR_SET_NAME, "x) S 9 9 (y"), 0);
+	ck_assert_int_eq(proc_stat_read(getpid(), &st), 0);
+	ck_assert_str_eq(st.comm, "x) S 9 9 (y");
+	ck_assert_int_eq(st.pid, getpid());
+	ck_assert_int_eq(st.ppid, getppid());
+	ck_assert_int_eq(st.pgrp, getpgrp());
+	ck_assert_uint_gt(st.start_time, 0);
+	ck_assert_uint_eq(proc_start_time(getpid()), st.start_time);
+	ck_assert_int_eq(proc_parent(getpid()), getppid());
+	ck_assert(proc_is(getpid(), st.start_time));
+	ck_assert_int_eq(proc_stat_read(0, &st), -ESRCH);
+}
+END_TEST
+
+static bool fd_is_open_in(pid_t pid, int fd)
+{
+	char path[64];
+	struct stat sb;
+
+	snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)pid, fd);
+	return stat(path, &sb) == 0 || errno != ENOENT;
+}
+
+static unsigned long long status_mask(pid_t pid, const char *field)
+{
+	char path[64], line[256];
+	unsigned long long v = ~0ULL;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	f = fopen(path, "re");
+	ck_assert_ptr_nonnull(f);
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, field, strlen(field)))
+			v = strtoull(line + strlen(field), NULL, 16);
+	fclose(f);
+	return v;
+}
+
+START_TEST(test_spawn_environment_fds_signals)
+{
+	int out[2], keep[2], leak;
+	char buf[4096] = "";
+	struct proc_stat st;
+	struct stat pipe_st, child_st;
+	char path[64], link[64];
+	sigset_t block, old;
+	ssize_t n;
+	pid_t pid;
+
+	ck_assert_int_eq(pipe2(out, O_CLOEXEC), 0);
+	ck_assert_int_eq(pipe2(keep, O_CLOEXEC), 0);
+	leak = open("/dev/null", O_RDONLY); /* no O_CLOEXEC on purpose: must not reach the child */
+	ck_assert_int_ge(leak, 3);
+
+	/* What a supervisor with a signalfd has: signals blocked, some ignored. */
+	sigemptyset(&block);
+	sigaddset(&block, SIGTERM);
+	sigaddset(&block, SIGCHLD);
+	ck_assert_int_eq(sigprocmask(SIG_BLOCK, &block, &old), 0);
+	signal(SIGINT, SIG_IGN);
+	signal(SIGHUP, SIG_IGN);
+#if defined(__x86_64__) || defined(__aarch64__)
+	/* Signal 32, which glibc's sigaction() refuses to touch: {handler, flags, restorer, mask}.
+	 */
+	unsigned long ign[4] = {(unsigned long)SIG_IGN, 0, 0, 0};
+	ck_assert_int_eq(syscall(SYS_rt_sigaction, 32, ign, NULL, (size_t)8), 0);
+#endif
+
+	struct proc_spec spec = {.command = "echo \"env=$FOO\"; pwd; echo ready; exec sleep 60",
+	                         .cwd = "/tmp",
+	                         .env = base_env,
+	                         .output_fd = out[1],
+	                         .procs_fd = -1,
+	                         .keep_fd = keep[1]};
+	struct err e;
+	err_clear(&e);
+	ck_assert_msg(proc_spawn(&spec, &pid, &e) == 0, "%s", e.msg);
+	close(out[1]);
+	ck_assert(read_until(out[0], "ready\n", buf, sizeof(buf)));
+	ck_assert_str_eq(buf, "env=bar baz\n/tmp\nready\n");
+
+	/* Its own process group in our session. */
+	ck_assert_int_eq(proc_stat_read(pid, &st), 0);
+	ck_assert_int_eq(st.pgrp, pid);
+	ck_assert_int_eq(st.session, getsid(0));
+	ck_assert_int_eq(getpgid(pid), pid);
+
+	/* stdin /dev/null, stdout and stderr our pipe, keep_fd kept, nothing else. */
+	snprintf(path, sizeof(path), "/proc/%d/fd/0", (int)pid);
+	n = readlink(path, link, sizeof(link) - 1);
+	ck_assert_int_gt(n, 0);
+	link[n] = '\0';
+	ck_assert_str_eq(link, "/dev/null");
+	ck_assert_int_eq(fstat(out[0], &pipe_st), 0);
+	for (int fd = 1; fd <= 2; fd++) {
+		snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)pid, fd);
+		ck_assert_int_eq(stat(path, &child_st), 0);
+		ck_assert_uint_eq(child_st.st_ino, pipe_st.st_ino);
+	}
+	ck_assert(fd_is_open_in(pid, keep[1]));
+	ck_assert(!fd_is_open_in(pid, leak));
+	ck_assert(!fd_is_open_in(pid, out[0]));
+	ck_assert(!fd_is_open_in(pid, keep[0]));
+
+	/* Clean mask and default dispositions although ours block and ignore. */
+	ck_assert_uint_eq(status_mask(pid, "SigBlk:"), 0);
+	ck_assert_uint_eq(status_mask(pid, "SigIgn:"), 0);
+
+	ck_assert_int_eq(proc_signal(pid, st.start_time, SIGTERM), 0);
+	int status = wait_status(pid);
+	ck_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM);
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	close(out[0]);
+	close(keep[0]);
+	close(keep[1]);
+	close(leak);
+}
+END_TEST
+
+START_TEST(test_spawn_new_session)
+{
+	int out[2];
+	char buf[256] = "";
+	struct proc_stat st;
+
+	ck_assert_int_eq(pipe2(out, O_CLOEXEC), 0);
+	struct proc_spec spec = {.command = "echo ready; exec sleep 60",
+	                         .env = base_env,
+	                         .output_fd = out[1],
+	                         .procs_fd = -1,
+	                         .new_session = true,
+	                         .keep_fd = -1};
+	struct err e;
+	pid_t pid;
+	ck_assert_msg(proc_spawn(&spec, &pid, &e) == 0, "%s", e.msg);
+	close(out[1]);
+	ck_assert(read_until(out[0], "ready\n", buf, sizeof(buf)));
+	ck_assert_int_eq(proc_stat_read(pid, &st), 0);
+	ck_assert_int_eq(st.session, pid);
+	ck_assert_int_eq(st.pgrp, pid);
+	ck_assert_int_eq(proc_signal(pid, st.start_time, SIGKILL), 0);
+	int status = wait_status(pid);
+	ck_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+	close(out[0]);
+}
+END_TEST
+
+START_TEST(test_spawn_chdir_failure_is_reported)
+{
+	struct proc_spec spec = {.command = "true",
+	                         .cwd = "/nonexistent/x",
+	                         .env = base_env,
+	                         .output_fd = -1,
+	                         .procs_fd = -1,
+	                         .keep_fd = -1};
+	struct err e;
+	pid_t pid = -7;
+
+	err_clear(&e);
+	ck_assert_int_lt(proc_spawn(&spec, &pid, &e), 0);
+	ck_assert_int_eq(pid, -7);
+	ck_assert_str_eq(e.msg, "cannot run true: chdir /nonexistent/x: No such file or directory");
+	ck_assert_int_eq(e.code, ENOENT);
+	ck_assert_int_eq(e.cls, ERR_FAILED);
+	/* The failed child was reaped: no child is left. */
+	ck_assert_int_eq(waitpid(-1, NULL, WNOHANG), -1);
+	ck_assert_int_eq(errno, ECHILD);
+}
+END_TEST
+
+START_TEST(test_spawn_exec_failure_is_reported)
+{
+	/* One environment string over 128 KiB makes execve() itself fail with E2BIG. */
+	size_t big = 200 * 1024;
+	char *huge = malloc(big + 3);
+	char *env[] = {huge, NULL};
+	struct proc_spec spec = {
+	    .command = "true", .env = env, .output_fd = -1, .procs_fd = -1, .keep_fd = -1};
+	struct err e;
+	pid_t pid;
+
+	ck_assert_ptr_nonnull(huge);
+	memcpy(huge, "X=", 2);
+	memset(huge + 2, 'a', big);
+	huge[big + 2] = '\0';
+	err_clear(&e);
+	ck_assert_int_lt(proc_spawn(&spec, &pid, &e), 0);
+	ck_assert_str_eq(e.msg, "cannot run true: exec /bin/sh: Argument list too long");
+	ck_assert_int_eq(e.code, E2BIG);
+	ck_assert_int_eq(waitpid(-1, NULL, WNOHANG), -1);
+	free(huge);
+}
+END_TEST
+
+START_TEST(test_spawn_refuses_low_keep_fd)
+{
+	struct proc_spec spec = {.command = "true", .output_fd = -1, .procs_fd = -1, .keep_fd = 1};
+	struct err e;
+	pid_t pid;
+
+	ck_assert_int_lt(proc_spawn(&spec, &pid, &e), 0);
+	ck_assert_ptr_nonnull(strstr(e.msg, "keep descriptor below 3"));
+}
+END_TEST
+
+START_TEST(test_spawn_as_other_user)
+{
+	struct run_user nobody = {0};
+	char secret[] = "/tmp/test-proc-secret-XXXXXX";
+	char cmd[512], buf[4096] = "";
+	int out[2], fd;
+	struct err e;
+
+	err_clear(&e);
+	ck_assert_msg(run_user_lookup("nobody", &nobody, &e) == 0, "%s", e.msg);
+	ck_assert_uint_ne(nobody.uid, 0);
+	fd = mkstemp(secret);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, "top-secret-value\n", 17), 17);
+	ck_assert_int_eq(fchmod(fd, 0600), 0);
+	close(fd);
+
+	snprintf(cmd, sizeof(cmd),
+	         "echo \"uid=$(id -u) gid=$(id -g) groups=$(id -G)\"; cat %s || echo denied; "
+	         "echo end",
+	         secret);
+	ck_assert_int_eq(pipe2(out, O_CLOEXEC), 0);
+	struct proc_spec spec = {.command = cmd,
+	                         .cwd = "/",
+	                         .env = base_env,
+	                         .user = &nobody,
+	                         .output_fd = out[1],
+	                         .procs_fd = -1,
+	                         .keep_fd = -1};
+	pid_t pid;
+	int r = proc_spawn(&spec, &pid, &e);
+	close(out[1]);
+
+	if (geteuid() != 0) {
+		/* Not root: the switch must fail loudly, never run as the caller instead. */
+		ck_assert_int_lt(r, 0);
+		ck_assert_msg(strstr(e.msg, " as nobody: setgroups: Operation not permitted"), "%s",
+		              e.msg);
+	} else {
+		char want[128];
+
+		ck_assert_msg(r == 0, "%s", e.msg);
+		ck_assert(read_until(out[0], "end\n", buf, sizeof(buf)));
+		snprintf(want, sizeof(want), "uid=%u gid=%u groups=%u\n", (unsigned)nobody.uid,
+		         (unsigned)nobody.gid, (unsigned)nobody.gid);
+		ck_assert_msg(!strncmp(buf, want, strlen(want)), "got: %s", buf);
+		ck_assert_msg(strstr(buf, "Permission denied") && strstr(buf, "denied\nend\n"),
+		              "got: %s", buf);
+		ck_assert_ptr_null(strstr(buf, "top-secret-value"));
+		int status = wait_status(pid);
+		ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	}
+	close(out[0]);
+	unlink(secret);
+	run_user_dispose(&nobody);
+}
+END_TEST
+
+START_TEST(test_spawn_as_user_chdir_error_names_user)
+{
+	struct run_user nobody = {0};
+	struct err e;
+	pid_t pid;
+
+	if (geteuid() != 0)
+		return; /* covered by test_spawn_as_other_user */
+	ck_assert_int_eq(run_user_lookup("nobody", &nobody, &e), 0);
+	/* /root is 0700 root: nobody cannot enter it, so the chdir runs as the user. */
+	struct proc_spec spec = {.command = "true",
+	                         .cwd = "/root",
+	                         .env = base_env,
+	                         .user = &nobody,
+	                         .output_fd = -1,
+	                         .procs_fd = -1,
+	                         .keep_fd = -1};
+	struct stat sb;
+	ck_assert_int_eq(stat("/root", &sb), 0);
+	if ((sb.st_mode & 0001) == 0) {
+		ck_assert_int_lt(proc_spawn(&spec, &pid, &e), 0);
+		ck_assert_str_eq(e.msg,
+		                 "cannot run true as nobody: chdir /root: Permission denied");
+	}
+	run_user_dispose(&nobody);
+}
+END_TEST
+
+START_TEST(test_run_user_lookup)
+{
+	struct run_user u = {0};
+	struct err e;
+
+	err_clear(&e);
+	ck_assert_int_lt(run_user_lookup("no-such-user-sandbox-xyz", &u, &e), 0);
+	ck_assert_int_eq(e.cls, ERR_REFUSED);
+	ck_assert_str_eq(e.msg, "user no-such-user-sandbox-xyz does not exist");
+	ck_assert_ptr_null(u.name);
+
+	ck_assert_int_eq(run_user_lookup("root", &u, &e), 0);
+	ck_assert_uint_eq(u.uid, 0);
+	ck_assert_uint_eq(u.gid, 0);
+	ck_assert_str_eq(u.name, "root");
+	ck_assert_str_eq(u.home, "/root");
+	run_user_dispose(&u);
+	ck_assert_ptr_null(u.name);
+
+	setenv("HOME", "/home/someone", 1);
+	run_user_self(&u);
+	ck_assert_uint_eq(u.uid, (uid_t)-1);
+	ck_assert_ptr_null(u.name);
+	ck_assert_str_eq(u.home, "/home/someone");
+	run_user_dispose(&u);
+}
+END_TEST
+
+START_TEST(test_describe_real_statuses)
+{
+	char buf[128], name[32];
+	pid_t pid;
+
+	pid = spawn_ok("exit 3", -1, NULL);
+	proc_describe_status(wait_status(pid), buf, sizeof(buf));
+	ck_assert_str_eq(buf, "exited with status 3");
+
+	pid = spawn_ok("kill -KILL $$", -1, NULL);
+	proc_describe_status(wait_status(pid), buf, sizeof(buf));
+	ck_assert_str_eq(buf, "was killed by signal SIGKILL");
+
+	pid = spawn_ok("kill -USR2 $$", -1, NULL);
+	proc_describe_status(wait_status(pid), buf, sizeof(buf));
+	ck_assert_str_eq(buf, "was killed by signal SIGUSR2");
+
+	ck_assert_str_eq(proc_signal_name(SIGRTMIN + 2, name, sizeof(name)), "SIGRTMIN+2");
+	ck_assert_str_eq(proc_signal_name(SIGTERM, name, sizeof(name)), "SIGTERM");
+	ck_assert_str_eq(proc_signal_name(200, name, sizeof(name)), "signal 200");
+}
+END_TEST
+
+START_TEST(test_changed_start_time_is_not_signalled)
+{
+	int out[2];
+	char buf[64] = "";
+	pid_t pid;
+	uint64_t start;
+
+	ck_assert_int_eq(pipe2(out, O_CLOEXEC), 0);
+	pid = spawn_ok("echo ready; exec sleep 60", out[1], NULL);
+	close(out[1]);
+	ck_assert(read_until(out[0], "ready\n", buf, sizeof(buf)));
+	start = proc_start_time(pid);
+	ck_assert_uint_gt(start, 0);
+	ck_assert(proc_is(pid, start));
+	ck_assert(!proc_is(pid, start + 1));
+	ck_assert_int_eq(proc_parent(pid), getpid());
+
+	ck_assert_int_eq(proc_signal(pid, start + 1, SIGKILL), -ESRCH);
+	ck_assert_int_eq(proc_signal(pid, start - 1, SIGKILL), -ESRCH);
+	ck_assert_int_eq(waitpid(pid, NULL, WNOHANG), 0); /* still running */
+	ck_assert(proc_is(pid, start));
+
+	ck_assert_int_eq(proc_signal(1, 0, 0), -EPERM);
+	ck_assert_int_eq(proc_signal(0, 0, 0), -EPERM);
+	ck_assert_int_eq(proc_signal(getpid(), 0, 0), -EPERM);
+
+	ck_assert_int_eq(proc_signal(pid, start, SIGKILL), 0);
+	int status = wait_status(pid);
+	ck_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+	ck_assert(!proc_is(pid, start));
+	ck_assert_uint_eq(proc_start_time(pid), 0);
+	ck_assert_int_eq(proc_signal(pid, start, SIGKILL), -ESRCH);
+	close(out[0]);
+}
+END_TEST
+
+START_TEST(test_zombie_is_not_running)
+{
+	struct proc_stat st = {0};
+	pid_t pid = spawn_ok("exit 0", -1, NULL);
+	uint64_t start = 0;
+
+	/* Wait (bounded) until it is a zombie, without reaping it. */
+	for (int i = 0; i < 1000; i++) {
+		ck_assert_int_eq(proc_stat_read(pid, &st), 0);
+		if (!start)
+			start = st.start_time;
+		if (st.state == 'Z')
+			break;
+		usleep(10000);
+	}
+	ck_assert_int_eq(st.state, 'Z');
+	ck_assert_uint_eq(proc_start_time(pid), start);
+	ck_assert(!proc_is(pid, start));
+	ck_assert_int_eq(wait_status(pid), 0);
+}
+END_TEST
+
+START_TEST(test_close_inherited)
+{
+	/* In a child of its own: the test process needs its descriptors for Check. */
+	pid_t pid = fork();
+
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		int a = open("/dev/null", O_RDONLY);
+		int keep = open("/dev/null", O_RDONLY);
+		int c = dup2(a, 200);
+		int bad = 0;
+
+		if (a < 3 || keep < 3 || c != 200)
+			_exit(10);
+		proc_close_inherited(keep);
+		if (fcntl(a, F_GETFD) != -1 || fcntl(c, F_GETFD) != -1)
+			bad |= 1;
+		if (fcntl(keep, F_GETFD) < 0)
+			bad |= 2;
+		if (fcntl(0, F_GETFD) < 0 || fcntl(1, F_GETFD) < 0 || fcntl(2, F_GETFD) < 0)
+			bad |= 4;
+		proc_close_inherited(-1);
+		if (fcntl(keep, F_GETFD) != -1)
+			bad |= 8;
+		_exit(bad);
+	}
+	int status = wait_status(pid);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %d", status);
+}
+END_TEST
+
+static Suite *proc_suite(void)
+{
+	Suite *s = suite_create("proc");
+	TCase *tc = tcase_create("core");
+
+	tcase_add_checked_fixture(tc, setup, NULL);
+	tcase_add_test(tc, test_stat_parse_hostile_comm);
+	tcase_add_test(tc, test_stat_read_self_with_odd_name);
+	tcase_add_test(tc, test_spawn_environment_fds_signals);
+	tcase_add_test(tc, test_spawn_new_session);
+	tcase_add_test(tc, test_spawn_chdir_failure_is_reported);
+	tcase_add_test(tc, test_spawn_exec_failure_is_reported);
+	tcase_add_test(tc, test_spawn_refuses_low_keep_fd);
+	tcase_add_test(tc, test_spawn_as_other_user);
+	tcase_add_test(tc, test_spawn_as_user_chdir_error_names_user);
+	tcase_add_test(tc, test_run_user_lookup);
+	tcase_add_test(tc, test_describe_real_statuses);
+	tcase_add_test(tc, test_changed_start_time_is_not_signalled);
+	tcase_add_test(tc, test_zombie_is_not_running);
+	tcase_add_test(tc, test_close_inherited);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(proc_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
