@@ -387,8 +387,8 @@ START_TEST(test_garbage_before_marker)
 	g = guest_start(sv[1], ak, 1, TIMEOUT_MS, G_ECHO);
 	close(sv[1]);
 	/* A login banner, binary junk and a frame of a session long gone. */
-	ck_assert_int_eq(write_all(sv[0], "Welcome!\r\n\xff\xfe\x00\x00\x00\x05stale\xff\xff", 26),
-	                 0);
+	static const char junk[] = "Welcome!\r\n\xff\xfe\x00\x00\x00\x05stale\xff\xff";
+	ck_assert_int_eq(write_all(sv[0], junk, sizeof(junk) - 1), 0);
 	ck_assert_int_eq(frame_io_new(sv[0], &io, &e), 0);
 	ck_assert_msg(channel_handshake_host(io, host_key, NULL, TIMEOUT_MS, &ch, &e) == 0, "%s",
 	              e.msg);
