@@ -40,7 +40,8 @@ static int keyset_push(struct keyset *ks, size_t total, const uint8_t pk[KEYS_PU
 	struct authkey *k;
 
 	if (total >= AUTHKEYS_MAX)
-		return err_set(err, ERR_REFUSED, E2BIG, "more than %d authorized keys", AUTHKEYS_MAX);
+		return err_set(err, ERR_REFUSED, E2BIG, "more than %d authorized keys",
+		               AUTHKEYS_MAX);
 	if (ks->n == ks->cap) {
 		size_t cap = ks->cap ? ks->cap * 2 : 8;
 		struct authkey *v = reallocarray(ks->v, cap, sizeof(*v));
@@ -201,8 +202,7 @@ static int pub_filter(const struct dirent *de)
 	return de->d_name[0] != '.' && len > 4 && strcmp(de->d_name + len - 4, ".pub") == 0;
 }
 
-static int read_dir(const char *dir, const struct authkeys *ak, struct keyset *ks,
-                    struct err *err)
+static int read_dir(const char *dir, const struct authkeys *ak, struct keyset *ks, struct err *err)
 {
 	_cleanup_close_ int dfd = -1;
 	struct dirent **list = NULL;

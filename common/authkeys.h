@@ -22,7 +22,7 @@
 #include "err.h"
 #include "keys.h"
 
-#define AUTHKEYS_MAX 4096             /* keys over all sources */
+#define AUTHKEYS_MAX 4096              /* keys over all sources */
 #define AUTHKEYS_FILE_MAX (256 * 1024) /* bytes per file */
 
 struct authkey {

@@ -146,6 +146,23 @@ static void make_nonce(uint8_t nonce[NONCE_LEN], uint64_t seq)
 	put_be64(nonce + NONCE_LEN - 8, seq);
 }
 
+/* Record the failure: the channel stays broken and every later call reports it. */
+static int broken(struct channel *ch, struct err *err, int code, const char *fmt, ...)
+    _printf_(4, 5);
+
+static int broken(struct channel *ch, struct err *err, int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(ch->broken_err.msg, sizeof(ch->broken_err.msg), fmt, ap);
+	va_end(ap);
+	ch->broken = true;
+	ch->broken_err.cls = ERR_FAILED;
+	ch->broken_err.code = code;
+	return err_set(err, ERR_FAILED, code, "%s", ch->broken_err.msg);
+}
+
 int channel_send(struct channel *ch, const struct msg *m, int timeout_ms, struct err *err)
 {
 	uint8_t nonce[NONCE_LEN];
@@ -160,7 +177,8 @@ int channel_send(struct channel *ch, const struct msg *m, int timeout_ms, struct
 	if (ch->we_closed)
 		return err_set(err, ERR_FAILED, EPIPE, "the channel was closed");
 	if (ch->tx_seq == UINT64_MAX)
-		return err_set(err, ERR_FAILED, EOVERFLOW, "the channel ran out of sequence numbers");
+		return err_set(err, ERR_FAILED, EOVERFLOW,
+		               "the channel ran out of sequence numbers");
 	plen = msg_encoded_len(m, err);
 	if (plen == 0)
 		return err_ret(err);
@@ -179,8 +197,11 @@ int channel_send(struct channel *ch, const struct msg *m, int timeout_ms, struct
 	ch->tx_seq++;
 	r = frame_io_write(ch->io, ch->tx_buf, AD_LEN + (size_t)clen, frame_io_deadline(timeout_ms),
 	                   err);
-	if (r < 0)
-		return err_wrap(err, "cannot send a %s message", msg_type_name(m->type) ?: "?");
+	if (r < 0) {
+		/* Part of the frame may be out: nothing can follow it on this stream. */
+		err_wrap(err, "cannot send a %s message", msg_type_name(m->type) ?: "?");
+		return broken(ch, err, err->code ? err->code : EIO, "%s", err->msg);
+	}
 	return 0;
 }
 
@@ -194,23 +215,6 @@ int channel_close(struct channel *ch, int timeout_ms, struct err *err)
 	r = channel_send(ch, &m, timeout_ms, err);
 	ch->we_closed = true;
 	return r;
-}
-
-/* Record the failure: the channel stays broken and every later call reports it. */
-static int broken(struct channel *ch, struct err *err, int code, const char *fmt, ...)
-	_printf_(4, 5);
-
-static int broken(struct channel *ch, struct err *err, int code, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(ch->broken_err.msg, sizeof(ch->broken_err.msg), fmt, ap);
-	va_end(ap);
-	ch->broken = true;
-	ch->broken_err.cls = ERR_FAILED;
-	ch->broken_err.code = code;
-	return err_set(err, ERR_FAILED, code, "%s", ch->broken_err.msg);
 }
 
 static int open_frame(struct channel *ch, const uint8_t *body, size_t len, struct err *err)

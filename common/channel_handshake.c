@@ -73,9 +73,9 @@ int channel_handshake_host(struct frame_io *io, const struct keypair *host_key,
                            struct err *err)
 {
 	struct hs_config cfg = {
-		.role = HS_HOST,
-		.identity = host_key,
-		.expected_peer = pinned_guest_key,
+	    .role = HS_HOST,
+	    .identity = host_key,
+	    .expected_peer = pinned_guest_key,
 	};
 	_cleanup_hs_ struct hs *hs = NULL;
 	int64_t deadline = frame_io_deadline(timeout_ms);
@@ -100,9 +100,9 @@ int channel_handshake_guest(struct frame_io *io, const struct keypair *guest_key
                             char *ret_fingerprint, struct err *err)
 {
 	struct hs_config cfg = {
-		.role = HS_GUEST,
-		.identity = guest_key,
-		.authorized = authorized,
+	    .role = HS_GUEST,
+	    .identity = guest_key,
+	    .authorized = authorized,
 	};
 	_cleanup_hs_ struct hs *hs = NULL;
 	int64_t deadline = frame_io_deadline(timeout_ms);
@@ -111,6 +111,8 @@ int channel_handshake_guest(struct frame_io *io, const struct keypair *guest_key
 
 	if (ret_fingerprint)
 		ret_fingerprint[0] = '\0';
+	if (!authorized)
+		return err_set(err, ERR_FAILED, EINVAL, "handshake: no authorized keys given");
 	if (authkeys_has_sources(authorized)) {
 		r = authkeys_reload(authorized, err);
 		if (r < 0)

@@ -7,7 +7,7 @@
 
 /* 0xff 0xff never starts a valid length, and never occurs in UTF-8 text. */
 const uint8_t frame_marker[FRAME_MARKER_LEN] = {
-	0xff, 0xff, 's', 'a', 'n', 'd', 'b', 'o', 'x', '-', 'c', 'h', 'a', 'n', '\r', '\n',
+    0xff, 0xff, 's', 'a', 'n', 'd', 'b', 'o', 'x', '-', 'c', 'h', 'a', 'n', '\r', '\n',
 };
 
 #define BODY_MIN_ALLOC 256
@@ -61,10 +61,16 @@ static bool marker_scan(struct frame_decoder *d, const uint8_t *p, size_t n, siz
 	return false;
 }
 
-/* Bytes consumed that were neither a whole frame nor a marker: garbage, partial frames. */
+/*
+ * Bytes consumed that were neither a whole frame nor a marker: garbage, partial frames. A
+ * marker may begin in the last bytes of a frame already returned; those count once.
+ */
 static void account(struct frame_decoder *d, uint64_t n)
 {
-	d->accounted += n;
+	uint64_t fresh = d->consumed - d->last_event;
+
+	d->accounted += n < fresh ? n : fresh;
+	d->last_event = d->consumed;
 	d->skipped = d->consumed - d->accounted;
 }
 

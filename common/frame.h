@@ -31,7 +31,7 @@
 #define FRAME_HEADER_LEN 4
 
 /* Limits (docs/protocol.md, "Limits"). */
-#define FRAME_HANDSHAKE_MAX 512          /* body of a handshake frame */
+#define FRAME_HANDSHAKE_MAX 512           /* body of a handshake frame */
 #define FRAME_PLAINTEXT_MAX (1024 * 1024) /* a message, header included */
 #define FRAME_SEQ_LEN 8
 #define FRAME_TAG_LEN 16
@@ -67,6 +67,7 @@ struct frame_decoder {
 	bool at_marker;        /* nothing consumed since the last marker */
 	uint64_t consumed;     /* all bytes consumed */
 	uint64_t accounted;    /* bytes of whole frames and markers among them */
+	uint64_t last_event;   /* consumed at the last event */
 	uint64_t skipped;      /* the others, as of the last event: garbage, cut frames */
 };
 

@@ -2,6 +2,7 @@
 #include "frameio.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,6 +43,7 @@ int frame_io_new(int fd, struct frame_io **ret, struct err *err)
 {
 	struct frame_io *io;
 	struct stat st;
+	int flags;
 
 	io = calloc(1, sizeof(*io));
 	if (!io)
@@ -54,6 +56,8 @@ int frame_io_new(int fd, struct frame_io **ret, struct err *err)
 	io->cap = READ_CHUNK;
 	io->fd = fd;
 	io->is_socket = fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode);
+	flags = fcntl(fd, F_GETFL);
+	io->nonblock = flags >= 0 && (flags & O_NONBLOCK);
 	frame_decoder_init(&io->dec, FRAME_HANDSHAKE_MAX, true);
 	io->limit = UINT64_MAX;
 	*ret = io;
@@ -92,7 +96,8 @@ static int wait_fd(int fd, short events, int64_t deadline, struct err *err)
 		if (r > 0)
 			return 1;
 		if (r == 0)
-			return err_set(err, ERR_FAILED, ETIMEDOUT, "timed out waiting for the peer");
+			return err_set(err, ERR_FAILED, ETIMEDOUT,
+			               "timed out waiting for the peer");
 		if (errno != EINTR)
 			return err_errno(err, "poll");
 	}
@@ -100,12 +105,19 @@ static int wait_fd(int fd, short events, int64_t deadline, struct err *err)
 
 static int fill(struct frame_io *io, int64_t deadline, struct err *err)
 {
+	/* A read that cannot block past the deadline needs no poll() first. */
+	bool wait = deadline >= 0 && !io->nonblock;
+
 	io->off = io->len = 0;
 	for (;;) {
 		ssize_t n;
-		int r = wait_fd(io->fd, POLLIN, deadline, err);
-		if (r < 0)
-			return r;
+
+		if (wait) {
+			int r = wait_fd(io->fd, POLLIN, deadline, err);
+			if (r < 0)
+				return r;
+		}
+		wait = true;
 		n = read(io->fd, io->buf, io->cap);
 		if (n > 0) {
 			io->len = (size_t)n;
@@ -125,8 +137,7 @@ static int fill(struct frame_io *io, int64_t deadline, struct err *err)
 	}
 }
 
-int frame_io_next(struct frame_io *io, int64_t deadline, enum frame_event *ret_ev,
-                  struct err *err)
+int frame_io_next(struct frame_io *io, int64_t deadline, enum frame_event *ret_ev, struct err *err)
 {
 	for (;;) {
 		if (io->off < io->len) {

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Frames over a file descriptor: a read buffer in front of the frame decoder (frame.h), reads
- * and writes bounded by a deadline, for blocking and nonblocking descriptors alike (every read
- * and write waits in poll() first when it would block). Any fd that carries a reliable byte
- * stream will do: a socket, a pipe pair, a virtio-serial port, a tty.
+ * and writes bounded by a deadline, for blocking and nonblocking descriptors alike (a read on a
+ * blocking descriptor with a deadline waits in poll() first; everything else waits in poll()
+ * only when it would block). Set O_NONBLOCK before frame_io_new() or not at all. Any fd that
+ * carries a reliable byte stream will do: a socket, a pipe pair, a virtio-serial port, a tty.
  *
  * The frame_io borrows the descriptor (the caller closes it) and outlives the sessions run over
  * it: on a transport without connection boundaries (virtio-serial) one frame_io serves session
@@ -22,6 +23,7 @@
 struct frame_io {
 	int fd;
 	bool is_socket; /* send(MSG_NOSIGNAL) instead of write() */
+	bool nonblock;  /* O_NONBLOCK when created: reads go first, poll() only on EAGAIN */
 	bool eof;
 	struct frame_decoder dec;
 	uint8_t *buf; /* bytes read and not yet fed to the decoder: buf[off..len) */
@@ -47,8 +49,7 @@ int64_t frame_io_deadline(int timeout_ms);
  * value: -ETIMEDOUT when the deadline passed (bytes read so far stay buffered; call again to
  * continue), -E2BIG when the budget is spent, a read error, or a decoder error (strict mode).
  */
-int frame_io_next(struct frame_io *io, int64_t deadline, enum frame_event *ret_ev,
-                  struct err *err);
+int frame_io_next(struct frame_io *io, int64_t deadline, enum frame_event *ret_ev, struct err *err);
 
 /* Allow max more bytes from now on (UINT64_MAX: no limit). */
 void frame_io_set_budget(struct frame_io *io, uint64_t max);

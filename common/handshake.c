@@ -7,11 +7,11 @@
 #include <string.h>
 
 /* Fixed sizes of the messages (docs/protocol.md has the byte layouts). */
-#define CH_FIXED (1 + HS_MAGIC_LEN + 1)                        /* + 2n + 32 [+ extensions] */
-#define SH_FIXED (1 + HS_MAGIC_LEN + HS_HASH_LEN + 2 + 1)      /* + 2n + 32 + 32 */
-#define HA_LEN (1 + KEYS_PUBLIC_LEN + KEYS_SIGNATURE_LEN)      /* 97 */
-#define GA_LEN (1 + KEYS_SIGNATURE_LEN)                        /* 65 */
-#define REFUSE_FIXED (1 + HS_HASH_LEN + 1 + 1)                 /* + 2n */
+#define CH_FIXED (1 + HS_MAGIC_LEN + 1)                   /* + 2n + 32 [+ extensions] */
+#define SH_FIXED (1 + HS_MAGIC_LEN + HS_HASH_LEN + 2 + 1) /* + 2n + 32 + 32 */
+#define HA_LEN (1 + KEYS_PUBLIC_LEN + KEYS_SIGNATURE_LEN) /* 97 */
+#define GA_LEN (1 + KEYS_SIGNATURE_LEN)                   /* 65 */
+#define REFUSE_FIXED (1 + HS_HASH_LEN + 1 + 1)            /* + 2n */
 #define TRANSCRIPT_MAX (4 * (FRAME_HEADER_LEN + FRAME_HANDSHAKE_MAX))
 
 enum hs_state {
@@ -68,7 +68,8 @@ int hs_new(const struct hs_config *cfg, struct hs **ret, struct err *err)
 	if (r < 0)
 		return r;
 	if (!cfg->identity || (cfg->role == HS_GUEST && !cfg->authorized))
-		return err_set(err, ERR_FAILED, EINVAL, "handshake: missing key or authorized keys");
+		return err_set(err, ERR_FAILED, EINVAL,
+		               "handshake: missing key or authorized keys");
 	if (cfg->versions && (cfg->n_versions == 0 || cfg->n_versions > HS_VERSIONS_MAX))
 		return err_set(err, ERR_FAILED, EINVAL, "handshake: 1 to %d versions",
 		               HS_VERSIONS_MAX);
@@ -265,7 +266,8 @@ int hs_start(struct hs *hs, struct hs_output *out, struct err *err)
 
 	out->len = 0;
 	if (hs->role != HS_HOST || hs->state != ST_START)
-		return err_set(err, ERR_FAILED, EINVAL, "handshake: hs_start is the host's first step");
+		return err_set(err, ERR_FAILED, EINVAL,
+		               "handshake: hs_start is the host's first step");
 	new_ephemeral(hs);
 	body[n++] = HS_CLIENT_HELLO;
 	memcpy(body + n, HS_MAGIC, HS_MAGIC_LEN);
@@ -303,10 +305,11 @@ static int peer_refused(struct hs *hs, const uint8_t *body, size_t len, struct e
 	case HS_REFUSE_KEY:
 		keys_fingerprint(hs->identity->pk, fp);
 		if (hs->role == HS_HOST)
-			return err_set(err, ERR_REFUSED, EKEYREJECTED,
-			               "the guest refused the connection: our host key %s is not in "
-			               "its authorized keys",
-			               fp);
+			return err_set(
+			    err, ERR_REFUSED, EKEYREJECTED,
+			    "the guest refused the connection: our host key %s is not in "
+			    "its authorized keys",
+			    fp);
 		return err_set(err, ERR_REFUSED, EKEYREJECTED,
 		               "the host refused the connection: the guest key %s is not the key "
 		               "it pinned",
@@ -316,7 +319,8 @@ static int peer_refused(struct hs *hs, const uint8_t *body, size_t len, struct e
 		               "the %s refused the connection: our signature did not verify", who);
 	default:
 		return err_set(err, ERR_REFUSED, EPROTO,
-		               "the %s refused the connection: it could not parse our handshake", who);
+		               "the %s refused the connection: it could not parse our handshake",
+		               who);
 	}
 }
 
@@ -360,7 +364,8 @@ static int guest_on_hello(struct hs *hs, const uint8_t *body, size_t len, struct
 		format_versions(b, sizeof(b), hs->versions, hs->n_versions);
 		hs->state = ST_FAILED;
 		return err_set(err, ERR_REFUSED, EPROTONOSUPPORT,
-		               "no protocol version in common: the host speaks %s, we speak %s", a, b);
+		               "no protocol version in common: the host speaks %s, we speak %s", a,
+		               b);
 	}
 	new_ephemeral(hs);
 	if (crypto_scalarmult(hs->dh, hs->e_sk, peer_e) < 0) {
@@ -573,7 +578,8 @@ int hs_on_frame(struct hs *hs, const uint8_t *body, size_t len, struct hs_output
 	case ST_DONE:
 		return err_set(err, ERR_FAILED, EINVAL, "handshake: already done");
 	default:
-		return err_set(err, ERR_FAILED, EINVAL, "handshake: not in a state to take a frame");
+		return err_set(err, ERR_FAILED, EINVAL,
+		               "handshake: not in a state to take a frame");
 	}
 }
 
@@ -591,8 +597,10 @@ int hs_on_marker(struct hs *hs, struct err *err)
 		hs->state = ST_AWAIT_CH;
 		return HS_CONTINUE;
 	case ST_AWAIT_GA:
-		return fail(hs, err, ERR_FAILED, EPROTO, "the guest started over during the handshake");
+		return fail(hs, err, ERR_FAILED, EPROTO,
+		            "the guest started over during the handshake");
 	default:
-		return err_set(err, ERR_FAILED, EINVAL, "handshake: not in a state to take a marker");
+		return err_set(err, ERR_FAILED, EINVAL,
+		               "handshake: not in a state to take a marker");
 	}
 }

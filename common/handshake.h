@@ -73,8 +73,8 @@ struct hs_config {
 	const struct keypair *identity;
 	const uint8_t *expected_peer;      /* host: the pinned guest key, or NULL to accept any */
 	const struct authkeys *authorized; /* guest: the host keys it accepts */
-	const uint8_t *ephemeral_secret;   /* fixed X25519 secret (vectors, fuzzing); NULL: random */
-	const uint16_t *versions;          /* NULL: {HS_PROTOCOL_VERSION} */
+	const uint8_t *ephemeral_secret; /* fixed X25519 secret (vectors, fuzzing); NULL: random */
+	const uint16_t *versions;        /* NULL: {HS_PROTOCOL_VERSION} */
 	size_t n_versions;
 };
 

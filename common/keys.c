@@ -208,7 +208,8 @@ int keys_parse_public(const char *line, uint8_t ret_pk[KEYS_PUBLIC_LEN], char **
 		               KEYS_TYPE_PUBLIC);
 	if (decode_key(kl.b64, kl.b64_len, pk) < 0)
 		return err_set(err, ERR_REFUSED, EINVAL,
-		               "the key is not the base64 of 32 bytes (%zu characters)", kl.b64_len);
+		               "the key is not the base64 of 32 bytes (%zu characters)",
+		               kl.b64_len);
 	if (ret_comment) {
 		*ret_comment = strndup(kl.comment, kl.comment_len);
 		if (!*ret_comment)
@@ -277,8 +278,8 @@ static int read_secret_file(const char *path, char **ret, struct err *err)
 		return err_set(err, ERR_REFUSED, EINVAL, "key file %s is not a regular file", path);
 	if (st.st_mode & 077)
 		return err_set(err, ERR_REFUSED, EACCES,
-		               "key file %s is accessible by others (mode %04o): chmod 600 it", path,
-		               (unsigned)(st.st_mode & 07777));
+		               "key file %s is accessible by others (mode %04o): chmod 600 it",
+		               path, (unsigned)(st.st_mode & 07777));
 	buf = sodium_malloc(SECRET_FILE_MAX + 1);
 	if (!buf)
 		return err_set(err, ERR_FAILED, ENOMEM, "cannot allocate guarded memory");

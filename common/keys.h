@@ -52,7 +52,10 @@ int keys_save(const struct keypair *kp, const char *path, struct err *err);
 /* Read a secret key file; refused when group or others may read it. */
 int keys_load(const char *path, struct keypair **ret, struct err *err);
 
-/* Ed25519 detached signature of msg (the secret is readable only during this call). */
+/*
+ * Ed25519 detached signature of msg. The secret is readable only during this call, so two
+ * threads must not sign with one key pair at the same time.
+ */
 int keys_sign(const struct keypair *kp, const void *msg, size_t len,
               uint8_t sig[KEYS_SIGNATURE_LEN], struct err *err);
 /* 0 when sig is pk's signature of msg, -1 otherwise. */

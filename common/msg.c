@@ -11,33 +11,33 @@ static const struct {
 	uint16_t type;
 	const char *name;
 } type_names[] = {
-	{MSG_HELLO, "hello"},
-	{MSG_CLOSE, "close"},
-	{MSG_ERROR, "error"},
-	{MSG_CANCEL, "cancel"},
-	{MSG_PING, "ping"},
-	{MSG_PONG, "pong"},
-	{MSG_OK, "ok"},
-	{MSG_SECRETS_PUT, "secrets.put"},
-	{MSG_SECRETS_DROP, "secrets.drop"},
-	{MSG_TREE_PUSH_BEGIN, "tree.push.begin"},
-	{MSG_TREE_PUSH_ENTRY, "tree.push.entry"},
-	{MSG_TREE_PUSH_DATA, "tree.push.data"},
-	{MSG_TREE_PUSH_END, "tree.push.end"},
-	{MSG_BOOT_START, "boot.start"},
-	{MSG_BOOT_EVENT, "boot.event"},
-	{MSG_BOOT_LOG, "boot.log"},
-	{MSG_BOOT_RESULT, "boot.result"},
-	{MSG_STATUS, "status"},
-	{MSG_LOGS, "logs"},
-	{MSG_LOGS_DATA, "logs.data"},
-	{MSG_STOP, "stop"},
-	{MSG_RUNTIME_READ, "runtime.read"},
-	{MSG_SESSION_START, "session.start"},
-	{MSG_SESSION_EVENT, "session.event"},
-	{MSG_SESSION_ASK, "session.ask"},
-	{MSG_SESSION_ANSWER, "session.answer"},
-	{MSG_SESSION_INPUT, "session.input"},
+    {MSG_HELLO, "hello"},
+    {MSG_CLOSE, "close"},
+    {MSG_ERROR, "error"},
+    {MSG_CANCEL, "cancel"},
+    {MSG_PING, "ping"},
+    {MSG_PONG, "pong"},
+    {MSG_OK, "ok"},
+    {MSG_SECRETS_PUT, "secrets.put"},
+    {MSG_SECRETS_DROP, "secrets.drop"},
+    {MSG_TREE_PUSH_BEGIN, "tree.push.begin"},
+    {MSG_TREE_PUSH_ENTRY, "tree.push.entry"},
+    {MSG_TREE_PUSH_DATA, "tree.push.data"},
+    {MSG_TREE_PUSH_END, "tree.push.end"},
+    {MSG_BOOT_START, "boot.start"},
+    {MSG_BOOT_EVENT, "boot.event"},
+    {MSG_BOOT_LOG, "boot.log"},
+    {MSG_BOOT_RESULT, "boot.result"},
+    {MSG_STATUS, "status"},
+    {MSG_LOGS, "logs"},
+    {MSG_LOGS_DATA, "logs.data"},
+    {MSG_STOP, "stop"},
+    {MSG_RUNTIME_READ, "runtime.read"},
+    {MSG_SESSION_START, "session.start"},
+    {MSG_SESSION_EVENT, "session.event"},
+    {MSG_SESSION_ASK, "session.ask"},
+    {MSG_SESSION_ANSWER, "session.answer"},
+    {MSG_SESSION_INPUT, "session.input"},
 };
 
 const char *msg_type_name(uint16_t type)
@@ -69,9 +69,8 @@ static const char *json_text(const struct msg *m, size_t *ret_len)
 		*ret_len = 0;
 		return "";
 	}
-	return json_object_to_json_string_length(m->json,
-	                                         JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE,
-	                                         ret_len);
+	return json_object_to_json_string_length(
+	    m->json, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, ret_len);
 }
 
 size_t msg_encoded_len(const struct msg *m, struct err *err)
@@ -196,11 +195,10 @@ int msg_error_from_err(struct msg *m, uint32_t stream, const struct err *e, bool
 {
 	_cleanup_json_ json_object *o = json_object_new_object();
 
-	if (!o ||
-	    json_object_object_add(o, "code", json_object_new_int(e->code)) < 0 ||
-	    json_object_object_add(o, "class", json_object_new_string(e->cls == ERR_REFUSED
-	                                                                  ? "refused"
-	                                                                  : "failed")) < 0 ||
+	if (!o || json_object_object_add(o, "code", json_object_new_int(e->code)) < 0 ||
+	    json_object_object_add(
+	        o, "class", json_object_new_string(e->cls == ERR_REFUSED ? "refused" : "failed")) <
+	        0 ||
 	    json_object_object_add(o, "msg", json_object_new_string(e->msg)) < 0)
 		return -ENOMEM;
 	memset(m, 0, sizeof(*m));
@@ -219,8 +217,8 @@ void msg_error_to_err(const struct msg *m, struct err *e)
 
 	if (!msg_get_int64(m, "code", &code) || code < 0 || code > 4095)
 		code = 0;
-	err_set(e, cls && strcmp(cls, "refused") == 0 ? ERR_REFUSED : ERR_FAILED, (int)code,
-	        "%s", text ? text : "the peer reported an error without a message");
+	err_set(e, cls && strcmp(cls, "refused") == 0 ? ERR_REFUSED : ERR_FAILED, (int)code, "%s",
+	        text ? text : "the peer reported an error without a message");
 }
 
 const char *msg_get_string(const struct msg *m, const char *key)

@@ -74,7 +74,7 @@ struct msg {
 	uint16_t flags;
 	uint32_t stream;
 	struct json_object *json; /* an object, or NULL; owned (msg_dispose puts it) */
-	const uint8_t *data;      /* the data part, borrowed: from the decoded buffer, or the sender's */
+	const uint8_t *data; /* the data part, borrowed: from the decoded buffer, or the sender's */
 	size_t data_len;
 };
 

@@ -51,8 +51,7 @@ static int read_pins(const char *path, char **ret_buf, size_t *ret_len, struct e
 }
 
 /* Find the instance's first valid pin line in buf: 1 with pk, 0 when none. */
-static int find_pin(const char *buf, size_t len, const char *instance,
-                    uint8_t pk[KEYS_PUBLIC_LEN])
+static int find_pin(const char *buf, size_t len, const char *instance, uint8_t pk[KEYS_PUBLIC_LEN])
 {
 	const char *p = buf, *end = buf + len;
 

@@ -94,11 +94,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (size < 1)
 		return 0;
 	if (data[0] & 1) {
-		cfg = (struct hs_config){.role = HS_HOST, .identity = host_key,
-		                         .ephemeral_secret = host_eph};
+		cfg = (struct hs_config){
+		    .role = HS_HOST, .identity = host_key, .ephemeral_secret = host_eph};
 	} else {
-		cfg = (struct hs_config){.role = HS_GUEST, .identity = guest_key,
-		                         .authorized = authorized, .ephemeral_secret = guest_eph};
+		cfg = (struct hs_config){.role = HS_GUEST,
+		                         .identity = guest_key,
+		                         .authorized = authorized,
+		                         .ephemeral_secret = guest_eph};
 	}
 	data++;
 	size--;

@@ -71,10 +71,11 @@ START_TEST(test_file_and_directory)
 	struct err e;
 	char src[160];
 
-	write_keys(sysfile, 0644,
-	           "# baked into the image\n\n   \nsandbox-ed25519 not-base64 broken\n"
-	           "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl\n",
-	           0, 0);
+	write_keys(
+	    sysfile, 0644,
+	    "# baked into the image\n\n   \nsandbox-ed25519 not-base64 broken\n"
+	    "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl\n",
+	    0, 0);
 	write_keys(in_dir("instance-a.pub"), 0644, "", 1, 1);
 	write_keys(in_dir("instance-b.pub"), 0600, "", 2, 3);
 	write_keys(in_dir("notes.txt"), 0644, "", 4, 4);   /* not *.pub */
@@ -199,9 +200,9 @@ START_TEST(test_limits)
 	text = realloc(text, AUTHKEYS_FILE_MAX + 2);
 	memset(text, '#', AUTHKEYS_FILE_MAX + 1);
 	text[AUTHKEYS_FILE_MAX + 1] = '\n';
-	ck_assert_int_eq(file_write_atomic(sysfile, text, AUTHKEYS_FILE_MAX + 2, 0644, (uid_t)-1,
-	                                   (gid_t)-1, &e),
-	                 0);
+	ck_assert_int_eq(
+	    file_write_atomic(sysfile, text, AUTHKEYS_FILE_MAX + 2, 0644, (uid_t)-1, (gid_t)-1, &e),
+	    0);
 	ck_assert_int_lt(authkeys_reload(ak, &e), 0);
 	ck_assert_int_eq(e.code, EFBIG);
 }

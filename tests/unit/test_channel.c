@@ -96,10 +96,9 @@ static size_t count_lines(const char *s, const char *prefix)
 
 static void make_pair(int sv[2], bool nonblock)
 {
-	ck_assert_int_eq(socketpair(AF_UNIX,
-	                            SOCK_STREAM | SOCK_CLOEXEC | (nonblock ? SOCK_NONBLOCK : 0), 0,
-	                            sv),
-	                 0);
+	ck_assert_int_eq(
+	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | (nonblock ? SOCK_NONBLOCK : 0), 0, sv),
+	    0);
 }
 
 /* ---- the guest process ---- */
@@ -130,7 +129,8 @@ _noreturn_ static void guest_main(int fd, struct authkeys *ak, int sessions, int
 			report(report_fd, "hs-err %d %s [fp=%s]", e.code, e.msg, fp);
 			continue;
 		}
-		report(report_fd, "hs-ok %s v%u", channel_peer_fingerprint(ch), channel_version(ch));
+		report(report_fd, "hs-ok %s v%u", channel_peer_fingerprint(ch),
+		       channel_version(ch));
 		if (flags & G_ECHO) {
 			struct msg hello = {.type = MSG_HELLO};
 			hello.json = json_object_new_object();
@@ -156,10 +156,12 @@ _noreturn_ static void guest_main(int fd, struct authkeys *ak, int sessions, int
 			report(report_fd, "msg %s %u %zu %.*s %s", msg_type_name(m.type) ?: "?",
 			       m.stream, m.data_len, (int)(m.data_len > 40 ? 40 : m.data_len),
 			       m.data ? (const char *)m.data : "",
-			       m.json ? json_object_to_json_string_ext(m.json, JSON_C_TO_STRING_PLAIN)
-			              : "-");
+			       m.json
+			           ? json_object_to_json_string_ext(m.json, JSON_C_TO_STRING_PLAIN)
+			           : "-");
 			if ((flags & G_ECHO) && m.stream != 0) {
-				struct msg ok = {.type = MSG_OK, .flags = MSG_F_END, .stream = m.stream};
+				struct msg ok = {
+				    .type = MSG_OK, .flags = MSG_F_END, .stream = m.stream};
 				ok.json = json_object_new_object();
 				json_object_object_add(ok.json, "len",
 				                       json_object_new_int64((int64_t)m.data_len));
@@ -275,8 +277,8 @@ static void full_session(bool nonblock)
 	ck_assert_int_eq(channel_send(ch, &m, TIMEOUT_MS, &e), 0);
 	msg_dispose(&m);
 	/* One byte more than a frame may carry is refused before anything is sent. */
-	m = (struct msg){.type = MSG_TREE_PUSH_DATA, .stream = 3, .data = big,
-	                 .data_len = big_len + 1};
+	m = (struct msg){
+	    .type = MSG_TREE_PUSH_DATA, .stream = 3, .data = big, .data_len = big_len + 1};
 	ck_assert_int_lt(channel_send(ch, &m, TIMEOUT_MS, &e), 0);
 	ck_assert_int_eq(e.code, EMSGSIZE);
 
@@ -367,8 +369,8 @@ START_TEST(test_pinned_guest_key_changed)
 	ck_assert_msg(strstr(e.msg, "is not the pinned key"), "%s", e.msg);
 	close(sv[0]);
 	out = guest_finish(&g);
-	ck_assert_msg(strstr(out, "hs-err") && strstr(out, "the host refused the connection"),
-	              "%s", out);
+	ck_assert_msg(strstr(out, "hs-err") && strstr(out, "the host refused the connection"), "%s",
+	              out);
 }
 END_TEST
 
@@ -522,7 +524,9 @@ _noreturn_ static void host_main(int fd)
 	for (int i = 1; i <= HOST_MESSAGES; i++) {
 		char data[16];
 		snprintf(data, sizeof(data), "chunk%d", i);
-		m = (struct msg){.type = MSG_TREE_PUSH_DATA, .stream = 1, .data = (uint8_t *)data,
+		m = (struct msg){.type = MSG_TREE_PUSH_DATA,
+		                 .stream = 1,
+		                 .data = (uint8_t *)data,
 		                 .data_len = strlen(data)};
 		if (channel_send(ch, &m, TIMEOUT_MS, &e) < 0)
 			_exit(5);
@@ -644,7 +648,8 @@ static char *mitm_session(struct mitm *m, struct authkeys *ak)
 		for (size_t off = 0; off < (size_t)n && !cut;) {
 			enum frame_event ev;
 			struct err e;
-			ssize_t used = frame_decoder_feed(&dec, buf + off, (size_t)n - off, &ev, &e);
+			ssize_t used =
+			    frame_decoder_feed(&dec, buf + off, (size_t)n - off, &ev, &e);
 			const uint8_t *body;
 			uint8_t frame[4096];
 			size_t blen;
@@ -667,7 +672,8 @@ static char *mitm_session(struct mitm *m, struct authkeys *ak)
 					frame_decoder_set_mode(&dec, FRAME_SESSION_MAX, false);
 				continue;
 			}
-			if (mitm_frame(m, gp[0], frame, FRAME_HEADER_LEN + blen, &held, &held_len)) {
+			if (mitm_frame(m, gp[0], frame, FRAME_HEADER_LEN + blen, &held,
+			               &held_len)) {
 				cut = true;
 				shutdown(gp[0], SHUT_WR);
 			}
@@ -690,8 +696,8 @@ static void expect_detected(enum mitm_action action, size_t k, size_t good, cons
 	out = mitm_session(&m, ak);
 	ck_assert_msg(strstr(out, "hs-ok"), "%s", out);
 	ck_assert_msg(count_lines(out, "msg ") == good, "%zu messages expected: %s", good, out);
-	ck_assert_msg(count_lines(out, "err ") == 1 && strstr(out, what), "expected '%s': %s",
-	              what, out);
+	ck_assert_msg(count_lines(out, "err ") == 1 && strstr(out, what), "expected '%s': %s", what,
+	              out);
 	ck_assert_msg(!strstr(out, "closed"), "%s", out);
 	mitm_dispose(&m);
 }
@@ -740,7 +746,8 @@ END_TEST
 
 START_TEST(test_truncated_mid_frame)
 {
-	expect_detected(M_CUT_MID, 4, 4, "ended in the middle of frame 4: the stream was truncated");
+	expect_detected(M_CUT_MID, 4, 4,
+	                "ended in the middle of frame 4: the stream was truncated");
 }
 END_TEST
 
@@ -875,10 +882,12 @@ static struct guest daemon_start(int lfd, struct authkeys *ak, int n)
 
 			if (cfd < 0 || frame_io_new(cfd, &io, &e) < 0)
 				_exit(2);
-			if (channel_handshake_guest(io, guest_key, ak, TIMEOUT_MS, &ch, fp, &e) < 0) {
+			if (channel_handshake_guest(io, guest_key, ak, TIMEOUT_MS, &ch, fp, &e) <
+			    0) {
 				report(p[1], "conn %d refused %s", i, e.msg);
 			} else {
-				report(p[1], "conn %d accepted %s", i, channel_peer_fingerprint(ch));
+				report(p[1], "conn %d accepted %s", i,
+				       channel_peer_fingerprint(ch));
 				while (channel_recv(ch, &m, TIMEOUT_MS, &e) > 0)
 					msg_dispose(&m);
 				channel_close(ch, TIMEOUT_MS, &e);
@@ -950,7 +959,7 @@ START_TEST(test_keys_added_and_revoked_without_restart)
 	line = realloc(line, strlen(line) + 2);
 	strcat(line, "\n");
 	ck_assert_int_eq(
-		file_write_atomic(keyfile, line, strlen(line), 0644, (uid_t)-1, (gid_t)-1, &e), 0);
+	    file_write_atomic(keyfile, line, strlen(line), 0644, (uid_t)-1, (gid_t)-1, &e), 0);
 	ck_assert_msg(host_connect(sock, &e) == 0, "%s", e.msg);
 	/* 3: and removes it again: refused from the next connection on. */
 	ck_assert_int_eq(unlink(keyfile), 0);
@@ -959,8 +968,8 @@ START_TEST(test_keys_added_and_revoked_without_restart)
 
 	out = guest_finish(&g);
 	keys_fingerprint(host_key->pk, fp);
-	ck_assert_msg(strstr(out, "conn 0 refused host key") && strstr(out, "conn 2 refused"),
-	              "%s", out);
+	ck_assert_msg(strstr(out, "conn 0 refused host key") && strstr(out, "conn 2 refused"), "%s",
+	              out);
 	ck_assert_msg(strstr(out, "conn 1 accepted ") && strstr(out, fp), "%s", out);
 	unlink(sock);
 	unlink(sys);

@@ -94,7 +94,10 @@ START_TEST(test_garbage_before_marker_skipped)
 	struct trace t;
 
 	/* Text, a stray 0xff, half a marker, a frame header without marker: all garbage. */
-	memcpy(buf, "login: \xff\xff" "sandbox", 16);
+	memcpy(buf,
+	       "login: \xff\xff"
+	       "sandbox",
+	       16);
 	n = 16;
 	n += put_frame(buf + n, "stale", 5);
 	n += put_marker(buf + n);
@@ -347,6 +350,27 @@ START_TEST(test_set_mode_after_marker_keeps_position)
 }
 END_TEST
 
+START_TEST(test_marker_overlapping_a_frame_counted_once)
+{
+	uint8_t buf[64];
+	size_t n = 0;
+	struct frame_decoder d;
+	struct trace t;
+
+	/* A frame whose last bytes start a marker that the next bytes complete. */
+	n += put_marker(buf + n);
+	n += put_frame(buf + n, "ab\xff\xffsandbox", 11);
+	memcpy(buf + n, "-chan\r\n", 7);
+	n += 7;
+	frame_decoder_init(&d, 64, true);
+	run(&d, buf, n, 1, &t);
+	ck_assert_str_eq(t.events, "MFM");
+	ck_assert_uint_eq(d.consumed, n);
+	ck_assert_uint_eq(d.skipped, 0);
+	frame_decoder_dispose(&d);
+}
+END_TEST
+
 START_TEST(test_be_helpers)
 {
 	uint8_t b[8];
@@ -376,6 +400,7 @@ static Suite *frame_suite(void)
 	tcase_add_test(tc, test_marker_inside_body_drops_the_partial_frame);
 	tcase_add_test(tc, test_resync_mode_skips_oversized);
 	tcase_add_test(tc, test_set_mode_after_marker_keeps_position);
+	tcase_add_test(tc, test_marker_overlapping_a_frame_counted_once);
 	tcase_add_test(tc, test_be_helpers);
 	suite_add_tcase(s, tc);
 	return s;

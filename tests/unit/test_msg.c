@@ -7,8 +7,8 @@
 #include "frame.h"
 #include "msg.h"
 
-static size_t build(uint8_t *buf, uint16_t type, uint16_t flags, uint32_t stream,
-                    const char *json, const char *data)
+static size_t build(uint8_t *buf, uint16_t type, uint16_t flags, uint32_t stream, const char *json,
+                    const char *data)
 {
 	size_t jlen = strlen(json), dlen = strlen(data);
 
@@ -103,8 +103,7 @@ START_TEST(test_malformed_refused)
 	n = build(buf, MSG_HELLO, 0, 0, "{\"a\":\"b\"}", "");
 	buf[MSG_HEADER_LEN + 6] = '\0';
 	refused(buf, n, "NUL byte");
-	n = build(buf, MSG_HELLO, 0, 0,
-	          "{\"a\":[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]}", "");
+	n = build(buf, MSG_HELLO, 0, 0, "{\"a\":[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]}", "");
 	refused(buf, n, "malformed message");
 	/* json_len larger than MSG_JSON_MAX, whatever follows */
 	n = build(buf, MSG_HELLO, 0, 0, "", "xxxx");
@@ -164,13 +163,33 @@ END_TEST
 START_TEST(test_type_names)
 {
 	static const uint16_t all[] = {
-		MSG_HELLO,          MSG_CLOSE,           MSG_ERROR,          MSG_CANCEL,
-		MSG_PING,           MSG_PONG,            MSG_OK,             MSG_SECRETS_PUT,
-		MSG_SECRETS_DROP,   MSG_TREE_PUSH_BEGIN, MSG_TREE_PUSH_ENTRY, MSG_TREE_PUSH_DATA,
-		MSG_TREE_PUSH_END,  MSG_BOOT_START,      MSG_BOOT_EVENT,     MSG_BOOT_LOG,
-		MSG_BOOT_RESULT,    MSG_STATUS,          MSG_LOGS,           MSG_LOGS_DATA,
-		MSG_STOP,           MSG_RUNTIME_READ,    MSG_SESSION_START,  MSG_SESSION_EVENT,
-		MSG_SESSION_ASK,    MSG_SESSION_ANSWER,  MSG_SESSION_INPUT,
+	    MSG_HELLO,
+	    MSG_CLOSE,
+	    MSG_ERROR,
+	    MSG_CANCEL,
+	    MSG_PING,
+	    MSG_PONG,
+	    MSG_OK,
+	    MSG_SECRETS_PUT,
+	    MSG_SECRETS_DROP,
+	    MSG_TREE_PUSH_BEGIN,
+	    MSG_TREE_PUSH_ENTRY,
+	    MSG_TREE_PUSH_DATA,
+	    MSG_TREE_PUSH_END,
+	    MSG_BOOT_START,
+	    MSG_BOOT_EVENT,
+	    MSG_BOOT_LOG,
+	    MSG_BOOT_RESULT,
+	    MSG_STATUS,
+	    MSG_LOGS,
+	    MSG_LOGS_DATA,
+	    MSG_STOP,
+	    MSG_RUNTIME_READ,
+	    MSG_SESSION_START,
+	    MSG_SESSION_EVENT,
+	    MSG_SESSION_ASK,
+	    MSG_SESSION_ANSWER,
+	    MSG_SESSION_INPUT,
 	};
 
 	for (size_t i = 0; i < ELEMENTSOF(all); i++) {

@@ -101,11 +101,10 @@ START_TEST(test_other_lines_kept)
 
 	la = keys_format_public(a->pk, NULL);
 	lb = keys_format_public(b->pk, "rebuilt");
-	ck_assert_int_ge(asprintf(&text, "# pinned guests\nweb-10 %s\n\nweb-1 %s\nweb-1 %s\n", la,
-	                          la, lb),
-	                 0);
-	ck_assert_int_eq(file_write_atomic(pins, text, strlen(text), 0644, (uid_t)-1, (gid_t)-1, &e),
-	                 0);
+	ck_assert_int_ge(
+	    asprintf(&text, "# pinned guests\nweb-10 %s\n\nweb-1 %s\nweb-1 %s\n", la, la, lb), 0);
+	ck_assert_int_eq(
+	    file_write_atomic(pins, text, strlen(text), 0644, (uid_t)-1, (gid_t)-1, &e), 0);
 	free(text);
 	/* "web-1" is not "web-10"; the first line of web-1 counts. */
 	ck_assert_int_eq(pins_lookup(pins, "web-1", pk, &e), 1);

@@ -73,19 +73,19 @@ struct message_spec {
 };
 
 static const struct message_spec messages[] = {
-	{"host", MSG_HELLO, 0, 0, "{\"client\":\"sandbox-ctl\",\"version\":\"0.1.0\"}", NULL},
-	{"guest", MSG_HELLO, 0, 0,
-	 "{\"agent\":\"sandbox-agent\",\"version\":\"0.1.0\",\"capabilities\":[\"secrets\",\"tree.push\","
-	 "\"boot\",\"status\",\"logs\",\"stop\",\"runtime.read\"],\"max_payload\":1048576}",
-	 NULL},
-	{"host", MSG_SECRETS_PUT, MSG_F_END, 1, "{\"name\":\"GITHUB_TOKEN\",\"scope\":\"fetch\"}",
-	 "ghp_exampleexampleexampleexample0000"},
-	{"guest", MSG_OK, MSG_F_END, 1, "{\"name\":\"GITHUB_TOKEN\",\"scope\":\"fetch\"}", NULL},
-	{"host", MSG_TREE_PUSH_DATA, 0, 3, NULL, "#!/bin/sh\necho hello\n"},
-	{"guest", MSG_ERROR, MSG_F_END, 3,
-	 "{\"code\":22,\"class\":\"refused\",\"msg\":\"tree.push.data before tree.push.entry\"}",
-	 NULL},
-	{"host", MSG_CLOSE, MSG_F_END, 0, NULL, NULL},
+    {"host", MSG_HELLO, 0, 0, "{\"client\":\"sandbox-ctl\",\"version\":\"0.1.0\"}", NULL},
+    {"guest", MSG_HELLO, 0, 0,
+     "{\"agent\":\"sandbox-agent\",\"version\":\"0.1.0\",\"capabilities\":[\"secrets\",\"tree."
+     "push\","
+     "\"boot\",\"status\",\"logs\",\"stop\",\"runtime.read\"],\"max_payload\":1048576}",
+     NULL},
+    {"host", MSG_SECRETS_PUT, MSG_F_END, 1, "{\"name\":\"GITHUB_TOKEN\",\"scope\":\"fetch\"}",
+     "ghp_exampleexampleexampleexample0000"},
+    {"guest", MSG_OK, MSG_F_END, 1, "{\"name\":\"GITHUB_TOKEN\",\"scope\":\"fetch\"}", NULL},
+    {"host", MSG_TREE_PUSH_DATA, 0, 3, NULL, "#!/bin/sh\necho hello\n"},
+    {"guest", MSG_ERROR, MSG_F_END, 3,
+     "{\"code\":22,\"class\":\"refused\",\"msg\":\"tree.push.data before tree.push.entry\"}", NULL},
+    {"host", MSG_CLOSE, MSG_F_END, 0, NULL, NULL},
 };
 
 /* Run the implementation with the fixed keys; returns the vectors as JSON. */
@@ -111,18 +111,20 @@ static json_object *generate(void)
 	ck_assert_int_eq(keys_from_seed(gseed, &guest, &e), 0);
 	ck_assert_int_eq(authkeys_new(NULL, NULL, &ak, &e), 0);
 	ck_assert_int_eq(authkeys_add(ak, host->pk, NULL, &e), 0);
-	hs_side_init(&h, &(struct hs_config){.role = HS_HOST, .identity = host,
-	                                     .ephemeral_secret = he});
-	hs_side_init(&g, &(struct hs_config){.role = HS_GUEST, .identity = guest,
-	                                     .authorized = ak, .ephemeral_secret = ge});
+	hs_side_init(
+	    &h, &(struct hs_config){.role = HS_HOST, .identity = host, .ephemeral_secret = he});
+	hs_side_init(
+	    &g, &(struct hs_config){
+	            .role = HS_GUEST, .identity = guest, .authorized = ak, .ephemeral_secret = ge});
 	hs_side_start(&h);
 	hs_side_pass(&h, &hc, &g);
 	hs_side_pass(&g, &gc, &h);
 	ck_assert_int_eq(hs_side_pass(&h, &hc, &g), HS_DONE);
 	ck_assert_int_eq(hs_side_pass(&g, &gc, &h), HS_DONE);
 
-	add(v, "about", json_object_new_string("sandbox-channel protocol v1 test vectors, see "
-	                                       "docs/protocol.md; all binary values in hex"));
+	add(v, "about",
+	    json_object_new_string("sandbox-channel protocol v1 test vectors, see "
+	                           "docs/protocol.md; all binary values in hex"));
 	add(v, "version", json_object_new_int(1));
 	add(v, "marker", hex(frame_marker, FRAME_MARKER_LEN));
 	add(v, "host_identity_seed", hex(hseed, 32));
@@ -185,7 +187,8 @@ static json_object *generate(void)
 			add(entry, "flags", json_object_new_int(ms->flags));
 			add(entry, "stream", json_object_new_int64(ms->stream));
 			add(entry, "json", json_object_new_string(ms->json ? ms->json : ""));
-			add(entry, "data", hex(ms->data ? ms->data : "", ms->data ? strlen(ms->data) : 0));
+			add(entry, "data",
+			    hex(ms->data ? ms->data : "", ms->data ? strlen(ms->data) : 0));
 			add(entry, "plaintext", hex(plain, (size_t)plen));
 			add(entry, "frame", hex(frame, flen));
 			json_object_array_add(list, entry);
@@ -230,8 +233,9 @@ START_TEST(test_implementation_matches_vectors)
 	{
 		json_object *other = NULL;
 		ck_assert_msg(json_object_object_get_ex(file, key, &other), "%s missing", key);
-		ck_assert_msg(json_object_equal(val, other), "%s differs: implementation %s, file %s",
-		              key, json_object_to_json_string(val), json_object_to_json_string(other));
+		ck_assert_msg(json_object_equal(val, other),
+		              "%s differs: implementation %s, file %s", key,
+		              json_object_to_json_string(val), json_object_to_json_string(other));
 	}
 	ck_assert_int_eq(json_object_object_length(gen), json_object_object_length(file));
 }
@@ -251,8 +255,8 @@ static size_t unhex(json_object *v, const char *key, uint8_t *out, size_t cap)
 	return len;
 }
 
-static void blake2b(uint8_t out[32], const uint8_t *key, size_t klen, const uint8_t *a,
-                    size_t alen, const uint8_t *b, size_t blen)
+static void blake2b(uint8_t out[32], const uint8_t *key, size_t klen, const uint8_t *a, size_t alen,
+                    const uint8_t *b, size_t blen)
 {
 	crypto_generichash_state st;
 
@@ -372,8 +376,8 @@ START_TEST(test_vectors_follow_the_document)
 		ck_assert_uint_eq(get_be32(frame), fl - 4);
 		memcpy(nonce + 4, frame + 4, 8);
 		memcpy(k, strcmp(json_object_get_string(from), "host") == 0 ? kh2g : kg2h, 32);
-		ck_assert_int_eq(crypto_aead_chacha20poly1305_ietf_decrypt(plain, &mlen, NULL, frame + 12,
-		                                                           fl - 12, frame, 12, nonce, k),
+		ck_assert_int_eq(crypto_aead_chacha20poly1305_ietf_decrypt(
+		                     plain, &mlen, NULL, frame + 12, fl - 12, frame, 12, nonce, k),
 		                 0);
 		ck_assert_uint_eq(mlen, wl);
 		ck_assert_mem_eq(plain, want, wl);
