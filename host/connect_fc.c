@@ -19,6 +19,7 @@
 
 #define BACKOFF_FIRST_MS 50
 #define BACKOFF_MAX_MS 1000
+#define REST_WAIT_MS 100
 
 /* poll() one descriptor until the deadline; 1 ready, 0 deadline passed, <0 error. */
 static int wait_fd(int fd, short events, int64_t deadline)
@@ -35,6 +36,23 @@ static int wait_fd(int fd, short events, int64_t deadline)
 		if (r < 0 && errno != EINTR)
 			return -errno;
 	}
+}
+
+/* After a refused reply: what else came with it, up to the newline, briefly. */
+static size_t read_rest(int fd, char *buf, size_t len, size_t cap)
+{
+	int64_t deadline = frame_io_deadline(REST_WAIT_MS);
+
+	while (len < cap && buf[len - 1] != '\n') {
+		ssize_t n = read(fd, buf + len, 1);
+		if (n == 1)
+			len++;
+		else if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
+			break;
+		else if (n < 0 && errno == EAGAIN && wait_fd(fd, POLLIN, deadline) <= 0)
+			break;
+	}
+	return len;
 }
 
 /*
@@ -94,8 +112,12 @@ static int exchange(int fd, const char *path, uint32_t port, int64_t deadline, s
 		}
 		len++;
 		r = connect_fc_parse_reply(reply, len, &host_port, err);
-		if (r < 0)
+		if (r < 0) {
+			/* Show the whole line: whatever answered may say what it is. */
+			len = read_rest(fd, reply, len, sizeof(reply));
+			connect_fc_parse_reply(reply, len, &host_port, err);
 			return err_wrap(err, "%s", path);
+		}
 		if (r == 1)
 			return 1;
 	}
@@ -115,6 +137,9 @@ int connect_fc(const char *path, uint32_t port, int64_t deadline, int *ret_fd, s
 				*ret_fd = TAKE_FD(fd);
 				return 0;
 			}
+			if (r == -ETIMEDOUT && silent > 0)
+				break; /* the deadline came while waiting on another silent attempt
+				        */
 			if (r < 0) {
 				*err = last;
 				return r;
