@@ -19,6 +19,7 @@
 
 #include <json-c/printbuf.h>
 
+#include "keys.h"
 #include "strv.h"
 
 #define USAGE_PUT "secrets put --scope fetch|boot|session [--pass-env] NAME... < values.json"
@@ -34,9 +35,12 @@ static bool scope_valid(const char *s)
 /* Read all of stdin into guarded memory, NUL-terminated. */
 static int read_stdin(char **ret, size_t *ret_len, struct err *err)
 {
-	char *buf = sodium_malloc(STDIN_MAX + 1);
 	size_t len = 0;
+	char *buf;
 
+	if (keys_sodium_init(err) < 0)
+		return err_ret(err);
+	buf = sodium_malloc(STDIN_MAX + 1);
 	if (!buf)
 		return err_set(err, ERR_FAILED, ENOMEM, "cannot allocate guarded memory");
 	for (;;) {

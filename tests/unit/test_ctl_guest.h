@@ -138,7 +138,8 @@ static inline int fg_push_msg(struct channel *ch, struct fg_state *st, const str
 		         st->staging);
 		if (system(path) != 0)
 			return fg_error(ch, m->stream, EIO, "failed", "cannot stage");
-		fg_report(cfg, "push-begin %s", json_object_to_json_string(m->json));
+		fg_report(cfg, "push-begin %s",
+		          json_object_to_json_string_ext(m->json, JSON_C_TO_STRING_PLAIN));
 		return 0;
 	case MSG_TREE_PUSH_ENTRY: {
 		const char *p = msg_get_string(m, "path"), *kind = msg_get_string(m, "kind");
