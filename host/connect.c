@@ -126,9 +126,9 @@ void connect_stream_explain(struct connect_stream *s, struct err *err)
 		return;
 	st = s->wait_status;
 	if (WIFEXITED(st))
-		snprintf(err->msg + n, sizeof(err->msg) - n, " (%s exited with status %d)",
-		         s->what ? s->what : "the command", WEXITSTATUS(st));
+		snprintf(err->msg + n, sizeof(err->msg) - n,
+		         " (the exec command exited with status %d)", WEXITSTATUS(st));
 	else if (WIFSIGNALED(st))
-		snprintf(err->msg + n, sizeof(err->msg) - n, " (%s was killed by signal %d)",
-		         s->what ? s->what : "the command", WTERMSIG(st));
+		snprintf(err->msg + n, sizeof(err->msg) - n,
+		         " (the exec command was killed by signal %d)", WTERMSIG(st));
 }

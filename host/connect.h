@@ -86,7 +86,7 @@ int connect_open(const struct connect_addr *a, int64_t deadline, struct connect_
 int connect_stream_dispose(struct connect_stream *s, int grace_ms);
 /*
  * For messages after the stream ended early: when the exec command has exited, reap it and
- * append how (" (CMD exited with status N)") to err. Does nothing otherwise.
+ * append how (" (the exec command exited with status N)") to err. Does nothing otherwise.
  */
 void connect_stream_explain(struct connect_stream *s, struct err *err);
 

@@ -265,7 +265,7 @@ START_TEST(test_exec_stream)
 	ck_assert_int_eq(connect_open(&a, frame_io_deadline(5000), &s, &e), 0);
 	err_set(&e, ERR_FAILED, ECONNRESET, "the agent closed the connection");
 	connect_stream_explain(&s, &e);
-	ck_assert_str_eq(e.msg, "the agent closed the connection (exec: sh -c exit 9 exited with "
+	ck_assert_str_eq(e.msg, "the agent closed the connection (the exec command exited with "
 	                        "status 9)");
 	connect_stream_dispose(&s, 2000);
 

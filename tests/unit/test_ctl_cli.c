@@ -103,7 +103,7 @@ START_TEST(test_unix_trust_on_first_use)
 	ctl_run_dispose(&r);
 
 	/* The guest saw exactly two sessions, each with our hello and a clean close. */
-	report = ctl_report(&env);
+	report = ctl_report_wait_lines(&env, "closed", 2);
 	ck_assert_uint_eq(ctl_count(report, "hs-ok"), 2);
 	ck_assert_uint_eq(ctl_count_lines(report, "closed"), 2);
 	ck_assert_ptr_nonnull(strstr(report, "\"client\":\"sandbox-ctl\""));
@@ -143,7 +143,7 @@ START_TEST(test_guest_key_changed)
 	ck_assert_ptr_nonnull(strstr(r.err, other_fp));
 	ck_assert_ptr_nonnull(strstr(r.err, "--replace-guest-key"));
 	ctl_run_dispose(&r);
-	report = ctl_report(&env);
+	report = ctl_report_wait(&env, "refused the connection");
 	ck_assert_uint_eq(ctl_count(report, "hs-ok"), 1);
 	ck_assert_ptr_nonnull(strstr(report, "refused the connection"));
 
@@ -292,7 +292,7 @@ START_TEST(test_exec_direct_and_relayed)
 	ck_assert_msg(r.rc == 0, "%s", r.err);
 	ck_assert_str_eq(ctl_str(&r, "state"), "ready");
 	ctl_run_dispose(&r);
-	report = ctl_report(&env);
+	report = ctl_report_wait_lines(&env, "closed", 2);
 	ck_assert_uint_eq(ctl_count(report, "hs-ok"), 2);
 	ck_assert_uint_eq(ctl_count_lines(report, "closed"), 2);
 }

@@ -294,4 +294,33 @@ static inline char *ctl_report(struct ctl_env *e)
 	return ctl_read_file(e->report);
 }
 
+/*
+ * The report once it holds needle: what the guest writes after sandbox-ctl has exited (a
+ * refused handshake) may come a moment later. Gives up after 10 s.
+ */
+static inline char *ctl_report_wait(struct ctl_env *e, const char *needle)
+{
+	for (int i = 0; i < 1000; i++) {
+		char *s = ctl_report(e);
+		if (strstr(s, needle))
+			return s;
+		free(s);
+		usleep(10000);
+	}
+	return ctl_report(e);
+}
+
+/* The report once `line` is a whole line of it n times (10 s at most). */
+static inline char *ctl_report_wait_lines(struct ctl_env *e, const char *line, size_t n)
+{
+	for (int i = 0; i < 1000; i++) {
+		char *s = ctl_report(e);
+		if (ctl_count_lines(s, line) >= n)
+			return s;
+		free(s);
+		usleep(10000);
+	}
+	return ctl_report(e);
+}
+
 #endif

@@ -409,7 +409,7 @@ START_TEST(test_logs_follow_until_interrupted)
 	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %d", status);
 	fclose(out);
 	close(err_fd);
-	report = ctl_report(&env);
+	report = ctl_report_wait_lines(&env, "closed", 2);
 	ck_assert_ptr_nonnull(strstr(report, "\"follow\":true"));
 	ck_assert_ptr_nonnull(strstr(report, "cancel 1\n"));
 	ck_assert_uint_eq(ctl_count_lines(report, "closed"), 2);
