@@ -280,7 +280,7 @@ int cmd_boot(struct ctl *ctl, int argc, char **argv)
 			json_object_array_add(pass_env, json_object_new_string(optarg));
 			break;
 		case 't':
-			json_object_object_add(req, "with_token", json_object_new_boolean(true));
+			json_object_object_add(req, "runtime_token", json_object_new_boolean(true));
 			break;
 		case 'w':
 			wait = true;

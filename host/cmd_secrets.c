@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * sandbox-ctl secrets put --scope fetch|boot|session [--pass-env] NAME...
+ * sandbox-ctl secrets put --scope fetch|boot|session NAME...
  * sandbox-ctl secrets drop NAME... | --scope SCOPE
  *
  * Values come from stdin as one JSON object {"NAME": "value", ...}, never from argv (which
@@ -22,7 +22,7 @@
 #include "keys.h"
 #include "strv.h"
 
-#define USAGE_PUT "secrets put --scope fetch|boot|session [--pass-env] NAME... < values.json"
+#define USAGE_PUT "secrets put --scope fetch|boot|session NAME... < values.json"
 #define USAGE_DROP "secrets drop NAME... | --scope fetch|boot|session"
 #define USAGE "secrets put|drop ..."
 #define STDIN_MAX (1024 * 1024)
@@ -167,13 +167,11 @@ static int put(struct ctl *ctl, int argc, char **argv)
 {
 	static const struct option opts[] = {
 	    {"scope", required_argument, NULL, 's'},
-	    {"pass-env", no_argument, NULL, 'p'},
 	    {0},
 	};
 	_cleanup_session_ struct session *s = NULL;
 	struct json_object *values = NULL, *done = NULL;
 	const char *scope = NULL;
-	bool pass_env = false;
 	char *buf = NULL;
 	size_t len = 0;
 	int c, r;
@@ -183,8 +181,6 @@ static int put(struct ctl *ctl, int argc, char **argv)
 	while ((c = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
 		if (c == 's')
 			scope = optarg;
-		else if (c == 'p')
-			pass_env = true;
 		else
 			return cmd_bad_option(ctl, USAGE_PUT, c, argv);
 	}
@@ -218,7 +214,6 @@ static int put(struct ctl *ctl, int argc, char **argv)
 		json_object_object_get_ex(values, argv[i], &v);
 		json_object_object_add(req, "name", json_object_new_string(argv[i]));
 		json_object_object_add(req, "scope", json_object_new_string(scope));
-		json_object_object_add(req, "pass_env", json_object_new_boolean(pass_env));
 		r = session_request(s, MSG_SECRETS_PUT, req, json_object_get_string(v),
 		                    (size_t)json_object_get_string_len(v), &reply, &ctl->err);
 		if (r != 0) {

@@ -48,10 +48,11 @@ int cmd_stop(struct ctl *ctl, int argc, char **argv)
 	req = json_object_new_object();
 	json_object_object_add(req, "app_dir", json_object_new_string(app_dir));
 	json_object_object_add(req, "discard", json_object_new_boolean(discard));
+	/* Whole seconds, as the agent takes them; a fraction rounds up. */
 	if (grace_ms >= 0)
 		json_object_object_add(req, "grace",
-		                       json_object_new_double((double)grace_ms / 1000));
+		                       json_object_new_int64((grace_ms + 999) / 1000));
 	/* Stopping waits out the grace period (10 s by default) before the reply. */
-	s->timeout_ms += (int)(grace_ms >= 0 ? grace_ms : 10000);
+	s->timeout_ms += (int)(grace_ms >= 0 ? (grace_ms + 999) / 1000 * 1000 : 10000);
 	return session_request(s, MSG_STOP, req, NULL, 0, &ctl->result, &ctl->err);
 }

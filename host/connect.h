@@ -24,7 +24,7 @@
 #include "err.h"
 
 /* The agent's port on vsock and behind Firecracker's socket unless the address names one. */
-#define CONNECT_DEFAULT_PORT 5250
+#define CONNECT_DEFAULT_PORT 7340
 /* Firecracker's reply line is at most this long, newline included. */
 #define CONNECT_FC_REPLY_MAX 64
 
@@ -57,8 +57,8 @@ int connect_addr_copy(const struct connect_addr *a, struct connect_addr *ret, st
 /* The address as text for messages ("unix:/run/agent.sock", "exec: incus exec vm -- ..."). */
 char *connect_addr_format(const struct connect_addr *a);
 /*
- * The name the guest's key is pinned under when the caller gives none: "vsock:42:5250",
- * "unix:/path", "serial:/path", "fc:/path:5250", or "exec:" and the command's words joined with
+ * The name the guest's key is pinned under when the caller gives none: "vsock:42:7340",
+ * "unix:/path", "serial:/path", "fc:/path:7340", or "exec:" and the command's words joined with
  * ',' (blanks and other unprintable bytes as '_'). Refused when that is no valid pin name
  * (too long): the caller must then name the instance.
  */

@@ -28,7 +28,7 @@ static const char usage_text[] =
     "\n"
     "Commands:\n"
     "  hello                                  the agent's version, capabilities and key\n"
-    "  secrets put --scope fetch|boot|session [--pass-env] NAME...\n"
+    "  secrets put --scope fetch|boot|session NAME...\n"
     "                                         values from stdin: {\"NAME\": \"value\", ...}\n"
     "  secrets drop NAME... | --scope SCOPE\n"
     "  push DIR [--app-dir DIR] [--include-git]\n"

@@ -109,7 +109,7 @@ START_TEST(test_addr_instance)
 
 	ck_assert_int_eq(connect_addr_parse("fc:/run/v.sock", NULL, &a, &e), 0);
 	ck_assert_int_eq(connect_addr_instance(&a, &s, &e), 0);
-	ck_assert_str_eq(s, "fc:/run/v.sock:5250");
+	ck_assert_str_eq(s, "fc:/run/v.sock:7340");
 	free(s);
 	connect_addr_dispose(&a);
 
@@ -204,10 +204,10 @@ START_TEST(test_incus_resolve)
 
 	/* A VM: its CID, and the exec route to fall back on. Nothing connects here. */
 	write_script(script, "[ \"$*\" = 'config get vm1 volatile.vsock_id' ] && echo 42\n");
-	ck_assert_int_eq(connect_incus_resolve(script, "vm1", 5250, &a, &fb, &e), 0);
+	ck_assert_int_eq(connect_incus_resolve(script, "vm1", 7340, &a, &fb, &e), 0);
 	ck_assert_int_eq(a.kind, CONNECT_VSOCK);
 	ck_assert_uint_eq(a.cid, 42);
-	ck_assert_uint_eq(a.port, 5250);
+	ck_assert_uint_eq(a.port, 7340);
 	ck_assert_int_eq(fb.kind, CONNECT_EXEC);
 	ck_assert_str_eq(fb.argv[0], script);
 	ck_assert_str_eq(fb.argv[2], "vm1");
@@ -224,14 +224,14 @@ START_TEST(test_incus_resolve)
 	                                     "exec sleep 0\n"};
 	for (size_t i = 0; i < ELEMENTSOF(no_cid); i++) {
 		write_script(script, no_cid[i]);
-		ck_assert_int_eq(connect_incus_resolve(script, "c1", 5250, &a, &fb, &e), 0);
+		ck_assert_int_eq(connect_incus_resolve(script, "c1", 7340, &a, &fb, &e), 0);
 		ck_assert_msg(a.kind == CONNECT_EXEC, "case %zu", i);
 		ck_assert_ptr_null(fb.argv);
 		connect_addr_dispose(&a);
 	}
-	ck_assert_int_lt(connect_incus_resolve(script, "--all", 5250, &a, &fb, &e), 0);
-	ck_assert_int_lt(connect_incus_resolve(script, "a b", 5250, &a, &fb, &e), 0);
-	ck_assert_int_eq(connect_incus_resolve(script, "remote:vm-1.x", 5250, &a, &fb, &e), 0);
+	ck_assert_int_lt(connect_incus_resolve(script, "--all", 7340, &a, &fb, &e), 0);
+	ck_assert_int_lt(connect_incus_resolve(script, "a b", 7340, &a, &fb, &e), 0);
+	ck_assert_int_eq(connect_incus_resolve(script, "remote:vm-1.x", 7340, &a, &fb, &e), 0);
 	connect_addr_dispose(&a);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	ck_assert_int_eq(system(cmd), 0);

@@ -224,7 +224,7 @@ START_TEST(test_firecracker_default_port_and_bad_replies)
 	ck_assert_msg(r.rc == 0, "%s", r.err);
 	ctl_run_dispose(&r);
 	report = ctl_report(&env);
-	ck_assert_ptr_nonnull(strstr(report, "fc CONNECT 5250"));
+	ck_assert_ptr_nonnull(strstr(report, "fc CONNECT 7340"));
 
 	/* Something that is not Firecracker answers: refused at once, clearly. */
 	snprintf(sock2, sizeof(sock2), "%s/notfc.sock", env.dir);

@@ -52,17 +52,17 @@ START_TEST(test_secrets_put)
 	report = ctl_report(&env);
 	/* It arrived whole, in the data part: the request's JSON does not hold it. */
 	ck_assert_ptr_nonnull(strstr(report, "secret GITHUB_TOKEN fetch ghp_0123456789secret "
-	                                     "pass_env=0 json={\"name\":\"GITHUB_TOKEN\","
-	                                     "\"scope\":\"fetch\",\"pass_env\":false}\n"));
-	ck_assert_ptr_nonnull(strstr(report, "secret OTHER fetch two words pass_env=0"));
+	                                     "pass_env=-1 json={\"name\":\"GITHUB_TOKEN\","
+	                                     "\"scope\":\"fetch\"}\n"));
+	ck_assert_ptr_nonnull(strstr(report, "secret OTHER fetch two words pass_env=-1"));
 
 	r = RUN("{\"ANTHROPIC_API_KEY\": \"sk-ant-1\"}", "secrets", "put", "--scope", "boot",
-	        "--pass-env", "ANTHROPIC_API_KEY");
+	        "ANTHROPIC_API_KEY");
 	ck_assert_int_eq(r.rc, 0);
 	ctl_run_dispose(&r);
 	free(report);
 	report = ctl_report(&env);
-	ck_assert_ptr_nonnull(strstr(report, "secret ANTHROPIC_API_KEY boot sk-ant-1 pass_env=1"));
+	ck_assert_ptr_nonnull(strstr(report, "secret ANTHROPIC_API_KEY boot sk-ant-1 pass_env=-1"));
 
 	r = RUN(NULL, "secrets", "drop", "--scope", "session");
 	ck_assert_int_eq(r.rc, 0);
@@ -261,7 +261,7 @@ START_TEST(test_boot_wait_ready)
 	report = ctl_report(&env);
 	ck_assert_ptr_nonnull(strstr(report,
 	                             "boot {\"pass_env\":[\"ANTHROPIC_API_KEY\"],"
-	                             "\"with_token\":true,\"restart\":true,"
+	                             "\"runtime_token\":true,\"restart\":true,"
 	                             "\"from\":\"setup\",\"app_dir\":\"\\/workspace\\/app\","
 	                             "\"timeout\":90}"));
 
@@ -438,7 +438,7 @@ START_TEST(test_status_stop_runtime)
 	report = ctl_report(&env);
 	ck_assert_ptr_nonnull(strstr(report, "status {\"app_dir\":\"\\/srv\\/app\"}"));
 	ck_assert_ptr_nonnull(strstr(report, "stop {\"app_dir\":\"\\/workspace\\/app\","
-	                                     "\"discard\":true,\"grace\":2.5}"));
+	                                     "\"discard\":true,\"grace\":3}"));
 }
 END_TEST
 
