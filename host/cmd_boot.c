@@ -31,7 +31,9 @@
 
 struct boot_view {
 	struct output *out;
-	char label[256]; /* the phase (and step) of the live line */
+	char label[256];   /* the phase (and step) of the live line */
+	char command[256]; /* what the step started runs, shown again when it ends */
+	bool live_is_log;  /* the live line shows a log line, not an event */
 	char failed_step[128];
 	struct json_object *last_event;
 };
@@ -53,7 +55,10 @@ static void show_event(struct boot_view *v, const struct msg *m)
 	const char *detail = str(m->json, "detail");
 	char label[sizeof(v->label)];
 
-	if (step && strcmp(step, phase) != 0)
+	/* "setup bundle"; a boot's last events ("failed", "ready") are labelled by their step. */
+	if (step && (strcmp(phase, "failed") == 0 || strcmp(phase, "ready") == 0))
+		snprintf(label, sizeof(label), "%s", step);
+	else if (step && strcmp(step, phase) != 0)
 		snprintf(label, sizeof(label), "%s %s", phase, step);
 	else
 		snprintf(label, sizeof(label), "%s", phase);
@@ -61,13 +66,21 @@ static void show_event(struct boot_view *v, const struct msg *m)
 		snprintf(v->failed_step, sizeof(v->failed_step), "%s", step ?: phase);
 	json_object_put(v->last_event);
 	v->last_event = m->json ? json_object_get(m->json) : NULL;
-	/* A new phase keeps the previous one's line on the screen. */
-	if (strcmp(label, v->label) != 0)
+	/* A new phase keeps the previous one's line on the screen (an event, not a log line). */
+	if (strcmp(label, v->label) != 0 && !v->live_is_log)
 		output_live_done(v->out);
 	snprintf(v->label, sizeof(v->label), "%s", label);
-	output_live(v->out, "%s: %s%s%s", label, status, detail ? ": " : "", detail ?: "");
-	if (strcmp(status, "started") != 0)
+	if (strcmp(status, "started") == 0)
+		snprintf(v->command, sizeof(v->command), "%s", detail ?: "");
+	else if (!detail && v->command[0])
+		detail = v->command;
+	output_live(v->out, "%s: %s%s%s", label, status, detail && detail[0] ? ": " : "",
+	            detail ?: "");
+	v->live_is_log = false;
+	if (strcmp(status, "started") != 0) {
 		output_live_done(v->out);
+		v->command[0] = '\0';
+	}
 }
 
 static void show_log(struct boot_view *v, const struct msg *m)
@@ -85,9 +98,11 @@ static void show_log(struct boot_view *v, const struct msg *m)
 		line = line_end;
 		while (line > p && line[-1] != '\n')
 			line--;
-		if (line_end > line)
+		if (line_end > line) {
 			output_live(v->out, "%s: %.*s", v->label[0] ? v->label : log,
 			            (int)(line_end - line), line);
+			v->live_is_log = true;
+		}
 		return;
 	}
 	while (p < end) {
