@@ -127,7 +127,7 @@ int session_handshake(struct frame_io *io, const struct keypair *host_key,
 			}
 			return CTL_EXIT_CONNECT;
 		}
-		if (peer && !pinned && !p->accept_new && out.len > 0) {
+		if (peer && !pinned && !p->accept_new && !p->replace && out.len > 0) {
 			/* The guest showed its key; we would sign next. We do not. */
 			char got[KEYS_FINGERPRINT_MAX];
 			keys_fingerprint(peer, got);

@@ -30,7 +30,7 @@ struct session_options {
 	const char *pins_path;           /* known_guests */
 	const char *instance;            /* the pin's name; NULL: from the address */
 	bool accept_new;                 /* pin the key of an instance seen for the first time */
-	bool replace;                    /* accept and pin a changed key */
+	bool replace;                    /* accept and pin a changed (or new) key */
 	int timeout_ms;                  /* connecting and the handshake; each reply */
 	struct output *out;              /* for progress (-v) */
 };
