@@ -170,6 +170,29 @@ check "status failed" [ "$(json "$OUT" 'd["status"]')" = failed ]
 check "the step is named" [ -n "$(json "$OUT" 'd["step"]')" ]
 check "the cause is the last line" bash -c "tail -1 '$ERR' | grep -q '^sandbox-ctl: Sandbox .* failed: .*exit.* 3'"
 
+echo "--- a boot without --wait goes on after sandbox-ctl has left"
+# shellcheck disable=SC2016 # expanded by the app's shell, not this one
+printf 'setup: ["echo again"]\nmanifest: /usr/bin/python3 manifest.py\nstart: exec /usr/bin/python3 server.py\n' \
+	>"$SRC/.activeagents/sandbox.yml"
+ctl push "$SRC" --app-dir "$APP" --connect "$A"
+ctl boot --app-dir "$APP" --connect "$A"
+check "boot without --wait exits 0" [ "$RC" -eq 0 ]
+check "it reports the boot started" [ "$(json "$OUT" 'd["status"]')" = started ]
+state=
+for _ in $(seq 300); do
+	ctl status --app-dir "$APP" --connect "$A"
+	state=$(json "$OUT" 'd["state"]')
+	[ "$state" = booting ] || break
+	sleep 0.2
+done
+check "the boot reached ready without a connection" [ "$state" = ready ]
+SIZE=$(json "$OUT" 'd["logs"]["setup"]')
+"$CTL" --connect "$A" logs --log setup --app-dir "$APP" --follow >"$OUT" 2>"$ERR" </dev/null
+check "following a finished log ends by itself" [ $? -eq 0 ]
+check "one JSON document per line, up to the log's size" \
+	[ "$(tail -1 "$OUT" | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["next_offset"])')" = "$SIZE" ]
+ctl stop --app-dir "$APP" --grace 1 --connect "$A"
+
 echo "--- keys that do not match"
 serve rebuilt "$TMP/other_key"
 ctl hello --connect "unix:$TMP/rebuilt.sock" --instance "$A"
