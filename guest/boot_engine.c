@@ -8,14 +8,15 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <poll.h>
 #include <signal.h>
+#include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/signalfd.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -25,6 +26,7 @@
 #include "boot_step.h"
 #include "child_env.h"
 #include "fileio.h"
+#include "fs_safe.h"
 #include "listen_check.h"
 #include "log.h"
 #include "manifest.h"
@@ -87,35 +89,8 @@ static int save_state(const struct boot_plan *p, struct boot_state *st, const ch
 /* Give the run user a directory of its own (created if missing), mode 0700. */
 static int dir_for_user(const struct boot_plan *p, const char *path, struct err *err)
 {
-	if (mkdir_p(path, 0700, err) < 0)
+	if (fs_dir_ensure(path, p->user.uid, p->user.gid, 0700, err) < 0)
 		return err_wrap(err, "cannot prepare %s", path);
-	if (p->user.uid != (uid_t)-1 && chown(path, p->user.uid, p->user.gid) < 0)
-		return err_errno(err, "cannot give %s to %s", path, p->user.name);
-	return 0;
-}
-
-static uid_t chown_uid;
-static gid_t chown_gid;
-
-static int chown_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	if (st->st_uid == chown_uid && st->st_gid == chown_gid)
-		return 0;
-	if (lchown(path, chown_uid, chown_gid) < 0 && errno != ENOENT)
-		return -1;
-	return 0;
-}
-
-/* The checkout belongs to the run user, so the app can write tmp/, log/ and its db. */
-static int checkout_give(const struct boot_plan *p, struct err *err)
-{
-	if (p->user.uid == (uid_t)-1 || geteuid() != 0)
-		return 0;
-	chown_uid = p->user.uid;
-	chown_gid = p->user.gid;
-	if (nftw(p->app_dir, chown_one, 64, FTW_PHYS | FTW_MOUNT) < 0)
-		return err_errno(err, "cannot give the checkout %s to %s", p->app_dir,
-		                 p->user.name);
 	return 0;
 }
 
@@ -124,15 +99,16 @@ static int prepare_directories(const struct boot_plan *p, struct err *err)
 	if (dir_for_user(p, p->db_dir, err) < 0 ||
 	    dir_for_user(p, p->manifest_scratch_dir, err) < 0)
 		return -1;
-	if (mkdir_p(p->cache_root, 0755, err) < 0)
+	if (fs_dir_ensure(p->cache_root, p->user.uid, p->user.gid, 0755, err) < 0)
 		return err_wrap(err, "cannot prepare the cache root");
-	if (p->user.uid != (uid_t)-1 && chown(p->cache_root, p->user.uid, p->user.gid) < 0)
-		return err_errno(err, "cannot give the cache root %s to %s", p->cache_root,
-		                 p->user.name);
 	for (size_t i = 0; p->directories && p->directories[i]; i++)
 		if (dir_for_user(p, p->directories[i], err) < 0)
 			return -1;
-	return checkout_give(p, err);
+	/* The checkout belongs to the run user, so the app can write tmp/, log/ and its db. */
+	if (p->user.uid != (uid_t)-1 && geteuid() == 0 &&
+	    fs_tree_chown(p->app_dir, p->user.uid, p->user.gid, err) < 0)
+		return err_wrap(err, "cannot give the checkout to %s", p->user.name);
+	return 0;
 }
 
 /* Stop what a previous boot of this app left running (a second boot, --restart). */
@@ -285,6 +261,8 @@ static int wait_ready(const struct step_context *ctx, const struct supervisor_in
 			return err_set(err, ERR_FAILED, ECHILD, "the server %s before it was ready",
 			               how);
 		}
+		if (boot_step_interrupted(ctx, err))
+			return -1;
 		if (now >= ctx->deadline_ms) {
 			uint16_t ports[4];
 			size_t np = 0;
@@ -347,8 +325,9 @@ static int wait_ready(const struct step_context *ctx, const struct supervisor_in
 				snprintf(last_error, sizeof(last_error), "%s", e.msg);
 		}
 		{
-			struct pollfd pfd = {.fd = pidfd, .events = POLLIN};
-			poll(&pfd, pidfd >= 0 ? 1 : 0, (int)backoff);
+			struct pollfd pfd[2] = {{.fd = pidfd, .events = POLLIN},
+			                        {.fd = ctx->signal_fd, .events = POLLIN}};
+			poll(pfd, 2, (int)backoff);
 		}
 		backoff = backoff * 2 > READY_BACKOFF_MAX_MS ? READY_BACKOFF_MAX_MS : backoff * 2;
 	}
@@ -466,16 +445,26 @@ int boot_engine_run(struct boot_plan *p, const struct boot_options *o,
 	    .obs = obs,
 	    .deadline_ms = now_ms() + (uint64_t)p->timeout * 1000,
 	    .grace_ms = p->grace_ms,
+	    .signal_fd = -1,
 	};
+	_cleanup_close_ int signal_fd = -1;
+	sigset_t stop_signals, saved_mask;
 	char set_name[64];
 	size_t from = 0;
 	unsigned port = p->port;
 	int r = -1;
-
 	memset(res, 0, sizeof(*res));
 	result_fail_at(res, "preflight", NULL);
 	if (boot_lock_acquire(p->state_dir, &lock, err) < 0)
 		return -1;
+	/* TERM, INT and HUP stop the boot cleanly (its processes, state "failed"). */
+	sigemptyset(&stop_signals);
+	sigaddset(&stop_signals, SIGTERM);
+	sigaddset(&stop_signals, SIGINT);
+	sigaddset(&stop_signals, SIGHUP);
+	sigprocmask(SIG_BLOCK, &stop_signals, &saved_mask);
+	signal_fd = signalfd(-1, &stop_signals, SFD_CLOEXEC | SFD_NONBLOCK);
+	ctx.signal_fd = signal_fd;
 	/* Orphans of double-forking steps reparent to us, so the fallback walk finds them. */
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
 
@@ -503,7 +492,15 @@ int boot_engine_run(struct boot_plan *p, const struct boot_options *o,
 		if (strv_contains(prev.completed, p->steps[i].name))
 			strv_push(&st.completed, p->steps[i].name);
 
-	snprintf(set_name, sizeof(set_name), "boot-%.8s", p->session_id);
+	/* Named after the state directory: one set per app, whatever its session id says. */
+	{
+		unsigned char h[8];
+		char hex[17];
+		crypto_generichash(h, sizeof(h), (const unsigned char *)p->state_dir,
+		                   strlen(p->state_dir), NULL, 0);
+		sodium_bin2hex(hex, sizeof(hex), h, sizeof(h));
+		snprintf(set_name, sizeof(set_name), "boot-%s", hex);
+	}
 	if (procset_create(set_name, &procs, err) < 0)
 		goto out;
 	procset_add_root(procs, getpid(), proc_start_time(getpid()));
@@ -560,6 +557,7 @@ out:
 	manifest_dispose(&m);
 	boot_state_dispose(&prev);
 	boot_state_dispose(&st);
+	sigprocmask(SIG_SETMASK, &saved_mask, NULL);
 	return r;
 }
 
@@ -574,10 +572,22 @@ int boot_engine_stop(const char *state_dir, unsigned grace_ms, struct err *err)
 		return r;
 	if (r == 1)
 		return 0;
+	if (st.status && strcmp(st.status, "booting") == 0 && st.boot_pid > 1 &&
+	    st.boot_pid != getpid() && proc_is(st.boot_pid, st.boot_start)) {
+		/* A boot in progress stops itself (and its steps) on TERM; then we go on. */
+		uint64_t until = now_ms() + grace_ms + 5000;
+		proc_signal(st.boot_pid, st.boot_start, SIGTERM);
+		while (now_ms() < until && proc_is(st.boot_pid, st.boot_start))
+			usleep(10000);
+		boot_state_dispose(&st);
+		r = boot_state_load(state_dir, &st, err);
+		if (r != 0)
+			return r < 0 ? r : 0;
+	}
 	if (st.supervisor_pid > 1 && proc_is(st.supervisor_pid, st.supervisor_start)) {
 		/* The supervisor stops the server's group itself, with the grace period. */
 		uint64_t until = now_ms() + grace_ms + 3000;
-		kill(st.supervisor_pid, SIGTERM);
+		proc_signal(st.supervisor_pid, st.supervisor_start, SIGTERM);
 		while (now_ms() < until && proc_is(st.supervisor_pid, st.supervisor_start))
 			usleep(10000);
 	}
@@ -614,6 +624,10 @@ int boot_engine_status(const char *state_dir, char **ret_json, struct err *err)
 	if (st.status && strcmp(st.status, "ready") == 0 && st.server_pid > 1 &&
 	    !proc_is(st.server_pid, st.server_start))
 		boot_state_set(&st.status, "crashed");
+	/* A boot whose process is gone without saying how it ended was killed. */
+	if (st.status && strcmp(st.status, "booting") == 0 &&
+	    !(st.boot_pid > 1 && proc_is(st.boot_pid, st.boot_start)))
+		boot_state_set(&st.status, "interrupted");
 	*ret_json = boot_state_to_json(&st);
 	boot_state_dispose(&st);
 	return *ret_json ? 0 : err_set(err, ERR_FAILED, ENOMEM, "out of memory");

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/signalfd.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -28,6 +29,18 @@ uint64_t now_ms(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+bool boot_step_interrupted(const struct step_context *ctx, struct err *err)
+{
+	struct signalfd_siginfo si;
+	char name[32];
+
+	if (ctx->signal_fd < 0 || read(ctx->signal_fd, &si, sizeof(si)) != sizeof(si))
+		return false;
+	err_set(err, ERR_FAILED, EINTR, "the boot was interrupted by %s",
+	        proc_signal_name((int)si.ssi_signo, name, sizeof(name)));
+	return true;
 }
 
 struct step_sink {
@@ -81,6 +94,7 @@ static int step_execute(const struct step_context *ctx, const char *name, const 
 	struct err log_err;
 	uint64_t start = now_ms(), limit = ctx->deadline_ms, exited_at = 0;
 	bool step_limit = false, exited = false, eof = false;
+	struct err interrupt = {0};
 	int status = 0, fds[2];
 	pid_t pid;
 	char buf[65536];
@@ -153,11 +167,13 @@ static int step_execute(const struct step_context *ctx, const char *name, const 
 		ctx->obs->phase(ctx->obs->userdata, name, "started", command);
 
 	while (!(exited && eof)) {
-		struct pollfd pfd[2];
+		struct pollfd pfd[3];
 		int nfds = 0, timeout;
 		uint64_t now = now_ms();
 
 		if (!exited && now >= limit)
+			break;
+		if (!exited && boot_step_interrupted(ctx, &interrupt))
 			break;
 		if (exited && now >= exited_at + DRAIN_AFTER_EXIT_MS)
 			break;
@@ -166,6 +182,8 @@ static int step_execute(const struct step_context *ctx, const char *name, const 
 			pfd[nfds++] = (struct pollfd){.fd = out_r, .events = POLLIN};
 		if (!exited && pidfd >= 0)
 			pfd[nfds++] = (struct pollfd){.fd = pidfd, .events = POLLIN};
+		if (!exited && ctx->signal_fd >= 0)
+			pfd[nfds++] = (struct pollfd){.fd = ctx->signal_fd, .events = POLLIN};
 		if (!exited && pidfd < 0 && timeout > 50)
 			timeout = 50;
 		if (poll(pfd, (nfds_t)nfds, timeout) < 0 && errno != EINTR) {
@@ -207,6 +225,10 @@ static int step_execute(const struct step_context *ctx, const char *name, const 
 		waitpid(pid, &status, 0);
 		if (ret_out)
 			free(sink.capture);
+		if (interrupt.cls) {
+			*err = interrupt;
+			return err_ret(err);
+		}
 		if (step_limit)
 			return err_set(err, ERR_FAILED, ETIMEDOUT, "`%s` timed out after %u s",
 			               command, timeout_s);
