@@ -27,6 +27,7 @@
 #include "child_env.h"
 #include "fileio.h"
 #include "fs_safe.h"
+#include "logfile.h"
 #include "listen_check.h"
 #include "log.h"
 #include "manifest.h"
@@ -45,11 +46,10 @@ static void procset_freep(struct procset **ps)
 		procset_free(*ps);
 }
 
-static void observe(const struct boot_observer *obs, const char *step, const char *phase,
+static void observe(const struct step_context *ctx, const char *step, const char *phase,
                     const char *detail)
 {
-	if (obs && obs->phase)
-		obs->phase(obs->userdata, step, phase, detail);
+	boot_observe(ctx->plan, ctx->obs, step, phase, detail);
 }
 
 static void result_fail_at(struct boot_result *res, const char *step, const char *log_path)
@@ -80,7 +80,7 @@ static int save_state(const struct boot_plan *p, struct boot_state *st, const ch
 	    (step && boot_state_set(&st->step, step) < 0))
 		return -ENOMEM;
 	if (boot_state_save(p->state_dir, st, &err) < 0) {
-		log_warn("%s", err.msg);
+		log_debug("%s", err.msg);
 		return -EIO;
 	}
 	return 0;
@@ -126,6 +126,14 @@ static int rails_has_task(const struct step_context *ctx, char **tasks_cache, co
 	size_t tl = strlen(task);
 
 	if (!*tasks_cache) {
+		_cleanup_free_ char *rails = NULL;
+		if (asprintf(&rails, "%s/bin/rails", p->app_dir) < 0)
+			return err_set(err, ERR_FAILED, ENOMEM, "out of memory");
+		if (access(rails, F_OK) < 0) {
+			/* Not a Rails app: it has no tasks at all. */
+			*ret = false;
+			return 0;
+		}
 		if (asprintf(&log, "%s/preflight.log", p->logs_dir) < 0)
 			return err_set(err, ERR_FAILED, ENOMEM, "out of memory");
 		if (boot_step_capture(ctx, "preflight", "bin/rails -T -A", p->env, 120, log,
@@ -136,7 +144,9 @@ static int rails_has_task(const struct step_context *ctx, char **tasks_cache, co
 	for (const char *line = *tasks_cache; line && *line;) {
 		const char *nl = strchr(line, '\n');
 		const char *name = line;
-		if (strncmp(name, "rails ", 6) == 0)
+		if (strncmp(name, "bin/rails ", 10) == 0)
+			name += 10;
+		else if (strncmp(name, "rails ", 6) == 0)
 			name += 6;
 		else if (strncmp(name, "rake ", 5) == 0)
 			name += 5;
@@ -146,6 +156,21 @@ static int rails_has_task(const struct step_context *ctx, char **tasks_cache, co
 		line = nl ? nl + 1 : NULL;
 	}
 	return 0;
+}
+
+/* A skipped step says so in its log, in state.json and to the observer. */
+static void step_record_skip(const struct step_context *ctx, const struct plan_step *s,
+                             const char *why, struct boot_state *st)
+{
+	_cleanup_logfile_ struct logfile *log = NULL;
+	_cleanup_free_ char *line = NULL;
+	struct err e;
+
+	if (logfile_open(s->log_path, BOOT_LOG_MAX_BYTES, (uid_t)-1, (gid_t)-1, &log, &e) == 0 &&
+	    asprintf(&line, "$ %s\n(skipped: %s)\n", s->command, why) >= 0)
+		(void)logfile_write(log, line, strlen(line), &e);
+	strv_push(&st->skipped, s->name);
+	observe(ctx, s->name, "skipped", why);
 }
 
 static int run_setup(const struct step_context *ctx, struct boot_state *st, size_t from,
@@ -159,19 +184,22 @@ static int run_setup(const struct step_context *ctx, struct boot_state *st, size
 		bool has = true;
 
 		if (s->skip) {
-			observe(ctx->obs, s->name, "skipped", s->skip);
+			step_record_skip(ctx, s, s->skip, st);
 			continue;
 		}
 		save_state(p, st, "booting", s->name);
 		if (s->if_task) {
 			if (rails_has_task(ctx, &tasks, s->if_task, &has, err) < 0) {
-				result_fail_at(res, s->name, s->log_path);
+				_cleanup_free_ char *pre = NULL;
+				if (asprintf(&pre, "%s/preflight.log", p->logs_dir) < 0)
+					pre = NULL;
+				result_fail_at(res, s->name, pre ? pre : s->log_path);
 				return -1;
 			}
 			if (!has) {
 				char why[128];
 				snprintf(why, sizeof(why), "the app has no %s task", s->if_task);
-				observe(ctx->obs, s->name, "skipped", why);
+				step_record_skip(ctx, s, why, st);
 				continue;
 			}
 		}
@@ -181,9 +209,24 @@ static int run_setup(const struct step_context *ctx, struct boot_state *st, size
 			return -1;
 		}
 		strv_push(&st->completed, s->name);
-		observe(ctx->obs, s->name, "done", NULL);
+		observe(ctx, s->name, "done", NULL);
 	}
 	return 0;
+}
+
+/* Scrub a log again after a new secret became known (the manifest's token). */
+static void log_rescrub(const struct boot_plan *p, const char *path)
+{
+	_cleanup_free_ char *text = NULL, *clean = NULL;
+	size_t len = 0, clean_len = 0;
+	struct err e;
+
+	if (file_read_capped(AT_FDCWD, path, BOOT_LOG_MAX_BYTES, READ_NOFOLLOW, &text, &len, &e) <
+	    0)
+		return;
+	clean = scrub_string(p->scrub, text, len, &clean_len);
+	if (clean && (clean_len != len || memcmp(clean, text, len) != 0))
+		(void)file_write_atomic(path, clean, clean_len, 0600, (uid_t)-1, (gid_t)-1, &e);
 }
 
 static int run_manifest(const struct step_context *ctx, char *const *env, struct boot_state *st,
@@ -209,12 +252,14 @@ static int run_manifest(const struct step_context *ctx, char *const *env, struct
 		err_wrap(err, "the manifest is invalid");
 		goto out_fail;
 	}
-	/* From now on the MCP token is a secret too. */
-	if (ret->mcp_token)
+	/* From now on the MCP token is a secret too, also in what the manifest step printed. */
+	if (ret->mcp_token) {
 		scrubber_add(p->scrub, ret->mcp_token, strlen(ret->mcp_token));
+		log_rescrub(p, s->log_path);
+	}
 	unlink(p->manifest_scratch);
 	strv_push(&st->completed, "manifest");
-	observe(ctx->obs, "manifest", "done", ret->mcp_path);
+	observe(ctx, "manifest", "done", ret->mcp_path);
 	return 0;
 out_fail:
 	result_fail_at(res, "manifest", s->log_path);
@@ -420,7 +465,7 @@ static int run_start(const struct step_context *ctx, char *const *env, unsigned 
 	save_state(p, st, "booting", "start");
 	procset_add_group(ctx->procs, info.server_pid, info.server_start);
 	procset_add_root(ctx->procs, info.supervisor_pid, info.supervisor_start);
-	observe(ctx->obs, "start", "started", p->start.command);
+	observe(ctx, "start", "started", p->start.command);
 
 	if (wait_ready(ctx, &info, port, m->mcp_path, err) < 0)
 		return -1;
@@ -428,7 +473,7 @@ static int run_start(const struct step_context *ctx, char *const *env, unsigned 
 		return -1;
 	if (p->check_up && p->listen_addr && check_up(p, err) < 0)
 		return -1;
-	observe(ctx->obs, "start", "done", NULL);
+	observe(ctx, "start", "done", NULL);
 	return 0;
 }
 
@@ -465,11 +510,9 @@ int boot_engine_run(struct boot_plan *p, const struct boot_options *o,
 	sigprocmask(SIG_BLOCK, &stop_signals, &saved_mask);
 	signal_fd = signalfd(-1, &stop_signals, SFD_CLOEXEC | SFD_NONBLOCK);
 	ctx.signal_fd = signal_fd;
-	/* Orphans of double-forking steps reparent to us, so the fallback walk finds them. */
-	prctl(PR_SET_CHILD_SUBREAPER, 1);
 
 	if (boot_state_load(p->state_dir, &prev, err) < 0)
-		log_warn("previous state ignored: %s", err->msg);
+		log_debug("previous state ignored: %s", err->msg);
 	if (o->from_step) {
 		int idx = boot_plan_step_index(p, o->from_step);
 		from = idx < 0 ? 0 : (size_t)idx;
@@ -514,6 +557,11 @@ int boot_engine_run(struct boot_plan *p, const struct boot_options *o,
 		result_fail_at(res, "services", NULL);
 		goto out;
 	}
+	/*
+	 * Orphans of double-forking steps reparent to us from now on, so the fallback walk
+	 * finds them; services started above are not ours to stop and stay outside.
+	 */
+	prctl(PR_SET_CHILD_SUBREAPER, 1);
 	if (run_setup(&ctx, &st, from < p->n_steps ? from : p->n_steps, res, err) < 0)
 		goto out;
 
@@ -538,7 +586,7 @@ int boot_engine_run(struct boot_plan *p, const struct boot_options *o,
 	}
 	boot_state_set(&st.reason, NULL);
 	save_state(p, &st, "ready", "ready");
-	observe(obs, "ready", "ready", p->runtime_path);
+	observe(&ctx, "ready", "ready", p->runtime_path);
 	r = 0;
 out:
 	if (r < 0) {
@@ -546,13 +594,13 @@ out:
 		err_scrub(p, err);
 		boot_state_set(&st.reason, err->msg);
 		save_state(p, &st, "failed", res->step);
-		observe(obs, res->step, "failed", err->msg);
+		observe(&ctx, res->step, "failed", err->msg);
 		if (!p->keep_on_failure &&
 		    boot_engine_stop(p->state_dir, p->grace_ms, &stop_err) < 0)
-			log_warn("stopping after the failure: %s", stop_err.msg);
+			log_debug("stopping after the failure: %s", stop_err.msg);
 		if (procs && !p->keep_on_failure &&
 		    procset_stop(procs, p->grace_ms, getpid(), &stop_err) < 0)
-			log_warn("stopping after the failure: %s", stop_err.msg);
+			log_debug("stopping after the failure: %s", stop_err.msg);
 	}
 	manifest_dispose(&m);
 	boot_state_dispose(&prev);

@@ -31,6 +31,19 @@ uint64_t now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
+void boot_observe(const struct boot_plan *p, const struct boot_observer *obs, const char *step,
+                  const char *phase, const char *detail)
+{
+	_cleanup_free_ char *clean = NULL;
+	size_t len;
+
+	if (!obs || !obs->phase)
+		return;
+	if (detail && p->scrub)
+		clean = scrub_string(p->scrub, detail, strlen(detail), &len);
+	obs->phase(obs->userdata, step, phase, clean ? clean : (p->scrub ? NULL : detail));
+}
+
 bool boot_step_interrupted(const struct step_context *ctx, struct err *err)
 {
 	struct signalfd_siginfo si;
@@ -163,8 +176,7 @@ static int step_execute(const struct step_context *ctx, const char *name, const 
 	if (ctx->procs)
 		procset_add_group(ctx->procs, pid, proc_start_time(pid));
 	pidfd = pidfd_open_compat(pid);
-	if (ctx->obs && ctx->obs->phase)
-		ctx->obs->phase(ctx->obs->userdata, name, "started", command);
+	boot_observe(p, ctx->obs, name, "started", command);
 
 	while (!(exited && eof)) {
 		struct pollfd pfd[3];
@@ -203,13 +215,18 @@ static int step_execute(const struct step_context *ctx, const char *name, const 
 			pid_t w = waitpid(pid, &status, WNOHANG);
 			if (w == pid) {
 				exited = true;
+				/* Orphans the step left (we are their subreaper) are reaped too. */
+				while (waitpid(-1, NULL, WNOHANG) > 0)
+					;
 				exited_at = now_ms();
 				/* Leftovers may hold the pipe open: stop them now. */
 				if (ctx->procs) {
 					struct err stop_err;
 					if (procset_stop(ctx->procs, ctx->grace_ms, getpid(),
 					                 &stop_err) < 0)
-						log_warn("after step %s: %s", name, stop_err.msg);
+						log_debug("after step %s: %s", name, stop_err.msg);
+					while (waitpid(-1, NULL, WNOHANG) > 0)
+						;
 				}
 			}
 		}

@@ -29,6 +29,10 @@ struct step_context {
  */
 bool boot_step_interrupted(const struct step_context *ctx, struct err *err);
 
+/* Report a phase to the observer; detail passes through the plan's scrubber first. */
+void boot_observe(const struct boot_plan *p, const struct boot_observer *obs, const char *step,
+                  const char *phase, const char *detail);
+
 /* Milliseconds on CLOCK_MONOTONIC. */
 uint64_t now_ms(void);
 
