@@ -67,8 +67,14 @@ static bool utf8_valid(const char *s)
 	       strcmp(json_object_get_string(j), s) == 0;
 }
 
+/* Takes e's strings, also on failure; a missing one (strdup failed) is out of memory. */
 static int add(struct tree *t, struct entry e, struct err *err)
 {
+	if (!e.path || (e.kind == K_LINK && !e.target)) {
+		free(e.path);
+		free(e.target);
+		return err_set(err, ERR_FAILED, ENOMEM, "out of memory");
+	}
 	if (t->n == t->cap) {
 		size_t cap = t->cap ? t->cap * 2 : 256;
 		struct entry *v = reallocarray(t->v, cap, sizeof(*v));
@@ -205,9 +211,9 @@ static int walk(struct tree *t, int dirfd, const char *rel, int depth, const cha
 			}
 			/* The entry's own path moves with the vector: recurse with a copy. */
 			_cleanup_free_ char *sub_rel = strdup(e.path);
-			r = sub_rel
-			        ? add(t, e, err)
-			        : (free(e.path), err_set(err, ERR_FAILED, ENOMEM, "out of memory"));
+			r = add(t, e, err);
+			if (r == 0 && !sub_rel)
+				r = err_set(err, ERR_FAILED, ENOMEM, "out of memory");
 			if (r == 0)
 				r = walk(t, sub, sub_rel, depth + 1, root, err);
 			close(sub);
@@ -237,9 +243,7 @@ static int walk(struct tree *t, int dirfd, const char *rel, int depth, const cha
 				break;
 			}
 			e.target = strdup(buf);
-			r = e.target
-			        ? add(t, e, err)
-			        : (free(e.path), err_set(err, ERR_FAILED, ENOMEM, "out of memory"));
+			r = add(t, e, err);
 		} else {
 			json_object_array_add(t->skipped, json_object_new_string(e.path));
 			free(e.path);

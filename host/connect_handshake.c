@@ -27,6 +27,13 @@ static int make_parent(const char *path, struct err *err)
 	return mkdir_p(dirname(copy), 0700, err);
 }
 
+/* A failure of the connection or the authentication, with context: exit 3. */
+static int broke(struct err *err, const char *context)
+{
+	err_wrap(err, "%s", context);
+	return CTL_EXIT_CONNECT;
+}
+
 static int write_out(struct frame_io *io, const struct hs_output *out, int64_t deadline,
                      struct err *err)
 {
@@ -46,7 +53,7 @@ static int pin_after(const struct session_pin_policy *p, bool pinned, const uint
 		return 0;
 	}
 	if (make_parent(p->pins_path, err) < 0)
-		return err_wrap(err, "cannot pin the guest's key"), CTL_EXIT_CONNECT;
+		return broke(err, "cannot pin the guest's key");
 	r = pins_verify(p->pins_path, p->instance, pk,
 	                PINS_ACCEPT_NEW | (p->replace ? PINS_REPLACE : 0), err);
 	if (r < 0)
@@ -73,7 +80,7 @@ int session_handshake(struct frame_io *io, const struct keypair *host_key,
 
 	r = pins_lookup(p->pins_path, p->instance, pin, err);
 	if (r < 0)
-		return err_wrap(err, "cannot read the pinned guest keys"), CTL_EXIT_CONNECT;
+		return broke(err, "cannot read the pinned guest keys");
 	pinned = r == 1;
 	if (pinned && !p->replace)
 		cfg.expected_peer = pin;
@@ -82,7 +89,7 @@ int session_handshake(struct frame_io *io, const struct keypair *host_key,
 	frame_decoder_set_mode(&io->dec, FRAME_HANDSHAKE_MAX, true);
 	frame_io_set_budget(io, CHANNEL_HANDSHAKE_MAX_BYTES);
 	if (hs_start(hs, &out, err) < 0 || write_out(io, &out, deadline, err) < 0)
-		return err_wrap(err, "handshake"), CTL_EXIT_CONNECT;
+		return broke(err, "handshake");
 
 	for (;;) {
 		enum frame_event ev;
@@ -90,18 +97,21 @@ int session_handshake(struct frame_io *io, const struct keypair *host_key,
 		size_t len;
 
 		r = frame_io_next(io, deadline, &ev, err);
-		if (r == -ETIMEDOUT)
-			return err_reword(err,
-			                  "the handshake did not complete within %d ms (is the "
-			                  "agent serving this address?)",
-			                  timeout_ms),
-			       CTL_EXIT_CONNECT;
+		if (r == -ETIMEDOUT) {
+			err_reword(
+			    err,
+			    "the handshake did not complete within %d ms (is the agent serving "
+			    "this address?)",
+			    timeout_ms);
+			return CTL_EXIT_CONNECT;
+		}
 		if (r < 0)
-			return err_wrap(err, "handshake"), CTL_EXIT_CONNECT;
-		if (r == 0)
-			return err_set(err, ERR_FAILED, ECONNRESET,
-			               "the agent closed the connection during the handshake"),
-			       CTL_EXIT_CONNECT;
+			return broke(err, "handshake");
+		if (r == 0) {
+			err_set(err, ERR_FAILED, ECONNRESET,
+			        "the agent closed the connection during the handshake");
+			return CTL_EXIT_CONNECT;
+		}
 		if (ev == FRAME_EV_MARKER) {
 			if (hs_on_marker(hs, err) < 0)
 				return CTL_EXIT_CONNECT;
@@ -139,7 +149,7 @@ int session_handshake(struct frame_io *io, const struct keypair *host_key,
 			return CTL_EXIT_CONNECT;
 		}
 		if (write_out(io, &out, deadline, err) < 0)
-			return err_wrap(err, "handshake"), CTL_EXIT_CONNECT;
+			return broke(err, "handshake");
 		if (r == HS_RESYNC) {
 			frame_decoder_set_mode(&io->dec, FRAME_HANDSHAKE_MAX, true);
 			continue;

@@ -225,9 +225,11 @@ int session_request(struct session *s, uint16_t type, struct json_object *json, 
 		if (m.type == MSG_OK) {
 			*ret_reply = m.json ? json_object_get(m.json) : json_object_new_object();
 			msg_dispose(&m);
-			return *ret_reply ? 0
-			                  : (err_set(err, ERR_FAILED, ENOMEM, "out of memory"),
-			                     CTL_EXIT_FAILED);
+			if (!*ret_reply) {
+				err_set(err, ERR_FAILED, ENOMEM, "out of memory");
+				return CTL_EXIT_FAILED;
+			}
+			return 0;
 		}
 		if (m.type == MSG_ERROR || (m.flags & MSG_F_END)) {
 			r = session_unexpected(&m, err);
