@@ -179,7 +179,7 @@ static int parse_globals(struct ctl *ctl, int argc, char **argv, char ***ret_cmd
 			ctl->out.level = OUTPUT_QUIET;
 		} else if (strcmp(a, "-v") == 0 || strcmp(a, "--verbose") == 0) {
 			ctl->out.level = OUTPUT_VERBOSE;
-		} else if (n == 0 && (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0)) {
+		} else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
 			fputs(usage_text, stdout);
 			return -1;
 		} else if (n == 0 && strcmp(a, "--version") == 0) {
