@@ -263,14 +263,13 @@ int cmd_boot(struct ctl *ctl, int argc, char **argv)
 	};
 	_cleanup_session_ struct session *s = NULL;
 	_cleanup_json_ struct json_object *req = json_object_new_object();
-	struct json_object *pass_env = json_object_new_array();
+	_cleanup_json_ struct json_object *pass_env = json_object_new_array();
 	const char *app_dir = NULL, *spec = NULL;
 	int64_t deadline_ms = -1;
 	bool wait = false;
 	uint32_t stream;
 	int c, r;
 
-	json_object_object_add(req, "pass_env", pass_env);
 	optind = 0;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
@@ -322,6 +321,9 @@ int cmd_boot(struct ctl *ctl, int argc, char **argv)
 		json_object_object_add(req, "app_dir",
 		                       json_object_new_string(app_dir ?: CTL_DEFAULT_APP_DIR));
 	}
+	/* Absent: every boot secret reaches the boot; named: only those (docs/protocol.md §7.7). */
+	if (json_object_array_length(pass_env) > 0)
+		json_object_object_add(req, "pass_env", json_object_get(pass_env));
 	if (deadline_ms > 0)
 		json_object_object_add(req, "timeout",
 		                       json_object_new_int64((deadline_ms + 999) / 1000));

@@ -260,15 +260,18 @@ START_TEST(test_boot_wait_ready)
 	ctl_run_dispose(&r);
 	report = ctl_report(&env);
 	ck_assert_ptr_nonnull(strstr(report,
-	                             "boot {\"pass_env\":[\"ANTHROPIC_API_KEY\"],"
-	                             "\"runtime_token\":true,\"restart\":true,"
+	                             "boot {\"runtime_token\":true,\"restart\":true,"
 	                             "\"from\":\"setup\",\"app_dir\":\"\\/workspace\\/app\","
-	                             "\"timeout\":90}"));
+	                             "\"pass_env\":[\"ANTHROPIC_API_KEY\"],\"timeout\":90}\n"));
 
+	/* Without --pass-env the request names none: every boot secret goes (the agent's rule). */
 	r = RUN(NULL, "boot", "--wait", "-v");
 	ck_assert_int_eq(r.rc, 0);
 	ck_assert_ptr_nonnull(strstr(r.err, "sandbox-ctl: setup: $ echo hi\n"));
 	ctl_run_dispose(&r);
+	free(report);
+	report = ctl_report(&env);
+	ck_assert_ptr_nonnull(strstr(report, "boot {\"app_dir\":\"\\/workspace\\/app\"}\n"));
 	r = RUN(NULL, "boot", "--wait", "-q");
 	ck_assert_int_eq(r.rc, 0);
 	ck_assert_str_eq(r.err, "");
