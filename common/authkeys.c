@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 
 #include "log.h"
+#include "strv.h"
 
 struct keyset {
 	struct authkey *v;
@@ -202,10 +203,45 @@ static int pub_filter(const struct dirent *de)
 	return de->d_name[0] != '.' && len > 4 && strcmp(de->d_name + len - 4, ".pub") == 0;
 }
 
+static int name_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/*
+ * The names in dfd that pub_filter() accepts, sorted (scandirat() without relying on it:
+ * musl has none). Returns the count or a negative errno.
+ */
+static int dir_list_sorted(int dfd, char ***ret)
+{
+	int fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	_cleanup_strv_ char **names = NULL;
+	struct dirent *de;
+	DIR *d;
+
+	if (fd < 0)
+		return -errno;
+	d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return -errno;
+	}
+	while ((de = readdir(d)))
+		if (pub_filter(de) && strv_push(&names, de->d_name) < 0) {
+			closedir(d);
+			return -ENOMEM;
+		}
+	closedir(d);
+	if (names)
+		qsort(names, strv_length(names), sizeof(char *), name_cmp);
+	*ret = TAKE_PTR(names);
+	return (int)strv_length(*ret);
+}
+
 static int read_dir(const char *dir, const struct authkeys *ak, struct keyset *ks, struct err *err)
 {
 	_cleanup_close_ int dfd = -1;
-	struct dirent **list = NULL;
+	_cleanup_strv_ char **names = NULL;
 	struct stat st;
 	int n, r = 0;
 
@@ -221,20 +257,18 @@ static int read_dir(const char *dir, const struct authkeys *ak, struct keyset *k
 		log_debug("%s: ignored: writable by others or owned by another user", dir);
 		return 0;
 	}
-	n = scandirat(dfd, ".", &list, pub_filter, alphasort);
-	if (n < 0)
+	n = dir_list_sorted(dfd, &names);
+	if (n < 0) {
+		errno = -n;
 		return err_errno(err, "cannot list %s", dir);
-	for (int i = 0; i < n; i++) {
-		_cleanup_free_ char *path = NULL;
-		if (r == 0) {
-			if (asprintf(&path, "%s/%s", dir, list[i]->d_name) < 0)
-				r = err_set(err, ERR_FAILED, ENOMEM, "out of memory");
-			else
-				r = read_file(dfd, list[i]->d_name, path, ak, ks, err);
-		}
-		free(list[i]);
 	}
-	free(list);
+	for (int i = 0; i < n && r == 0; i++) {
+		_cleanup_free_ char *path = NULL;
+		if (asprintf(&path, "%s/%s", dir, names[i]) < 0)
+			r = err_set(err, ERR_FAILED, ENOMEM, "out of memory");
+		else
+			r = read_file(dfd, names[i], path, ak, ks, err);
+	}
 	return r;
 }
 
