@@ -343,5 +343,9 @@ out:
 	strv_free(srv.clean_env);
 	if (srv.sigfd >= 0)
 		close(srv.sigfd);
+#ifdef __SANITIZE_ADDRESS__
+	/* Everything secret is wiped: the leak checker may stop the world (it ptraces). */
+	prctl(PR_SET_DUMPABLE, 1);
+#endif
 	return r < 0 ? -1 : 0;
 }

@@ -124,6 +124,9 @@ int serve_cli_main(int argc, char **argv)
 	struct err err;
 	int c;
 
+	/* A daemon's log is where connections and their keys are accounted for. */
+	if (!getenv("SANDBOX_LOG_LEVEL") && log_max_level < LOG_INFO)
+		log_max_level = LOG_INFO;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "vh", longopts, NULL)) != -1) {
 		switch (c) {
