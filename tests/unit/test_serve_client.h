@@ -154,7 +154,8 @@ static inline int client_pull(struct client *c, int timeout_ms)
 	                       .json = json_object_get(m.json),
 	                       .len = m.data_len};
 	v[c->n].data = malloc(m.data_len + 1);
-	memcpy(v[c->n].data, m.data, m.data_len);
+	if (m.data_len)
+		memcpy(v[c->n].data, m.data, m.data_len);
 	v[c->n].data[m.data_len] = '\0';
 	c->n++;
 	msg_dispose(&m);
