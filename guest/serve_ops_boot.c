@@ -8,7 +8,6 @@
 
 #include <errno.h>
 #include <inttypes.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -204,13 +203,10 @@ int op_stop(struct conn *c, struct stream *st, const struct msg *m)
 		job_follow(job, c->id, st->id);
 		return 0;
 	}
-	/* A boot in progress is ended first; the stop then takes what it started. */
-	job = job_find(srv, JOB_BOOT, state_dir);
-	if (job) {
-		log_info("connection %" PRIu64 ": stopping the boot of %s in progress (runner %d)",
-		         c->id, app_dir, (int)job->pid);
-		kill(job->pid, SIGTERM);
-	}
+	/* A boot in progress is ended first: the runner's boot_engine_stop() sends it TERM. */
+	if (job_find(srv, JOB_BOOT, state_dir))
+		log_info("connection %" PRIu64 ": stopping the boot of %s in progress", c->id,
+		         app_dir);
 	json_object_object_add(req, "app_dir", json_object_new_string(app_dir));
 	json_object_object_add(req, "state_dir", json_object_new_string(state_dir));
 	json_object_object_add(

@@ -498,7 +498,24 @@ static int run_stop(struct runner *r)
 		stop_error(r, &err);
 		return 2;
 	}
+	if (discard) {
+		/* Only a workspace a boot has used is ever removed (as sandbox-app-boot does). */
+		char probe[PATH_MAX + 16];
+		struct stat st;
+		snprintf(probe, sizeof(probe), "%s/session_id", state_dir);
+		if (lstat(state_dir, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() ||
+		    access(probe, F_OK) < 0) {
+			err_set(
+			    &err, ERR_REFUSED, ENOENT,
+			    "Sandbox discard refused: %s holds no boot's state (no %s); nothing "
+			    "was removed",
+			    app_dir, probe);
+			stop_error(r, &err);
+			return 2;
+		}
+	}
 	running = was_running(state_dir);
+	/* A boot in progress is told to stop (TERM to its runner) and waited for first. */
 	if (boot_engine_stop(state_dir, grace, &err) < 0) {
 		err_wrap(&err, "Sandbox stop failed");
 		stop_error(r, &err);
@@ -506,7 +523,8 @@ static int run_stop(struct runner *r)
 	}
 	if (discard) {
 		struct boot_plan plan = {0};
-		struct boot_options o = {.shape = BOOT_SHAPE_DIRECTORY, .dry_run = true};
+		struct boot_options o = {
+		    .shape = BOOT_SHAPE_DIRECTORY, .dry_run = true, .for_cleanup = true};
 		char spec[PATH_MAX];
 		struct err plan_err;
 		struct stat st;

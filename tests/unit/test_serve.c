@@ -741,6 +741,48 @@ START_TEST(test_reconnect_and_restart)
 }
 END_TEST
 
+/* A stop while the boot runs ends it (its stream gets the failed result); discard removes it. */
+START_TEST(test_stop_mid_boot_and_discard)
+{
+	struct client c;
+	struct got *g;
+	json_object *req;
+	uint32_t st;
+	ssize_t end;
+	char src[600], ws[600];
+	struct stat sb;
+
+	start_daemon();
+	connect_ok(&c, host_key);
+	make_src("src", "[\"echo waiting\", \"sleep 60\"]");
+	snprintf(src, sizeof(src), "%s/src", tmp);
+	expect_ok(client_push_tree(&c, ws_app, src));
+	st = client_send(&c, MSG_BOOT_START, MSG_F_END, NEW_STREAM, app_req(), NULL, 0);
+	ck_assert_int_ge(client_wait_type(&c, st, MSG_BOOT_LOG, 0, CLIENT_TIMEOUT_MS), 0);
+	/* A second boot of the same app meanwhile is refused. */
+	expect_refused(client_request(&c, MSG_BOOT_START, app_req(), NULL, 0));
+	g = client_request(&c, MSG_STOP, app_req(), NULL, 0);
+	expect_ok(g);
+	end = client_wait_end(&c, st, CLIENT_TIMEOUT_MS);
+	ck_assert_int_ge(end, 0);
+	g = &c.inbox[end];
+	ck_assert_int_eq(g->type, MSG_BOOT_RESULT);
+	ck_assert_str_eq(got_string(g, "status"), "failed");
+	ck_assert_str_ne(status_of(&c, NULL), "booting");
+	ck_assert(!found_in_procs("sleep 60", "cmdline", -1));
+
+	req = app_req();
+	json_object_object_add(req, "discard", json_object_new_boolean(true));
+	g = client_request(&c, MSG_STOP, req, NULL, 0);
+	expect_ok(g);
+	ck_assert_str_eq(got_string(g, "discarded"), "true");
+	snprintf(ws, sizeof(ws), "%s/ws", tmp);
+	ck_assert_int_lt(lstat(ws, &sb), 0);
+	ck_assert_str_eq(status_of(&c, NULL), "none");
+	client_free(&c);
+}
+END_TEST
+
 /* A pty stands in for the virtio-serial port: sessions one after another, garbage between. */
 START_TEST(test_serial_sessions)
 {
@@ -791,6 +833,7 @@ static Suite *serve_suite(void)
 	tcase_add_test(tc, test_unix_full_boot);
 	tcase_add_test(tc, test_stdio_full_boot);
 	tcase_add_test(tc, test_reconnect_and_restart);
+	tcase_add_test(tc, test_stop_mid_boot_and_discard);
 	suite_add_tcase(s, tc);
 	return s;
 }
