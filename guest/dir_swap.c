@@ -9,9 +9,23 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "log.h"
+
+#ifndef RENAME_NOREPLACE
+#define RENAME_NOREPLACE (1 << 0)
+#endif
+#ifndef RENAME_EXCHANGE
+#define RENAME_EXCHANGE (1 << 1)
+#endif
+
+/* renameat2(2) through the system call: musl has no wrapper. */
+static int rename2(int olddfd, const char *oldname, int newdfd, const char *newname, unsigned flags)
+{
+	return (int)syscall(SYS_renameat2, olddfd, oldname, newdfd, newname, flags);
+}
 
 static void hook(struct dir_swap *s, const char *point)
 {
@@ -211,14 +225,12 @@ int dir_swap_recover(struct dir_swap *s, enum dir_swap_recovery *ret, struct err
 	if (!have_dir && have_new && have_old) {
 		/* Between the two renames of a swap: the stage was complete (it was flushed
 		 * before the directory moved). Finish the swap. */
-		if (renameat2(s->parent_fd, s->new_name, s->parent_fd, s->base, RENAME_NOREPLACE) <
-		    0)
+		if (rename2(s->parent_fd, s->new_name, s->parent_fd, s->base, RENAME_NOREPLACE) < 0)
 			return err_errno(err, "finishing the interrupted swap of %s", s->dir);
 		action = DIR_SWAP_RECOVER_FINISHED;
 		have_new = false;
 	} else if (!have_dir && have_old) {
-		if (renameat2(s->parent_fd, s->old_name, s->parent_fd, s->base, RENAME_NOREPLACE) <
-		    0)
+		if (rename2(s->parent_fd, s->old_name, s->parent_fd, s->base, RENAME_NOREPLACE) < 0)
 			return err_errno(err, "restoring %s after an interrupted swap", s->dir);
 		action = DIR_SWAP_RECOVER_RESTORED;
 		have_old = false;
@@ -258,20 +270,20 @@ static int swap_renames(struct dir_swap *s, struct err *err)
 {
 	int r;
 
-	if (renameat2(s->parent_fd, s->base, s->parent_fd, s->old_name, RENAME_NOREPLACE) < 0)
+	if (rename2(s->parent_fd, s->base, s->parent_fd, s->old_name, RENAME_NOREPLACE) < 0)
 		return err_errno(err, "moving %s aside", s->dir);
 	/* The window: the directory is missing until the next rename. */
 	r = fsync_parent(s, err);
 	if (r < 0)
 		goto undo;
 	hook(s, "renamed-old");
-	if (renameat2(s->parent_fd, s->new_name, s->parent_fd, s->base, RENAME_NOREPLACE) < 0) {
+	if (rename2(s->parent_fd, s->new_name, s->parent_fd, s->base, RENAME_NOREPLACE) < 0) {
 		r = err_errno(err, "moving the new tree into %s", s->dir);
 		goto undo;
 	}
 	return 0;
 undo:
-	if (renameat2(s->parent_fd, s->old_name, s->parent_fd, s->base, RENAME_NOREPLACE) < 0)
+	if (rename2(s->parent_fd, s->old_name, s->parent_fd, s->base, RENAME_NOREPLACE) < 0)
 		log_debug("putting %s back: %m", s->dir);
 	return r;
 }
@@ -286,8 +298,7 @@ int dir_swap_exchange(struct dir_swap *s, int *ret_method, bool *ret_old_left, s
 	if (fstatat(s->parent_fd, s->base, &st, AT_SYMLINK_NOFOLLOW) < 0) {
 		if (errno != ENOENT)
 			return err_errno(err, "examining %s", s->dir);
-		if (renameat2(s->parent_fd, s->new_name, s->parent_fd, s->base, RENAME_NOREPLACE) <
-		    0)
+		if (rename2(s->parent_fd, s->new_name, s->parent_fd, s->base, RENAME_NOREPLACE) < 0)
 			return err_errno(err, "moving the new tree into %s", s->dir);
 		method = DIR_SWAP_FIRST;
 	} else if (!S_ISDIR(st.st_mode)) {
@@ -295,7 +306,7 @@ int dir_swap_exchange(struct dir_swap *s, int *ret_method, bool *ret_old_left, s
 		               "%s is not a directory (a symbolic link?): refusing to replace it",
 		               s->dir);
 	} else if (!(s->flags & DIR_SWAP_NO_EXCHANGE) &&
-	           renameat2(s->parent_fd, s->new_name, s->parent_fd, s->base, RENAME_EXCHANGE) ==
+	           rename2(s->parent_fd, s->new_name, s->parent_fd, s->base, RENAME_EXCHANGE) ==
 	               0) {
 		method = DIR_SWAP_EXCHANGE;
 	} else {
@@ -314,7 +325,7 @@ int dir_swap_exchange(struct dir_swap *s, int *ret_method, bool *ret_old_left, s
 
 	/* After an exchange the stage's name holds the old tree: give it the old tree's name. */
 	if (method == DIR_SWAP_EXCHANGE &&
-	    renameat2(s->parent_fd, s->new_name, s->parent_fd, s->old_name, RENAME_NOREPLACE) < 0) {
+	    rename2(s->parent_fd, s->new_name, s->parent_fd, s->old_name, RENAME_NOREPLACE) < 0) {
 		log_debug("renaming the old tree of %s: %m", s->dir);
 		if (dir_swap_remove_tree(s->parent_fd, s->new_name) < 0)
 			old_left = true;
