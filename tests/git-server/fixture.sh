@@ -11,9 +11,9 @@
 #
 # Prints KEY=VALUE lines on stdout (commit and object ids) and writes them to REPOS/NAME.ids.
 #
-# The standard repository: branch main with three commits (a subdirectory, an executable, a
-# relative and an absolute symlink, a 512 KiB blob), branch feature off main~1, an annotated tag
-# v1 on main~1, a lightweight tag v0 on main~2, HEAD -> main.
+# The standard repository: branch main with commits c1..c4 (a subdirectory, an executable, a
+# relative and an absolute symlink, a 512 KiB blob), an annotated tag v1 on c2, a lightweight
+# tag v0 on c1, branch feature off c2; c3 is the tip of nothing. HEAD -> main.
 set -eu
 
 repos=${1:?usage: fixture.sh REPOS NAME [escape|relink DIR]}
@@ -65,6 +65,9 @@ standard)
 	g rm -q src/main.py
 	g add -A && g commit -q -m "third"
 	echo "c3=$(g rev-parse HEAD)" >>"$out"
+	echo "fourth" >fourth.txt
+	g add -A && g commit -q -m "fourth"
+	echo "c4=$(g rev-parse HEAD)" >>"$out"
 	g push -q "$bare" main feature v0 v1
 	;;
 escape)
