@@ -40,7 +40,7 @@ answers() { # answers PORT: anything listening (an HTTP status, even 401)
 }
 
 # A port can be taken between choosing and binding it: try a few.
-for attempt in 1 2 3 4 5; do
+for _ in 1 2 3 4 5; do
 	port=$(free_port)
 	cat >"$dir/lighttpd.conf" <<CONF
 server.modules = ("mod_alias", "mod_auth", "mod_authn_file", "mod_cgi", "mod_setenv")
