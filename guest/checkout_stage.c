@@ -578,7 +578,8 @@ static int check_tree(git_repository *repo, const git_oid *commit, struct err *e
 			rc = git_fetch_err(err, rc, "walking the commit's tree");
 		goto out;
 	}
-	qsort(t.paths, t.n, sizeof(char *), cmp_str);
+	if (t.n)
+		qsort(t.paths, t.n, sizeof(char *), cmp_str);
 	for (size_t i = 1; i < t.n; i++)
 		if (strcmp(t.paths[i - 1], t.paths[i]) == 0) {
 			rc = err_set(err, ERR_REFUSED, EPERM,
@@ -586,7 +587,8 @@ static int check_tree(git_repository *repo, const git_oid *commit, struct err *e
 			             t.paths[i]);
 			goto out;
 		}
-	qsort(t.links, t.n_links, sizeof(char *), cmp_str);
+	if (t.n_links)
+		qsort(t.links, t.n_links, sizeof(char *), cmp_str);
 	for (size_t i = 0; i < t.n && t.n_links; i++)
 		if (beneath_link(&t, t.paths[i])) {
 			rc = err_set(
@@ -635,7 +637,16 @@ int checkout_stage_checkout(struct checkout_stage *s, const git_oid *commit, str
 		                s->stage_path);
 	}
 	if (s->clone_url) {
-		r = git_remote_create(&origin, s->repo, "origin", s->clone_url);
+		git_remote_create_options ro;
+
+		/* The URL as given: no insteadOf rewriting (which also leaks in libgit2 1.5). */
+		r = git_remote_create_options_init(&ro, GIT_REMOTE_CREATE_OPTIONS_VERSION);
+		if (r < 0)
+			return git_fetch_err(err, r, "initializing libgit2 options");
+		ro.repository = s->repo;
+		ro.name = "origin";
+		ro.flags = GIT_REMOTE_CREATE_SKIP_INSTEADOF;
+		r = git_remote_create_with_opts(&origin, s->clone_url, &ro);
 		if (r < 0)
 			return git_fetch_err(err, r, "setting origin");
 	}
