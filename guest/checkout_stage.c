@@ -83,6 +83,9 @@ static int remove_tree_at(int dfd, const char *name, dev_t dev, int depth)
 			return unlinkat(dfd, name, 0) < 0 && errno != ENOENT ? -errno : 0;
 		return errno == ENOENT ? 0 : -errno;
 	}
+	/* A read-only directory (a module cache) must be writable to be emptied; no-op as root. */
+	if ((st.st_mode & 0700) != 0700 && fchmod(fd, (st.st_mode | 0700) & 07777) < 0)
+		log_debug("making %s writable to remove it: %m", name);
 	d = fdopendir(fd);
 	if (!d)
 		return -errno;

@@ -9,7 +9,9 @@
 # DIR is an existing, empty or fresh directory the server owns: its config, the user file, the
 # log and the repositories (DIR/repos/*.git, served as URL/NAME.git) live there. The token is
 # read from stdin, never from argv. Prints the base URL (http://127.0.0.1:PORT/git) on stdout
-# once the server answers; its pid is in DIR/pid. Stop it with tests/git-server/stop.sh DIR.
+# once the server answers; its pid is in DIR/pid. URL/../moved/NAME.git redirects to
+# URL/NAME.git, URL/../offsite/NAME.git to the same under the host name localhost.
+# Stop it with tests/git-server/stop.sh DIR.
 set -eu
 
 dir=${1:?usage: start.sh DIR USER <<<TOKEN}
@@ -43,7 +45,7 @@ answers() { # answers PORT: anything listening (an HTTP status, even 401)
 for _ in 1 2 3 4 5; do
 	port=$(free_port)
 	cat >"$dir/lighttpd.conf" <<CONF
-server.modules = ("mod_alias", "mod_auth", "mod_authn_file", "mod_cgi", "mod_setenv")
+server.modules = ("mod_alias", "mod_redirect", "mod_auth", "mod_authn_file", "mod_cgi", "mod_setenv")
 server.bind = "127.0.0.1"
 server.port = $port
 server.document-root = "$dir/www"
@@ -53,6 +55,11 @@ server.stream-request-body = 0
 auth.backend = "plain"
 auth.backend.plain.userfile = "$dir/users"
 alias.url = ("/git/" => "$backend/")
+# Redirects: /moved/ to /git/ on this host, /offsite/ to /git/ under another host name.
+url.redirect = (
+	"^/moved/(.*)\$" => "http://127.0.0.1:$port/git/\$1",
+	"^/offsite/(.*)\$" => "http://localhost:$port/git/\$1"
+)
 \$HTTP["url"] =~ "^/git/" {
 	cgi.assign = ("" => "")
 	setenv.set-environment = (

@@ -487,6 +487,11 @@ START_TEST(test_recover_states)
 	make_dir_with(tpath("outside"), "keep");
 	ck_assert_int_eq(symlink(tpath("outside"), tpath("ws/.app.checkout-new/sub/escape")), 0);
 	ck_assert_int_eq(symlink(tpath("outside"), tpath("ws/.app.checkout-old/escape")), 0);
+	/* A read-only directory (as module caches are) goes too. */
+	ck_assert_int_eq(sh("mkdir -p '%s/ro' && touch '%s/ro/f' && chmod 0555 '%s/ro'",
+	                    tpath("ws/.app.checkout-old"), tpath("ws/.app.checkout-old"),
+	                    tpath("ws/.app.checkout-old")),
+	                 0);
 	ck_assert_int_eq(checkout_recover(app, &a, &e), 0);
 	ck_assert_int_eq(a, CHECKOUT_RECOVER_CLEANED);
 	ck_assert(!leftovers());

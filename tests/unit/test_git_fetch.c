@@ -332,6 +332,32 @@ START_TEST(test_missing_ref)
 }
 END_TEST
 
+START_TEST(test_redirect_to_other_host_refused)
+{
+	_cleanup_git_repository_ git_repository *repo = fresh_repo("r", true);
+	struct git_fetch_spec s = spec_for("main");
+	struct git_fetch_result res;
+	char moved[400];
+	struct err e;
+
+	/* /offsite/ answers with a 301 to another host name: the header must not go there. */
+	snprintf(moved, sizeof(moved), "%.*s/offsite/app.git", (int)(strlen(srv.url) - 4), srv.url);
+	s.clone_url = moved;
+	ck_assert_int_lt(git_fetch_ref(repo, &s, &res, &e), 0);
+	ck_assert_int_eq(e.cls, ERR_FAILED);
+	ck_assert_msg(strstr(e.msg, moved) && strstr(e.msg, "cannot redirect from '127.0.0.1' to "
+	                                                    "'localhost'"),
+	              "%s", e.msg);
+	ck_assert_ptr_null(strstr(e.msg, srv.token));
+
+	/* libgit2 follows a redirect on the same host (the header stays with that host). */
+	snprintf(moved, sizeof(moved), "%.*s/moved/app.git", (int)(strlen(srv.url) - 4), srv.url);
+	s.clone_url = moved;
+	ck_assert_msg(git_fetch_ref(repo, &s, &res, &e) == 0, "%s", e.msg);
+	assert_oid(&res.commit, ts_id(&ids, "c4"));
+}
+END_TEST
+
 START_TEST(test_refusals)
 {
 	_cleanup_git_repository_ git_repository *repo = fresh_repo("r", true);
@@ -832,6 +858,7 @@ static Suite *git_fetch_suite(void)
 	tcase_add_test(tc, test_fetch_inner_commit);
 	tcase_add_test(tc, test_wrong_token);
 	tcase_add_test(tc, test_missing_ref);
+	tcase_add_test(tc, test_redirect_to_other_host_refused);
 	tcase_add_test(tc, test_refusals);
 	tcase_add_test(tc, test_token_nowhere);
 	tcase_add_test(tc, test_header_wiped_from_memory);
