@@ -460,7 +460,6 @@ static const git_remote_head *find_head(const git_remote_head **heads, size_t n,
 
 static int set_ref(struct resolved *r, const char *remote_ref, struct err *err)
 {
-	const char *local;
 	int n;
 
 	if (strncmp(remote_ref, "refs/heads/", 11) == 0) {
@@ -471,8 +470,7 @@ static int set_ref(struct resolved *r, const char *remote_ref, struct err *err)
 		/* Tags and other refs (refs/pull/1/head) keep their own name. */
 		r->kind =
 		    strncmp(remote_ref, "refs/tags/", 10) == 0 ? GIT_FETCH_TAG : GIT_FETCH_BRANCH;
-		local = remote_ref;
-		n = snprintf(r->local_ref, sizeof(r->local_ref), "%s", local);
+		n = snprintf(r->local_ref, sizeof(r->local_ref), "%s", remote_ref);
 	}
 	if (n < 0 || (size_t)n >= sizeof(r->local_ref) ||
 	    strlen(remote_ref) >= sizeof(r->remote_ref))

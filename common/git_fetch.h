@@ -88,7 +88,7 @@ struct git_fetch_spec {
 };
 
 enum git_fetch_kind {
-	GIT_FETCH_BRANCH = 1,
+	GIT_FETCH_BRANCH = 1, /* also another ref under refs/ (refs/pull/1/head), kept by name */
 	GIT_FETCH_TAG = 2,
 	GIT_FETCH_COMMIT = 3, /* a commit id not at the tip of any branch or tag */
 };

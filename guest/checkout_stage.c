@@ -116,18 +116,17 @@ static int remove_tree(int parent_fd, const char *name)
 	return remove_tree_at(parent_fd, name, st.st_dev, 0);
 }
 
-/* chown everything below the open directory fd, never following a link. */
+/* chown everything below the directory fd (which this takes over), never following a link. */
 static int chown_tree_fd(int fd, uid_t uid, gid_t gid, int depth)
 {
 	DIR *d;
 	struct dirent *de;
 	int r = 0;
 
-	if (depth >= WALK_DEPTH_MAX)
+	if (depth >= WALK_DEPTH_MAX) {
+		close(fd);
 		return -ELOOP;
-	fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
-	if (fd < 0)
-		return -errno;
+	}
 	d = fdopendir(fd);
 	if (!d) {
 		r = -errno;
@@ -136,15 +135,12 @@ static int chown_tree_fd(int fd, uid_t uid, gid_t gid, int depth)
 	}
 	while ((de = readdir(d)) && r == 0) {
 		struct stat st;
-		_cleanup_close_ int sub = -1;
+		int sub;
 
 		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
 			continue;
-		if (fchownat(dirfd(d), de->d_name, uid, gid, AT_SYMLINK_NOFOLLOW) < 0) {
-			r = -errno;
-			break;
-		}
-		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+		if (fchownat(dirfd(d), de->d_name, uid, gid, AT_SYMLINK_NOFOLLOW) < 0 ||
+		    fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
 			r = -errno;
 			break;
 		}
@@ -659,7 +655,9 @@ int checkout_stage_checkout(struct checkout_stage *s, const git_oid *commit, str
 	s->commit = *commit;
 
 	if (s->uid != (uid_t)-1 || s->gid != (gid_t)-1) {
-		r = chown_tree_fd(s->stage_fd, s->uid, s->gid, 0);
+		int fd = fcntl(s->stage_fd, F_DUPFD_CLOEXEC, 3);
+
+		r = fd < 0 ? -errno : chown_tree_fd(fd, s->uid, s->gid, 0);
 		if (r >= 0 && fchown(s->stage_fd, s->uid, s->gid) < 0)
 			r = -errno;
 		if (r < 0) {
