@@ -86,8 +86,9 @@ struct scrubber {
 	uint8_t *secrets;   /* sodium region: (uint32_t len, bytes)... */
 	size_t secrets_len; /* bytes used in it */
 	size_t count;
-	size_t maxlen;     /* the longest pattern */
-	struct index *idx; /* sodium region, or NULL without secrets */
+	size_t maxlen;       /* the longest pattern */
+	struct index *idx;   /* sodium region, or NULL without secrets */
+	bool newline_secret; /* some secret holds '\n': a line end is no safe point to flush */
 };
 
 struct scrub_stream {
@@ -492,6 +493,8 @@ int scrubber_add(struct scrubber *s, const char *value, size_t len)
 		else if (s->idx)
 			sodium_mprotect_noaccess(s->idx);
 	}
+	if (r == 0 && memchr(value, '\n', len))
+		s->newline_secret = true;
 	sodium_mprotect_noaccess(s->secrets);
 	pthread_mutex_unlock(&s->lock);
 	return r;
@@ -755,6 +758,17 @@ int scrub_stream_write(struct scrub_stream *st, const char *buf, size_t len)
 	memcpy(st->win, b + n, len - n);
 	st->held = len - n;
 out_push:
+	/*
+	 * Output that ends a line is let through at once (a log follows a server live): no
+	 * pattern contains '\n', so none can start before the line end and finish after it.
+	 */
+	if (st->held > 0 && st->win[st->held - 1] == '\n' && !st->s->newline_secret) {
+		r = stream_scan(st, ix, st->win, st->held, st->held);
+		if (r < 0)
+			goto out;
+		sodium_memzero(st->win, st->held);
+		stream_reset(st);
+	}
 	r = stream_push(st);
 out:
 	scrubber_release(st->s);

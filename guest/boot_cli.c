@@ -1,10 +1,472 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * sandbox-app-boot: the command line of the boot contract. It chooses exit codes and writes
+ * what the caller reads; the work is done by the boot engine.
+ *
+ * Exit codes: 0 ready (or the requested action done), 1 a step failed or a deadline passed,
+ * 2 the request, the spec or sandbox.yml was refused (or a boot is already in progress).
+ * On failure the cause is the LAST line of stderr: the platform keeps only 500 characters.
+ */
 #include "boot_cli.h"
 
+#include <errno.h>
+#include <getopt.h>
+#include <libgen.h>
+#include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "boot_discard.h"
+#include "boot_engine.h"
+#include "boot_plan.h"
+#include "boot_services.h"
+#include "log.h"
+#include "logfile.h"
+#include "proc.h"
+#include "strv.h"
+
+#define TAIL_LINES 20
+#define TAIL_LINE_CHARS 500
+
+extern char **environ;
+
+enum boot_action {
+	ACTION_BOOT,
+	ACTION_DRY_RUN,
+	ACTION_STOP,
+	ACTION_DISCARD,
+	ACTION_STATUS,
+};
+
+static void usage(FILE *f)
+{
+	fputs("usage: sandbox-app-boot [OPTIONS] APP_DIR\n"
+	      "       sandbox-app-boot --spec FILE [--from STEP] [--restart]\n"
+	      "\n"
+	      "Boots the app in APP_DIR: .activeagents/sandbox.yml, setup, manifest, server,\n"
+	      "readiness, runtime.json; exits 0 with the app running, 1 when a step failed,\n"
+	      "2 when the request or its configuration was refused.\n"
+	      "\n"
+	      "Actions (default: boot):\n"
+	      "  --dry-run            print the resolved plan as JSON and exit\n"
+	      "  --stop               stop every process of the boot; keep files\n"
+	      "  --discard            stop, drop the databases, remove the workspace\n"
+	      "  --status             print the boot's state as JSON\n"
+	      "  --restart            run manifest and start again (changed checkout)\n"
+	      "  --from STEP          resume a failed boot at STEP\n"
+	      "Options:\n"
+	      "  --spec FILE          the platform's spec file (spec shape)\n"
+	      "  --workspace DIR      default: the app directory's parent\n"
+	      "  --user NAME          run the app's commands as NAME (default: sandbox if it\n"
+	      "                       exists, else the caller)\n"
+	      "  --pass-env NAME      give the app the caller's NAME (repeatable)\n"
+	      "  --timeout SECONDS    the whole boot's deadline (default 600)\n"
+	      "  --listen ADDR:PORT   the outside address forwarded to the app (0.0.0.0:8080)\n"
+	      "  --no-forward         no forwarder, no /up check through it\n"
+	      "  --grace MS           grace period between TERM and KILL (10000)\n"
+	      "  --cache-root DIR     shared download caches (/var/cache/sandbox-app-runtime)\n"
+	      "  -v, --verbose        more detail on stderr\n"
+	      "  --version, --help\n",
+	      f);
+}
+
+static int parse_uint(const char *s, unsigned max, unsigned *ret)
+{
+	char *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || end == s || *end || v > max || s[0] == '-')
+		return -1;
+	*ret = (unsigned)v;
+	return 0;
+}
+
+static int parse_listen(const char *s, char **ret_addr, unsigned *ret_port)
+{
+	const char *colon = strrchr(s, ':');
+	unsigned port;
+
+	if (!colon || colon == s || parse_uint(colon + 1, 65535, &port) < 0 || port == 0)
+		return -1;
+	*ret_addr = strndup(s, (size_t)(colon - s));
+	*ret_port = port;
+	return *ret_addr ? 0 : -1;
+}
+
+/* "Sandbox <step> failed: <problem>", the log tail, and the cause again as the last line. */
+static void report_failure(const struct boot_plan *p, const struct boot_result *res,
+                           const struct err *err)
+{
+	_cleanup_free_ char *tail = NULL;
+	char line[ERR_MSG_MAX + 128];
+
+	if (strncmp(err->msg, "Sandbox ", 8) == 0)
+		snprintf(line, sizeof(line), "%s", err->msg);
+	else
+		snprintf(line, sizeof(line), "Sandbox %s failed: %s", res->step, err->msg);
+	fprintf(stderr, "%s\n", line);
+	if (res->log_path[0]) {
+		struct err tail_err;
+		const char *shown = res->log_path;
+		if (p && p->state_dir && strncmp(shown, p->state_dir, strlen(p->state_dir)) == 0)
+			shown += strlen(p->state_dir) + 1;
+		if (logfile_tail(res->log_path, TAIL_LINES, TAIL_LINE_CHARS, &tail, &tail_err) ==
+		        0 &&
+		    tail && *tail) {
+			_cleanup_free_ char *clean = NULL;
+			size_t len = strlen(tail);
+			if (p && p->scrub)
+				clean = scrub_string(p->scrub, tail, len, &len);
+			fprintf(stderr, "--- last lines of %s ---\n%s%s", shown,
+			        clean ? clean : tail,
+			        (clean ? clean : tail)[len ? len - 1 : 0] == '\n' ? "" : "\n");
+		}
+	}
+	fprintf(stderr, "%s\n", line);
+}
+
+static void report_refusal(const struct err *err)
+{
+	if (strncmp(err->msg, "Sandbox ", 8) == 0)
+		fprintf(stderr, "%s\n", err->msg);
+	else
+		fprintf(stderr, "Sandbox boot refused: %s\n", err->msg);
+}
+
+static int exit_code(const struct err *err)
+{
+	return err->cls == ERR_REFUSED ? 2 : 1;
+}
+
+static void progress_phase(void *userdata, const char *step, const char *phase, const char *detail)
+{
+	if (strcmp(phase, "started") == 0 && detail)
+		fprintf(stderr, "sandbox-app-boot: %s: $ %s\n", step, detail);
+	else if (strcmp(phase, "skipped") == 0)
+		fprintf(stderr, "sandbox-app-boot: %s: skipped (%s)\n", step, detail ? detail : "");
+	else if (strcmp(phase, "ready") == 0)
+		fprintf(stderr, "sandbox-app-boot: ready; runtime.json at %s\n", detail);
+	else if (log_max_level >= LOG_INFO)
+		fprintf(stderr, "sandbox-app-boot: %s: %s\n", step, phase);
+}
+
+/* Where the boot keeps its state, without reading any configuration (for --stop etc.). */
+static int state_dir_for(const struct boot_options *o, char *buf, size_t len, struct err *err)
+{
+	char real[PATH_MAX];
+
+	if (o->shape == BOOT_SHAPE_SPEC) {
+		if (!realpath(o->spec_path, real))
+			return err_set(err, ERR_REFUSED, errno, "cannot use the spec %s: %s",
+			               o->spec_path, strerror(errno));
+		snprintf(buf, len, "%s", dirname(real));
+		return 0;
+	}
+	if (o->workspace) {
+		if (!realpath(o->workspace, real))
+			return err_set(err, ERR_REFUSED, errno, "cannot use the workspace %s: %s",
+			               o->workspace, strerror(errno));
+	} else {
+		if (!realpath(o->app_dir, real))
+			return err_set(err, ERR_REFUSED, errno, "cannot use %s: %s", o->app_dir,
+			               strerror(errno));
+		dirname(real); /* in place: real now holds the parent */
+	}
+	snprintf(buf, len, "%s/.sandbox", real);
+	return 0;
+}
+
+static int do_boot(struct boot_options *o)
+{
+	struct boot_plan plan = {0};
+	struct boot_result res = {0};
+	struct boot_observer obs = {.phase = progress_phase};
+	struct err err;
+	int r;
+
+	err_clear(&err);
+	if (boot_plan_build(o, &plan, &err) < 0) {
+		report_refusal(&err);
+		return exit_code(&err);
+	}
+	r = boot_engine_run(&plan, o, &obs, &res, &err);
+	if (r < 0) {
+		if (err.cls == ERR_REFUSED)
+			report_refusal(&err);
+		else
+			report_failure(&plan, &res, &err);
+		boot_plan_dispose(&plan);
+		return exit_code(&err);
+	}
+	if (plan.shape == BOOT_SHAPE_SPEC) {
+		printf("{\"status\":\"ready\"}\n");
+		fflush(stdout);
+	}
+	boot_plan_dispose(&plan);
+	return 0;
+}
+
+static int do_dry_run(struct boot_options *o)
+{
+	struct boot_plan plan = {0};
+	_cleanup_free_ char *json = NULL;
+	struct err err;
+
+	err_clear(&err);
+	o->dry_run = true;
+	if (boot_plan_build(o, &plan, &err) < 0) {
+		report_refusal(&err);
+		return exit_code(&err);
+	}
+	json = boot_plan_to_json(&plan);
+	boot_plan_dispose(&plan);
+	if (!json) {
+		fprintf(stderr, "Sandbox dry run failed: out of memory\n");
+		return 1;
+	}
+	printf("%s\n", json);
+	return 0;
+}
+
+static int do_stop(struct boot_options *o, bool discard)
+{
+	char state_dir[PATH_MAX];
+	struct err err;
+	unsigned grace = o->grace_ms ? o->grace_ms : BOOT_DEFAULT_GRACE_MS;
+
+	err_clear(&err);
+	if (state_dir_for(o, state_dir, sizeof(state_dir), &err) < 0) {
+		report_refusal(&err);
+		return exit_code(&err);
+	}
+	if (boot_engine_stop(state_dir, grace, &err) < 0) {
+		fprintf(stderr, "Sandbox stop failed: %s\n", err.msg);
+		return 1;
+	}
+	if (!discard)
+		return 0;
+	{
+		struct boot_plan plan = {0};
+		struct err plan_err;
+		o->dry_run = true;
+		if (boot_plan_build(o, &plan, &plan_err) == 0) {
+			if (boot_services_drop_databases(&plan, &err) < 0)
+				fprintf(stderr, "sandbox-app-boot: %s\n", err.msg);
+			if (workspace_discard(plan.workspace, &err) < 0) {
+				boot_plan_dispose(&plan);
+				fprintf(stderr, "Sandbox discard failed: %s\n", err.msg);
+				return 1;
+			}
+			boot_plan_dispose(&plan);
+			return 0;
+		}
+	}
+	/* The configuration no longer loads: remove the workspace all the same. */
+	{
+		char ws[PATH_MAX];
+		snprintf(ws, sizeof(ws), "%s", state_dir);
+		if (o->shape == BOOT_SHAPE_DIRECTORY)
+			*strrchr(ws, '/') = '\0';
+		else if (o->workspace)
+			snprintf(ws, sizeof(ws), "%s", o->workspace);
+		else
+			return 0;
+		if (workspace_discard(ws, &err) < 0) {
+			fprintf(stderr, "Sandbox discard failed: %s\n", err.msg);
+			return 1;
+		}
+	}
+	return 0;
+}
+
+static int do_status(struct boot_options *o)
+{
+	char state_dir[PATH_MAX];
+	_cleanup_free_ char *json = NULL;
+	struct err err;
+
+	err_clear(&err);
+	if (state_dir_for(o, state_dir, sizeof(state_dir), &err) < 0 ||
+	    boot_engine_status(state_dir, &json, &err) < 0) {
+		fprintf(stderr, "Sandbox status failed: %s\n", err.msg);
+		return exit_code(&err);
+	}
+	printf("%s\n", json);
+	return 0;
+}
 
 int boot_cli_main(int argc, char **argv)
 {
-	fprintf(stderr, "sandbox-app-boot: not implemented yet\n");
-	return 2;
+	enum {
+		OPT_SPEC = 0x100,
+		OPT_WORKSPACE,
+		OPT_USER,
+		OPT_PASS_ENV,
+		OPT_TIMEOUT,
+		OPT_LISTEN,
+		OPT_NO_FORWARD,
+		OPT_GRACE,
+		OPT_CACHE_ROOT,
+		OPT_FROM,
+		OPT_RESTART,
+		OPT_STOP,
+		OPT_DISCARD,
+		OPT_STATUS,
+		OPT_DRY_RUN,
+		OPT_VERSION,
+	};
+	static const struct option longopts[] = {
+	    {"spec", required_argument, NULL, OPT_SPEC},
+	    {"workspace", required_argument, NULL, OPT_WORKSPACE},
+	    {"user", required_argument, NULL, OPT_USER},
+	    {"pass-env", required_argument, NULL, OPT_PASS_ENV},
+	    {"timeout", required_argument, NULL, OPT_TIMEOUT},
+	    {"listen", required_argument, NULL, OPT_LISTEN},
+	    {"no-forward", no_argument, NULL, OPT_NO_FORWARD},
+	    {"grace", required_argument, NULL, OPT_GRACE},
+	    {"cache-root", required_argument, NULL, OPT_CACHE_ROOT},
+	    {"from", required_argument, NULL, OPT_FROM},
+	    {"restart", no_argument, NULL, OPT_RESTART},
+	    {"stop", no_argument, NULL, OPT_STOP},
+	    {"discard", no_argument, NULL, OPT_DISCARD},
+	    {"status", no_argument, NULL, OPT_STATUS},
+	    {"dry-run", no_argument, NULL, OPT_DRY_RUN},
+	    {"verbose", no_argument, NULL, 'v'},
+	    {"help", no_argument, NULL, 'h'},
+	    {"version", no_argument, NULL, OPT_VERSION},
+	    {0},
+	};
+	_cleanup_strv_ char **pass_env = NULL;
+	_cleanup_free_ char *listen_addr = NULL;
+	struct boot_options o = {.shape = BOOT_SHAPE_DIRECTORY, .caller_env = environ};
+	enum boot_action action = ACTION_BOOT;
+	int c;
+
+	/* Nothing we inherited beyond stdio may reach a child or outlive us. */
+	proc_close_inherited(-1);
+	while ((c = getopt_long(argc, argv, "vh", longopts, NULL)) != -1) {
+		switch (c) {
+		case OPT_SPEC:
+			o.shape = BOOT_SHAPE_SPEC;
+			o.spec_path = optarg;
+			break;
+		case OPT_WORKSPACE:
+			o.workspace = optarg;
+			break;
+		case OPT_USER:
+			o.user = optarg;
+			break;
+		case OPT_PASS_ENV:
+			if (!env_name_valid(optarg)) {
+				fprintf(stderr,
+				        "Sandbox boot refused: --pass-env %s is not a "
+				        "variable name\n",
+				        optarg);
+				return 2;
+			}
+			if (strv_push(&pass_env, optarg) < 0)
+				return 1;
+			break;
+		case OPT_TIMEOUT:
+			if (parse_uint(optarg, 7 * 24 * 3600, &o.timeout) < 0 || o.timeout == 0) {
+				fprintf(stderr,
+				        "Sandbox boot refused: --timeout takes seconds, got "
+				        "'%s'\n",
+				        optarg);
+				return 2;
+			}
+			break;
+		case OPT_LISTEN:
+			free(listen_addr);
+			listen_addr = NULL;
+			if (parse_listen(optarg, &listen_addr, &o.listen_port) < 0) {
+				fprintf(stderr,
+				        "Sandbox boot refused: --listen takes ADDR:PORT, got "
+				        "'%s'\n",
+				        optarg);
+				return 2;
+			}
+			o.listen_addr = listen_addr;
+			break;
+		case OPT_NO_FORWARD:
+			o.no_forward = 1;
+			break;
+		case OPT_GRACE:
+			if (parse_uint(optarg, 3600 * 1000, &o.grace_ms) < 0) {
+				fprintf(stderr,
+				        "Sandbox boot refused: --grace takes milliseconds, "
+				        "got '%s'\n",
+				        optarg);
+				return 2;
+			}
+			break;
+		case OPT_CACHE_ROOT:
+			o.cache_root = optarg;
+			break;
+		case OPT_FROM:
+			o.from_step = optarg;
+			break;
+		case OPT_RESTART:
+			o.restart = true;
+			break;
+		case OPT_STOP:
+			action = ACTION_STOP;
+			break;
+		case OPT_DISCARD:
+			action = ACTION_DISCARD;
+			break;
+		case OPT_STATUS:
+			action = ACTION_STATUS;
+			break;
+		case OPT_DRY_RUN:
+			action = ACTION_DRY_RUN;
+			break;
+		case 'v':
+			log_max_level = LOG_DEBUG;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		case OPT_VERSION:
+			printf("sandbox-app-boot %s\n", SA_VERSION);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	o.pass_env = pass_env;
+	if (o.shape == BOOT_SHAPE_DIRECTORY) {
+		if (optind != argc - 1) {
+			fprintf(stderr, "Sandbox boot refused: give exactly one APP_DIR (or --spec "
+			                "FILE)\n");
+			return 2;
+		}
+		o.app_dir = argv[optind];
+	} else if (optind != argc) {
+		fprintf(stderr, "Sandbox boot refused: --spec takes no APP_DIR\n");
+		return 2;
+	}
+	if (o.restart && o.from_step) {
+		fprintf(stderr, "Sandbox boot refused: --restart and --from do not go together\n");
+		return 2;
+	}
+
+	switch (action) {
+	case ACTION_DRY_RUN:
+		return do_dry_run(&o);
+	case ACTION_STOP:
+		return do_stop(&o, false);
+	case ACTION_DISCARD:
+		return do_stop(&o, true);
+	case ACTION_STATUS:
+		return do_status(&o);
+	case ACTION_BOOT:
+		break;
+	}
+	return do_boot(&o);
 }

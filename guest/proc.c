@@ -708,3 +708,51 @@ int proc_spawn(const struct proc_spec *spec, pid_t *ret_pid, struct err *err)
 	return spawn_error(err, spec, rep.error,
 	                   stage_text(spec, rep.stage, stage_buf, sizeof(stage_buf)));
 }
+
+/*
+ * A forked helper (the supervisor) still shows its parent's argv and initial environment in
+ * /proc/PID/cmdline and /proc/PID/environ: the caller's model credential among them. Overwrite
+ * both blocks in place (their addresses are fields 48-51 of /proc/self/stat) so the process
+ * reads as `title` and carries no caller variable; the C library's environment is cleared too.
+ */
+int proc_hide_caller(const char *title)
+{
+	unsigned long long vals[4];
+	char buf[2048], *p;
+	ssize_t n;
+	int fd, field;
+
+	fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -EIO;
+	buf[n] = '\0';
+	p = strrchr(buf, ')');
+	if (!p)
+		return -EINVAL;
+	/* p + 1 is the space before field 3; walk to the space before field 48. */
+	for (field = 3, p++; field < 48 && p; field++)
+		p = strchr(p + 1, ' ');
+	for (int i = 0; i < 4; i++) {
+		char *end;
+		if (!p)
+			return -EINVAL;
+		vals[i] = strtoull(p + 1, &end, 10);
+		p = *end == ' ' ? end : NULL;
+	}
+	clearenv();
+	/* arg_start, arg_end, env_start, env_end */
+	if (vals[3] > vals[2])
+		explicit_bzero((void *)(uintptr_t)vals[2], (size_t)(vals[3] - vals[2]));
+	if (vals[1] > vals[0]) {
+		size_t len = (size_t)(vals[1] - vals[0]);
+		char *args = (char *)(uintptr_t)vals[0];
+		explicit_bzero(args, len);
+		if (title)
+			memcpy(args, title, strnlen(title, len - 1));
+	}
+	return 0;
+}

@@ -91,4 +91,10 @@ void proc_describe_status(int status, char *buf, size_t len);
 /* Close every descriptor >= 3 except keep (or -1); uses close_range where available. */
 void proc_close_inherited(int keep);
 
+/*
+ * Make a forked helper show `title` as its command line and no environment in /proc (the
+ * caller's argv and environment, secrets included, are overwritten in place).
+ */
+int proc_hide_caller(const char *title);
+
 #endif

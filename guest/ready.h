@@ -1,8 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Readiness probes with libcurl (boot-contract.md, "Steps, server, readiness"):
- * GET http://HOST:PORT/PATH with Accept: application/json, no proxy, connect timeout 1 s,
- * whole request 2 s. The caller decides what status means ready.
+ * GET http://HOST:PORT/PATH with Accept: application/json, no proxy (the proxy environment
+ * variables are ignored), connect timeout 1 s, whole request 2 s, redirects not followed,
+ * the body discarded. The caller decides what status means ready.
+ *
+ * The Host header is the address probed ("127.0.0.1:PORT", as the contract says): Rails'
+ * development mode answers 403 to unknown hosts but accepts IP addresses, and the platform
+ * itself reaches the app by IP.
  */
 #ifndef SA_READY_H
 #define SA_READY_H
@@ -12,7 +17,18 @@
 
 #include "err.h"
 
-/* One request; *ret_status is the HTTP status, or 0 when no response came (err says why). */
+/*
+ * libcurl's global initialisation. The program's main() calls it once, early, before any
+ * thread starts (sandbox-agent does); ready_probe() works without it, as libcurl then
+ * initialises itself on first use.
+ */
+int ready_init(struct err *err);
+
+/*
+ * One request; *ret_status is the HTTP status, or 0 when no response came (err says why,
+ * e.g. "GET http://127.0.0.1:3000/up: connection refused"). host is an IPv4 or IPv6 literal
+ * or a name; path starts with '/' (one is added otherwise).
+ */
 int ready_probe(const char *host, uint16_t port, const char *path, long *ret_status,
                 struct err *err);
 /* 405, 401 or 200. */

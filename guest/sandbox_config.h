@@ -16,6 +16,8 @@
 
 #define SANDBOX_CONFIG_PATH ".activeagents/sandbox.yml"
 #define SANDBOX_CONFIG_MAX (256 * 1024)
+/* Mappings and lists nest at most this deep, anywhere in the file (unknown keys included). */
+#define SANDBOX_CONFIG_MAX_DEPTH 64
 
 #define SANDBOX_DEFAULT_SETUP_1 "bundle install"
 #define SANDBOX_DEFAULT_SETUP_2 "bin/rails db:prepare"
@@ -30,13 +32,30 @@ struct sandbox_config {
 	bool has_file; /* the file existed */
 };
 
-/* Parse a document; an empty document is {} and gives the defaults. */
+/* Flags for sandbox_config_load_at(). */
+enum {
+	/* Skip openat2() and resolve component by component with O_NOFOLLOW, as is done when
+	 * the kernel or a seccomp filter refuses openat2 (tests use it to cover that path). */
+	SANDBOX_CONFIG_NO_OPENAT2 = 1 << 0,
+};
+
+/*
+ * Parse a document; an empty document (no document, only comments, `---`, or a null) is {}
+ * and gives the defaults. More than one document is refused. has_file is left false.
+ */
 int sandbox_config_parse(const char *buf, size_t len, struct sandbox_config *ret, struct err *err);
 /*
  * Read APP_DIR/.activeagents/sandbox.yml without following symbolic links and without leaving
  * the app directory; a missing file gives the defaults.
  */
 int sandbox_config_load(const char *app_dir, struct sandbox_config *ret, struct err *err);
+/*
+ * The same under an open app directory. A symbolic link anywhere in .activeagents/sandbox.yml,
+ * a directory, FIFO, socket or device in its place, and a file over SANDBOX_CONFIG_MAX bytes
+ * are refused (ERR_REFUSED); a missing .activeagents or file gives the defaults, has_file false.
+ */
+int sandbox_config_load_at(int app_dirfd, unsigned flags, struct sandbox_config *ret,
+                           struct err *err);
 void sandbox_config_dispose(struct sandbox_config *c);
 
 #endif

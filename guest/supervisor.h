@@ -5,6 +5,28 @@
  * descriptors, owns the server's process group, passes the server's output through the
  * scrubber into server.log (capped and rotated), keeps the forwarder up, and records a server
  * exit in supervisor.json (status, log tail) instead of restarting it.
+ *
+ * Lifetime: the supervisor runs until it is sent SIGTERM (or SIGINT), also after the server
+ * exited. It stays because it is the subreaper the boot's orphans (daemons that double-fork)
+ * are re-parented to: it reaps them, and without a cgroup "the boot's processes" are its
+ * descendants. The forwarder stays bound meanwhile, so nobody else takes the port; connections
+ * to a server that is gone are reset. On SIGTERM it sends TERM to the server's group, waits up
+ * to grace_ms for the server, then stops whatever is left of the boot's process set (TERM, the
+ * rest of the grace period, KILL), writes the final state and exits 0. SIGHUP is ignored.
+ *
+ * supervisor.json (0600, replaced atomically):
+ *   {"supervisor_pid": N, "supervisor_start": T, "server_pid": N, "server_start": T,
+ *    "state": "running" | "exited", "status": "exited with status 1" | null,
+ *    "exit_code": 1 | null, "signal": "SIGKILL" | null, "stopped": bool (by SIGTERM to us),
+ *    "supervisor": "running" | "exited", "log_tail": "last 20 lines, scrubbed" | null, "log_error":
+ * "disk full writing ..." | null, "forward": {"listen": "0.0.0.0:8080", "target": 3000} | null}
+ * Start times are field 22 of /proc/PID/stat (proc_start_time()). After the server is spawned
+ * (so the server keeps the caller's limit) the supervisor raises its own soft RLIMIT_NOFILE to
+ * 8192 (or the hard limit) for the forwarder's connections.
+ *
+ * The supervisor is a fork of the caller without exec: it keeps the scrubber's secrets from the
+ * caller's memory. Call supervisor_start() while the caller runs no other threads that hold
+ * locks the supervisor needs (glibc's malloc is safe either way).
  */
 #ifndef SA_SUPERVISOR_H
 #define SA_SUPERVISOR_H
@@ -28,8 +50,13 @@ struct supervisor_spec {
 	const char *listen_addr; /* forwarder; NULL: no forwarder */
 	uint16_t listen_port;
 	uint16_t target_port;
-	unsigned long log_max_bytes; /* rotate server.log beyond this (one .1 kept) */
+	unsigned long log_max_bytes; /* rotate server.log beyond this (one .1 kept); 0: never */
+	unsigned grace_ms;           /* TERM -> KILL when stopping; 0: SUPERVISOR_GRACE_MS */
 };
+
+#define SUPERVISOR_GRACE_MS 10000u
+#define SUPERVISOR_TAIL_LINES 20
+#define SUPERVISOR_TAIL_CHARS 500
 
 struct supervisor_info {
 	pid_t supervisor_pid;
@@ -39,16 +66,21 @@ struct supervisor_info {
 };
 
 /*
- * Start the supervisor, detached (own session, no inherited descriptors, cwd /), and have it
- * start the server. Returns once the server has been spawned (or failed to spawn, or the
- * forwarder's port could not be bound: ERR_FAILED with the reason).
+ * Start the supervisor, detached (own session, re-parented away from the caller, no inherited
+ * descriptors, stdin/stdout/stderr on /dev/null, cwd /), and have it start the server. Returns
+ * once the server has been spawned (or failed to spawn, or the forwarder's port could not be
+ * bound, e.g. "port 8080 is in use", or supervisor.json could not be written: ERR_FAILED with
+ * the reason, and no supervisor is left running).
  */
 int supervisor_start(const struct supervisor_spec *spec, struct supervisor_info *ret,
                      struct err *err);
 
 /*
  * Read supervisor.json: whether the server is still running, or how it ended.
- * *ret_exited: 1 when the server exited, with its description in buf.
+ * *ret_exited: 1 when the server exited, with its description in buf ("exited with status 1",
+ * "was killed by signal SIGKILL"); 0 with "running" in buf while it runs. A file that still says
+ * running while neither the supervisor nor the server exists (the supervisor was killed) reads
+ * as exited, "exited (not recorded: its supervisor is gone)".
  */
 int supervisor_read_status(const char *status_path, int *ret_exited, char *buf, size_t len,
                            struct err *err);

@@ -8,13 +8,15 @@ set -eu
 
 BUILD_PKGS="build-essential pkg-config git ca-certificates file xz-utils cpio
 libyaml-dev libjson-c-dev libcurl4-openssl-dev libgit2-dev libsodium-dev check
-clang clang-format libclang-rt-14-dev musl-tools cmake curl"
+clang clang-format libclang-rt-14-dev musl-tools cmake curl autoconf automake libtool"
 TEST_PKGS="python3 ruby ruby-rails ruby-sqlite3 bundler sqlite3 puma ruby-byebug
-ruby-web-console nodejs npm postgresql postgresql-client procps iproute2 util-linux
+ruby-web-console ruby-pg nodejs npm postgresql postgresql-client procps iproute2 util-linux
 qemu-system-x86 busybox-static kmod lighttpd valgrind"
 
 pkgs="$BUILD_PKGS"
 [ "${SANDBOX_DEPS_MINIMAL:-0}" = 1 ] || pkgs="$pkgs $TEST_PKGS"
+# make deb and tests/integration/test_packages.sh (lintian, a debootstrap root booted by nspawn)
+[ "${SANDBOX_DEPS_MINIMAL:-0}" = 1 ] || pkgs="$pkgs lintian debootstrap systemd-container"
 
 if [ "$(id -u)" -ne 0 ]; then
 	echo "install-deps: run as root (apt-get needs it)" >&2

@@ -43,10 +43,18 @@ finish() {
 
 need_root() { [ "$(id -u)" -eq 0 ] || skip "needs root (runs apps as another user)"; }
 
-check() { # check DESCRIPTION COMMAND...
-	local what=$1
+check() { # check DESCRIPTION [!] COMMAND...
+	local what=$1 negate=0
 	shift
-	if "$@"; then pass "$what"; else fail "$what"; fi
+	if [ "$1" = "!" ]; then
+		negate=1
+		shift
+	fi
+	if "$@"; then
+		[ $negate -eq 0 ] && pass "$what" || fail "$what"
+	else
+		[ $negate -eq 1 ] && pass "$what" || fail "$what"
+	fi
 }
 
 # A TCP port on 127.0.0.1 that nobody listens on now.
@@ -93,8 +101,8 @@ procs_holding() {
 	local needle=$1 p
 	for p in /proc/[0-9]*; do
 		[ -r "$p/environ" ] || continue
-		if tr '\0' '\n' <"$p/environ" 2>/dev/null | grep -qF -- "$needle" ||
-			tr '\0' ' ' <"$p/cmdline" 2>/dev/null | grep -qF -- "$needle"; then
+		if { tr '\0' '\n' <"$p/environ" | grep -qF -- "$needle"; } 2>/dev/null ||
+			{ tr '\0' ' ' <"$p/cmdline" | grep -qF -- "$needle"; } 2>/dev/null; then
 			echo "${p#/proc/}"
 		fi
 	done

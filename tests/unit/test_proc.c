@@ -609,6 +609,59 @@ START_TEST(test_close_inherited)
 }
 END_TEST
 
+/* Run as `test_proc --hide-caller-child FD`: hide, tell the parent, wait to be killed. */
+static int hide_caller_child(int fd)
+{
+	if (proc_hide_caller("sandbox-agent supervise") < 0)
+		return 1;
+	if (write(fd, "x", 1) != 1)
+		return 1;
+	pause();
+	return 0;
+}
+
+/* A forked helper no longer shows its parent's argv or environment in /proc. */
+START_TEST(test_hide_caller)
+{
+	char path[64], buf[4096], fdarg[16];
+	int ready[2], fd, status;
+	ssize_t n;
+	pid_t pid;
+
+	ck_assert_int_eq(pipe(ready), 0);
+	pid = fork();
+	if (pid == 0) {
+		char *const argv[] = {"test_proc", "--hide-caller-child", fdarg, NULL};
+		char *const envp[] = {"TEST_HIDDEN_CREDENTIAL=sk-hide-me-0123456789", NULL};
+		close(ready[0]);
+		snprintf(fdarg, sizeof(fdarg), "%d", ready[1]);
+		execve("/proc/self/exe", argv, envp);
+		_exit(127);
+	}
+	close(ready[1]);
+	ck_assert_int_eq(read(ready[0], buf, 1), 1);
+	close(ready[0]);
+	snprintf(path, sizeof(path), "/proc/%d/environ", pid);
+	fd = open(path, O_RDONLY);
+	ck_assert_int_ge(fd, 0);
+	n = read(fd, buf, sizeof(buf));
+	close(fd);
+	ck_assert_int_ge(n, 0);
+	ck_assert_ptr_null(memmem(buf, (size_t)n, "sk-hide-me", 10));
+	snprintf(path, sizeof(path), "/proc/%d/cmdline", pid);
+	fd = open(path, O_RDONLY);
+	ck_assert_int_ge(fd, 0);
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	ck_assert_int_gt(n, 0);
+	buf[n] = '\0';
+	ck_assert_str_eq(buf, "sandbox-agent supervise");
+	ck_assert_ptr_null(memmem(buf, (size_t)n, "hide-caller-child", 17));
+	kill(pid, SIGKILL);
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+}
+END_TEST
+
 static Suite *proc_suite(void)
 {
 	Suite *s = suite_create("proc");
@@ -629,15 +682,19 @@ static Suite *proc_suite(void)
 	tcase_add_test(tc, test_changed_start_time_is_not_signalled);
 	tcase_add_test(tc, test_zombie_is_not_running);
 	tcase_add_test(tc, test_close_inherited);
+	tcase_add_test(tc, test_hide_caller);
 	suite_add_tcase(s, tc);
 	return s;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
-	SRunner *sr = srunner_create(proc_suite());
+	SRunner *sr;
 	int failed;
 
+	if (argc == 3 && strcmp(argv[1], "--hide-caller-child") == 0)
+		return hide_caller_child(atoi(argv[2]));
+	sr = srunner_create(proc_suite());
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);

@@ -366,6 +366,40 @@ START_TEST(test_stream_holdback_bound)
 }
 END_TEST
 
+/* A complete line passes at once; a partial one waits for its end or for the flush. */
+START_TEST(test_stream_passes_whole_lines_at_once)
+{
+	_cleanup_scrubber_ struct scrubber *s = make((const char *[]){"0123456789abcdef", NULL});
+	struct collect c = {0};
+	_cleanup_stream_ struct scrub_stream *st = scrub_stream_new(s, collect_sink, &c);
+
+	ck_assert_int_eq(scrub_stream_write(st, "listening on 3000\n", 18), 0);
+	ck_assert_uint_eq(c.len, 18);
+	ck_assert_int_eq(scrub_stream_write(st, "key 01234567", 12), 0);
+	ck_assert_uint_eq(c.len, 18);
+	ck_assert_int_eq(scrub_stream_write(st, "89abcdef done\n", 14), 0);
+	ck_assert_str_eq(c.buf, "listening on 3000\nkey [REDACTED] done\n");
+	free(c.buf);
+}
+END_TEST
+
+/* With a secret that spans lines, a line end is not a safe point: output is held back. */
+START_TEST(test_stream_holds_lines_for_multiline_secrets)
+{
+	_cleanup_scrubber_ struct scrubber *s =
+	    make((const char *[]){"-----BEGIN KEY-----\nabcdefgh\n-----END KEY-----", NULL});
+	struct collect c = {0};
+	_cleanup_stream_ struct scrub_stream *st = scrub_stream_new(s, collect_sink, &c);
+
+	ck_assert_int_eq(scrub_stream_write(st, "-----BEGIN KEY-----\n", 20), 0);
+	ck_assert_int_eq(scrub_stream_write(st, "abcdefgh\n", 9), 0);
+	ck_assert_int_eq(scrub_stream_write(st, "-----END KEY-----\n", 18), 0);
+	ck_assert_int_eq(scrub_stream_flush(st), 0);
+	ck_assert_str_eq(c.buf, "[REDACTED]\n");
+	free(c.buf);
+}
+END_TEST
+
 START_TEST(test_stream_sink_error)
 {
 	_cleanup_scrubber_ struct scrubber *s = make(NULL);
@@ -505,6 +539,8 @@ static Suite *scrub_suite(void)
 	tcase_add_test(tc, test_stream_every_split);
 	tcase_add_test(tc, test_stream_holdback_bound);
 	tcase_add_test(tc, test_stream_sink_error);
+	tcase_add_test(tc, test_stream_passes_whole_lines_at_once);
+	tcase_add_test(tc, test_stream_holds_lines_for_multiline_secrets);
 	tcase_add_test(tc, test_property_random_splits);
 	suite_add_tcase(s, tc);
 	return s;

@@ -1,0 +1,82 @@
+#!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
+#
+# Measures, from outside the process, what sandbox-app-boot adds to a boot:
+#   overhead   its wall time minus the wall time of the app's own commands (setup, manifest,
+#              server until it answers) run directly, one after the other, in the same run
+#   detection  the time from the app's listener being up to sandbox-app-boot exiting ready
+#   memory     the supervisor's resident set (VmRSS) with the forwarder running
+# The app is tests/data/pyapp (python3's http.server), whose commands are quick, so the
+# figures are the engine's own. Prints medians over RUNS boots (default 15). Needs root.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BOOT=${BOOT:-build/sandbox-app-boot}
+RUNS=${RUNS:-15}
+TMP=$(mktemp -d /tmp/sandbox-bench.XXXXXX)
+trap '"$BOOT" --stop --grace 1000 "$TMP/ws/app" >/dev/null 2>&1 || true; rm -rf "$TMP"' EXIT
+
+id sandbox >/dev/null 2>&1 || useradd --system --create-home --shell /bin/sh sandbox
+mkdir -p "$TMP/ws"
+cp -a tests/data/pyapp "$TMP/ws/app"
+# The server notes when its listener is up (CLOCK_REALTIME, ns) before serving.
+cat >"$TMP/ws/app/.activeagents/sandbox.yml" <<'EOF'
+setup:
+  - "true"
+manifest: /usr/bin/python3 manifest.py
+start: exec /usr/bin/python3 -c 'import runpy,time,sys,socketserver; o=socketserver.TCPServer.server_activate; socketserver.TCPServer.server_activate=lambda s:(o(s),open("data/listening","w").write(str(time.time_ns()))); sys.argv=["server.py"]; runpy.run_path("server.py", run_name="__main__")'
+EOF
+chown -R sandbox: "$TMP/ws/app"
+LISTEN_PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+APP_PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+
+ns() { date +%s%N; }
+
+# The same commands run directly: setup, manifest, then the server until /mcp answers.
+direct_once() {
+	local t0 t1 pid
+	t0=$(ns)
+	(cd "$TMP/ws/app" && sh -c true && ACTION_AGENT_SANDBOX_MANIFEST=$TMP/direct.json /usr/bin/python3 manifest.py >/dev/null)
+	(cd "$TMP/ws/app" && PORT=$APP_PORT exec /usr/bin/python3 server.py >/dev/null 2>&1) &
+	pid=$!
+	until curl -s -o /dev/null --noproxy '*' "http://127.0.0.1:$APP_PORT/mcp" 2>/dev/null; do :; done
+	t1=$(ns)
+	kill "$pid"
+	wait "$pid" 2>/dev/null || true
+	echo $(((t1 - t0) / 1000))
+}
+
+engine_once() {
+	local t0 t1 listening
+	rm -f "$TMP/ws/app/data/listening"
+	t0=$(ns)
+	env -i PATH=/usr/bin:/bin:/usr/sbin:/sbin HOME=/root LANG=C.UTF-8 SANDBOX_SESSION_ID=bench0001 \
+		"$BOOT" --listen "127.0.0.1:$LISTEN_PORT" --cache-root "$TMP/cache" "$TMP/ws/app" 2>/dev/null
+	t1=$(ns)
+	listening=$(cat "$TMP/ws/app/data/listening")
+	echo "$(((t1 - t0) / 1000)) $(((t1 - listening) / 1000))"
+}
+
+median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+
+: >"$TMP/direct" >"$TMP/engine" >"$TMP/detect" >"$TMP/rss"
+for i in $(seq "$RUNS"); do
+	direct_once >>"$TMP/direct"
+	read -r wall detect < <(engine_once)
+	echo "$wall" >>"$TMP/engine"
+	echo "$detect" >>"$TMP/detect"
+	sup=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["supervisor_pid"])' "$TMP/ws/.sandbox/state.json")
+	awk '/VmRSS/ {print $2}' "/proc/$sup/status" >>"$TMP/rss"
+	"$BOOT" --stop --grace 1000 "$TMP/ws/app" >/dev/null 2>&1
+done
+"$BOOT" --stop --grace 1000 "$TMP/ws/app" >/dev/null 2>&1 || true
+
+d=$(median <"$TMP/direct")
+e=$(median <"$TMP/engine")
+t=$(median <"$TMP/detect")
+r=$(median <"$TMP/rss")
+printf 'boot benchmark, %d runs, medians (tests/data/pyapp)\n' "$RUNS"
+printf '  app commands run directly   %8.1f ms\n' "$(echo "$d / 1000" | bc -l)"
+printf '  sandbox-app-boot wall time  %8.1f ms\n' "$(echo "$e / 1000" | bc -l)"
+printf '  engine overhead             %8.1f ms\n' "$(echo "($e - $d) / 1000" | bc -l)"
+printf '  listener up -> boot exits   %8.1f ms  (detection, /up check and runtime.json)\n' "$(echo "$t / 1000" | bc -l)"
+printf '  supervisor resident memory  %8.1f MiB\n' "$(echo "$r / 1024" | bc -l)"

@@ -1,0 +1,307 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The encrypted frame layer (docs/protocol.md, "Encrypted frames"):
+ *
+ *   length u32 | seq u64 | ChaCha20-Poly1305-IETF(key, nonce = 0^4 || seq, ad = length || seq)
+ *
+ * seq counts the frames of one direction from 0. The receiver checks it before decrypting only
+ * to say what went wrong (replay, reordering); the AEAD is what enforces it, since the nonce and
+ * the authenticated data both carry it and the key is unique to the session and direction.
+ */
+#include "channel.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <sodium.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define AD_LEN (FRAME_HEADER_LEN + FRAME_SEQ_LEN)
+#define NONCE_LEN crypto_aead_chacha20poly1305_IETF_NPUBBYTES
+
+struct channel_keys {
+	uint8_t tx[HS_KEY_LEN];
+	uint8_t rx[HS_KEY_LEN];
+};
+
+struct channel {
+	struct frame_io *io;
+	struct channel_keys *keys; /* sodium_malloc */
+	uint64_t tx_seq;
+	uint64_t rx_seq;
+	uint8_t *tx_buf; /* length | seq | ciphertext, encrypted in place */
+	size_t tx_cap;
+	uint8_t *rx_buf; /* plaintext of the last message */
+	size_t rx_cap;
+	size_t rx_len;
+	uint16_t version;
+	uint8_t peer_pk[KEYS_PUBLIC_LEN];
+	char peer_fp[KEYS_FINGERPRINT_MAX];
+	uint8_t session_id[HS_HASH_LEN];
+	char session_name[17];
+	bool peer_closed;
+	bool we_closed;
+	bool broken;
+	struct err broken_err;
+};
+
+static_assert(crypto_aead_chacha20poly1305_IETF_ABYTES == FRAME_TAG_LEN, "tag length");
+static_assert(crypto_aead_chacha20poly1305_IETF_KEYBYTES == HS_KEY_LEN, "key length");
+
+int channel_from_handshake(struct frame_io *io, const struct hs *hs, struct channel **ret,
+                           struct err *err)
+{
+	struct channel *ch = calloc(1, sizeof(*ch));
+	const uint8_t *peer = hs_peer_key(hs);
+
+	if (!ch)
+		return err_set(err, ERR_FAILED, ENOMEM, "out of memory");
+	ch->keys = sodium_malloc(sizeof(*ch->keys));
+	if (!ch->keys) {
+		free(ch);
+		return err_set(err, ERR_FAILED, ENOMEM, "cannot allocate guarded memory");
+	}
+	hs_session_keys(hs, ch->keys->tx, ch->keys->rx);
+	ch->io = io;
+	ch->version = hs_version(hs);
+	if (peer) {
+		memcpy(ch->peer_pk, peer, KEYS_PUBLIC_LEN);
+		keys_fingerprint(peer, ch->peer_fp);
+	}
+	memcpy(ch->session_id, hs_session_id(hs), HS_HASH_LEN);
+	sodium_bin2hex(ch->session_name, sizeof(ch->session_name), ch->session_id, 8);
+	frame_decoder_set_mode(&io->dec, FRAME_SESSION_MAX, false);
+	frame_io_set_budget(io, UINT64_MAX);
+	*ret = ch;
+	return 0;
+}
+
+static void wipe_rx(struct channel *ch)
+{
+	if (ch->rx_len) {
+		sodium_memzero(ch->rx_buf, ch->rx_len);
+		ch->rx_len = 0;
+	}
+}
+
+void channel_free(struct channel *ch)
+{
+	if (!ch)
+		return;
+	wipe_rx(ch);
+	sodium_free(ch->keys);
+	free(ch->rx_buf);
+	free(ch->tx_buf);
+	free(ch);
+}
+
+const uint8_t *channel_peer_key(const struct channel *ch)
+{
+	return ch->peer_pk;
+}
+
+const char *channel_peer_fingerprint(const struct channel *ch)
+{
+	return ch->peer_fp;
+}
+
+const char *channel_session_name(const struct channel *ch)
+{
+	return ch->session_name;
+}
+
+uint16_t channel_version(const struct channel *ch)
+{
+	return ch->version;
+}
+
+/* Buffers grow by replacing, never realloc(), so no copy of plaintext is left behind. */
+static int grow(uint8_t **buf, size_t *cap, size_t need, struct err *err)
+{
+	uint8_t *p;
+	size_t n = *cap ? *cap : 4096;
+
+	if (need <= *cap)
+		return 0;
+	while (n < need)
+		n *= 2;
+	p = malloc(n);
+	if (!p)
+		return err_set(err, ERR_FAILED, ENOMEM, "out of memory for a %zu-byte frame", need);
+	if (*buf) {
+		sodium_memzero(*buf, *cap);
+		free(*buf);
+	}
+	*buf = p;
+	*cap = n;
+	return 0;
+}
+
+static void make_nonce(uint8_t nonce[NONCE_LEN], uint64_t seq)
+{
+	memset(nonce, 0, NONCE_LEN);
+	put_be64(nonce + NONCE_LEN - 8, seq);
+}
+
+/* Record the failure: the channel stays broken and every later call reports it. */
+static int broken(struct channel *ch, struct err *err, int code, const char *fmt, ...)
+    _printf_(4, 5);
+
+static int broken(struct channel *ch, struct err *err, int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(ch->broken_err.msg, sizeof(ch->broken_err.msg), fmt, ap);
+	va_end(ap);
+	ch->broken = true;
+	ch->broken_err.cls = ERR_FAILED;
+	ch->broken_err.code = code;
+	return err_set(err, ERR_FAILED, code, "%s", ch->broken_err.msg);
+}
+
+int channel_send(struct channel *ch, const struct msg *m, int timeout_ms, struct err *err)
+{
+	uint8_t nonce[NONCE_LEN];
+	unsigned long long clen;
+	size_t plen;
+	ssize_t n;
+	int r;
+
+	if (ch->broken)
+		return err_set(err, ch->broken_err.cls, ch->broken_err.code, "%s",
+		               ch->broken_err.msg);
+	if (ch->we_closed)
+		return err_set(err, ERR_FAILED, EPIPE, "the channel was closed");
+	if (ch->tx_seq == UINT64_MAX)
+		return err_set(err, ERR_FAILED, EOVERFLOW,
+		               "the channel ran out of sequence numbers");
+	plen = msg_encoded_len(m, err);
+	if (plen == 0)
+		return err_ret(err);
+	r = grow(&ch->tx_buf, &ch->tx_cap, AD_LEN + plen + FRAME_TAG_LEN, err);
+	if (r < 0)
+		return r;
+	n = msg_encode(m, ch->tx_buf + AD_LEN, ch->tx_cap - AD_LEN, err);
+	if (n < 0)
+		return (int)n;
+	frame_put_header(ch->tx_buf, (uint32_t)(FRAME_SEQ_LEN + (size_t)n + FRAME_TAG_LEN));
+	put_be64(ch->tx_buf + FRAME_HEADER_LEN, ch->tx_seq);
+	make_nonce(nonce, ch->tx_seq);
+	crypto_aead_chacha20poly1305_ietf_encrypt(ch->tx_buf + AD_LEN, &clen, ch->tx_buf + AD_LEN,
+	                                          (unsigned long long)n, ch->tx_buf, AD_LEN, NULL,
+	                                          nonce, ch->keys->tx);
+	ch->tx_seq++;
+	r = frame_io_write(ch->io, ch->tx_buf, AD_LEN + (size_t)clen, frame_io_deadline(timeout_ms),
+	                   err);
+	if (r < 0) {
+		/* Part of the frame may be out: nothing can follow it on this stream. */
+		err_wrap(err, "cannot send a %s message", msg_type_name(m->type) ?: "?");
+		return broken(ch, err, err->code ? err->code : EIO, "%s", err->msg);
+	}
+	return 0;
+}
+
+int channel_close(struct channel *ch, int timeout_ms, struct err *err)
+{
+	struct msg m = {.type = MSG_CLOSE, .flags = MSG_F_END, .stream = 0};
+	int r;
+
+	if (ch->we_closed)
+		return 0;
+	r = channel_send(ch, &m, timeout_ms, err);
+	ch->we_closed = true;
+	return r;
+}
+
+static int open_frame(struct channel *ch, const uint8_t *body, size_t len, struct err *err)
+{
+	uint8_t ad[AD_LEN], nonce[NONCE_LEN];
+	unsigned long long mlen;
+	uint64_t seq;
+	int r;
+
+	if (len < FRAME_SEQ_LEN + FRAME_TAG_LEN)
+		return broken(ch, err, EBADMSG, "frame %" PRIu64 " is too short (%zu bytes)",
+		              ch->rx_seq, len);
+	seq = get_be64(body);
+	if (seq < ch->rx_seq)
+		return broken(ch, err, EBADMSG,
+		              "replayed frame: sequence number %" PRIu64
+		              " was already received (expected %" PRIu64 ")",
+		              seq, ch->rx_seq);
+	if (seq > ch->rx_seq)
+		return broken(ch, err, EBADMSG,
+		              "frame out of order: sequence number %" PRIu64 " where %" PRIu64
+		              " was expected (frames were dropped or reordered)",
+		              seq, ch->rx_seq);
+	r = grow(&ch->rx_buf, &ch->rx_cap, len - FRAME_SEQ_LEN - FRAME_TAG_LEN + 1, err);
+	if (r < 0)
+		return r;
+	frame_put_header(ad, (uint32_t)len);
+	memcpy(ad + FRAME_HEADER_LEN, body, FRAME_SEQ_LEN);
+	make_nonce(nonce, seq);
+	if (crypto_aead_chacha20poly1305_ietf_decrypt(ch->rx_buf, &mlen, NULL, body + FRAME_SEQ_LEN,
+	                                              len - FRAME_SEQ_LEN, ad, AD_LEN, nonce,
+	                                              ch->keys->rx) < 0)
+		return broken(ch, err, EBADMSG,
+		              "frame %" PRIu64 " failed authentication: it was tampered with or "
+		              "belongs to another session",
+		              seq);
+	ch->rx_len = (size_t)mlen;
+	ch->rx_seq++;
+	return 0;
+}
+
+int channel_recv(struct channel *ch, struct msg *ret, int timeout_ms, struct err *err)
+{
+	enum frame_event ev;
+	const uint8_t *body;
+	struct msg m;
+	size_t len;
+	int r;
+
+	if (ch->broken)
+		return err_set(err, ch->broken_err.cls, ch->broken_err.code, "%s",
+		               ch->broken_err.msg);
+	if (ch->peer_closed)
+		return 0;
+	wipe_rx(ch);
+	r = frame_io_next(ch->io, frame_io_deadline(timeout_ms), &ev, err);
+	if (r == -ETIMEDOUT)
+		return r;
+	if (r < 0)
+		return broken(ch, err, err->code ? err->code : EPROTO, "%s", err->msg);
+	if (r == 0) {
+		if (frame_decoder_mid_frame(&ch->io->dec))
+			return broken(ch, err, ECONNRESET,
+			              "the connection ended in the middle of frame %" PRIu64
+			              ": the stream was truncated",
+			              ch->rx_seq);
+		return broken(ch, err, ECONNRESET,
+		              "the connection ended after %" PRIu64
+		              " frames without a close message: the stream was truncated",
+		              ch->rx_seq);
+	}
+	if (ev == FRAME_EV_MARKER)
+		return broken(ch, err, ECONNRESET,
+		              "the peer started a new session (resync marker) after frame %" PRIu64,
+		              ch->rx_seq);
+	body = frame_decoder_body(&ch->io->dec, &len);
+	r = open_frame(ch, body, len, err);
+	if (r < 0)
+		return r;
+	r = msg_decode(ch->rx_buf, ch->rx_len, &m, err);
+	if (r < 0)
+		return broken(ch, err, EBADMSG, "frame %" PRIu64 ": %s", ch->rx_seq - 1, err->msg);
+	if (m.type == MSG_CLOSE && m.stream == 0) {
+		msg_dispose(&m);
+		ch->peer_closed = true;
+		return 0;
+	}
+	*ret = m;
+	return 1;
+}

@@ -1,0 +1,86 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The authenticated, encrypted channel between sandbox-ctl (the host) and sandbox-agent (the
+ * guest), over any reliable byte stream (docs/protocol.md).
+ *
+ * channel_handshake_host() / channel_handshake_guest() run the handshake (handshake.h) over a
+ * frame_io, bounded by a deadline and a byte budget, and return a channel whose every frame is
+ * ChaCha20-Poly1305 (IETF) under a per-direction session key with the frame's sequence number as
+ * nonce and authenticated data: a frame tampered with, replayed, reordered, dropped, or taken
+ * from another session fails, and so does a stream cut short (every session ends with a close
+ * message). Each failure is reported with a message that says which of these it was.
+ *
+ * Plaintext of received messages lives in a buffer that is wiped before the next receive and
+ * on channel_free(); keys live in sodium_malloc memory and are wiped on channel_free(). A channel
+ * borrows its frame_io, which must outlive it. Not thread-safe: one thread per channel.
+ */
+#ifndef SA_CHANNEL_H
+#define SA_CHANNEL_H
+
+#include <stdint.h>
+
+#include "authkeys.h"
+#include "err.h"
+#include "frameio.h"
+#include "handshake.h"
+#include "keys.h"
+#include "msg.h"
+
+/* Bytes a peer may send during one handshake attempt, garbage before the marker included. */
+#define CHANNEL_HANDSHAKE_MAX_BYTES (64 * 1024)
+/* What a caller should pass as the handshake deadline unless it has a reason not to. */
+#define CHANNEL_HANDSHAKE_TIMEOUT_MS 5000
+
+struct channel;
+
+/*
+ * Host side: send the hello, check the guest's key against pinned_guest_key (NULL: accept any
+ * key the guest proves, and let the caller pin it: pins.h), prove our key. Fails with
+ * ERR_REFUSED/EKEYREJECTED when the guest's key is not the pinned one (nothing is signed then)
+ * or the guest does not accept our key.
+ */
+int channel_handshake_host(struct frame_io *io, const struct keypair *host_key,
+                           const uint8_t *pinned_guest_key, int timeout_ms, struct channel **ret,
+                           struct err *err);
+
+/*
+ * Guest side: skip to the marker, answer the hello, accept the host only if its key is in
+ * authorized (re-read from its files first, so revocations apply at once) and its signature
+ * verifies, then prove our key. ret_fingerprint (KEYS_FINGERPRINT_MAX bytes, may be NULL)
+ * receives the host key's fingerprint as soon as the host presented one, also when the
+ * handshake then fails, so that refusals can be logged with it ("" when none was presented).
+ */
+int channel_handshake_guest(struct frame_io *io, const struct keypair *guest_key,
+                            struct authkeys *authorized, int timeout_ms, struct channel **ret,
+                            char *ret_fingerprint, struct err *err);
+
+/* A channel over io with the keys of a finished handshake (the test vectors use this). */
+int channel_from_handshake(struct frame_io *io, const struct hs *hs, struct channel **ret,
+                           struct err *err);
+
+/* Encrypt and send one message; timeout_ms bounds waiting for the transport (-1: none). */
+int channel_send(struct channel *ch, const struct msg *m, int timeout_ms, struct err *err);
+
+/*
+ * Receive one message: 1 with *ret filled (msg_dispose() it; its data part stays valid until
+ * the next channel_recv()), 0 when the peer closed the session, or a negative errno-like value:
+ * -ETIMEDOUT when timeout_ms passed (0 polls; call again later, nothing is lost), anything else
+ * means the channel is broken and every later call fails the same way.
+ */
+int channel_recv(struct channel *ch, struct msg *ret, int timeout_ms, struct err *err);
+
+/* Send the close message that ends the session cleanly. */
+int channel_close(struct channel *ch, int timeout_ms, struct err *err);
+
+/* Wipes the keys and the plaintext buffer. Leaves the frame_io alone. */
+void channel_free(struct channel *ch);
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct channel *, channel_free)
+#define _cleanup_channel_ _cleanup_(channel_freep)
+
+const uint8_t *channel_peer_key(const struct channel *ch);
+const char *channel_peer_fingerprint(const struct channel *ch);
+/* The first 8 bytes of the session id (the transcript hash) in hex, for logs. */
+const char *channel_session_name(const struct channel *ch);
+uint16_t channel_version(const struct channel *ch);
+
+#endif

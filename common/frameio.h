@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Frames over a file descriptor: a read buffer in front of the frame decoder (frame.h), reads
+ * and writes bounded by a deadline, for blocking and nonblocking descriptors alike (a read on a
+ * blocking descriptor with a deadline waits in poll() first; everything else waits in poll()
+ * only when it would block). Set O_NONBLOCK before frame_io_new() or not at all. Any fd that
+ * carries a reliable byte stream will do: a socket, a pipe pair, a virtio-serial port, a tty.
+ *
+ * The frame_io borrows the descriptor (the caller closes it) and outlives the sessions run over
+ * it: on a transport without connection boundaries (virtio-serial) one frame_io serves session
+ * after session, and bytes already read past the end of one stay buffered for the next.
+ */
+#ifndef SA_FRAMEIO_H
+#define SA_FRAMEIO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "err.h"
+#include "frame.h"
+
+struct frame_io {
+	int fd;
+	bool is_socket; /* send(MSG_NOSIGNAL) instead of write() */
+	bool nonblock;  /* O_NONBLOCK when created: reads go first, poll() only on EAGAIN */
+	bool eof;
+	struct frame_decoder dec;
+	uint8_t *buf; /* bytes read and not yet fed to the decoder: buf[off..len) */
+	size_t off;
+	size_t len;
+	size_t cap;
+	uint64_t limit; /* frame_io_next() fails once the decoder consumed this many bytes */
+};
+
+/* A frame_io over fd, starting in resync mode with the handshake's limit. */
+int frame_io_new(int fd, struct frame_io **ret, struct err *err);
+void frame_io_free(struct frame_io *io);
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct frame_io *, frame_io_free)
+#define _cleanup_frame_io_ _cleanup_(frame_io_freep)
+
+/* CLOCK_MONOTONIC in milliseconds, and the deadline timeout_ms from now (-1: no deadline). */
+int64_t frame_io_now_ms(void);
+int64_t frame_io_deadline(int timeout_ms);
+
+/*
+ * Read until the decoder reports an event. Returns 1 with the event in *ret_ev, 0 at the end of
+ * the stream (frame_decoder_mid_frame() tells whether a frame was cut), or a negative errno-like
+ * value: -ETIMEDOUT when the deadline passed (bytes read so far stay buffered; call again to
+ * continue), -E2BIG when the budget is spent, a read error, or a decoder error (strict mode).
+ */
+int frame_io_next(struct frame_io *io, int64_t deadline, enum frame_event *ret_ev, struct err *err);
+
+/* Allow max more bytes from now on (UINT64_MAX: no limit). */
+void frame_io_set_budget(struct frame_io *io, uint64_t max);
+
+/* Write all of buf before the deadline; -EPIPE when the peer is gone. */
+int frame_io_write(struct frame_io *io, const void *buf, size_t len, int64_t deadline,
+                   struct err *err);
+
+/* True when bytes are buffered that the decoder has not seen (poll() on the fd would miss them). */
+bool frame_io_buffered(const struct frame_io *io);
+
+#endif

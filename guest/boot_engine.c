@@ -1,0 +1,619 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The boot pipeline (boot-contract.md, "Order of a boot"):
+ *   lock -> stop what a previous boot left running -> directories -> services -> setup steps
+ *   -> port -> manifest -> server (under the supervisor) -> ready -> runtime.json
+ */
+#include "boot_engine.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "boot_services.h"
+#include "boot_state.h"
+#include "boot_step.h"
+#include "child_env.h"
+#include "fileio.h"
+#include "listen_check.h"
+#include "log.h"
+#include "manifest.h"
+#include "procset.h"
+#include "ready.h"
+#include "strv.h"
+#include "supervisor.h"
+
+#define READY_BACKOFF_MIN_MS 1
+#define READY_BACKOFF_MAX_MS 50
+#define WRONG_LISTENER_GRACE_MS 1500
+
+static void procset_freep(struct procset **ps)
+{
+	if (*ps)
+		procset_free(*ps);
+}
+
+static void observe(const struct boot_observer *obs, const char *step, const char *phase,
+                    const char *detail)
+{
+	if (obs && obs->phase)
+		obs->phase(obs->userdata, step, phase, detail);
+}
+
+static void result_fail_at(struct boot_result *res, const char *step, const char *log_path)
+{
+	snprintf(res->step, sizeof(res->step), "%s", step);
+	snprintf(res->log_path, sizeof(res->log_path), "%s", log_path ? log_path : "");
+}
+
+/* Masks known secrets in the error message before anyone reads it. */
+static void err_scrub(const struct boot_plan *p, struct err *err)
+{
+	size_t len;
+	_cleanup_free_ char *clean = NULL;
+
+	if (!p->scrub)
+		return;
+	clean = scrub_string(p->scrub, err->msg, strlen(err->msg), &len);
+	if (clean)
+		snprintf(err->msg, sizeof(err->msg), "%s", clean);
+}
+
+static int save_state(const struct boot_plan *p, struct boot_state *st, const char *status,
+                      const char *step)
+{
+	struct err err;
+
+	if ((status && boot_state_set(&st->status, status) < 0) ||
+	    (step && boot_state_set(&st->step, step) < 0))
+		return -ENOMEM;
+	if (boot_state_save(p->state_dir, st, &err) < 0) {
+		log_warn("%s", err.msg);
+		return -EIO;
+	}
+	return 0;
+}
+
+/* Give the run user a directory of its own (created if missing), mode 0700. */
+static int dir_for_user(const struct boot_plan *p, const char *path, struct err *err)
+{
+	if (mkdir_p(path, 0700, err) < 0)
+		return err_wrap(err, "cannot prepare %s", path);
+	if (p->user.uid != (uid_t)-1 && chown(path, p->user.uid, p->user.gid) < 0)
+		return err_errno(err, "cannot give %s to %s", path, p->user.name);
+	return 0;
+}
+
+static uid_t chown_uid;
+static gid_t chown_gid;
+
+static int chown_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	if (st->st_uid == chown_uid && st->st_gid == chown_gid)
+		return 0;
+	if (lchown(path, chown_uid, chown_gid) < 0 && errno != ENOENT)
+		return -1;
+	return 0;
+}
+
+/* The checkout belongs to the run user, so the app can write tmp/, log/ and its db. */
+static int checkout_give(const struct boot_plan *p, struct err *err)
+{
+	if (p->user.uid == (uid_t)-1 || geteuid() != 0)
+		return 0;
+	chown_uid = p->user.uid;
+	chown_gid = p->user.gid;
+	if (nftw(p->app_dir, chown_one, 64, FTW_PHYS | FTW_MOUNT) < 0)
+		return err_errno(err, "cannot give the checkout %s to %s", p->app_dir,
+		                 p->user.name);
+	return 0;
+}
+
+static int prepare_directories(const struct boot_plan *p, struct err *err)
+{
+	if (dir_for_user(p, p->db_dir, err) < 0 ||
+	    dir_for_user(p, p->manifest_scratch_dir, err) < 0)
+		return -1;
+	if (mkdir_p(p->cache_root, 0755, err) < 0)
+		return err_wrap(err, "cannot prepare the cache root");
+	if (p->user.uid != (uid_t)-1 && chown(p->cache_root, p->user.uid, p->user.gid) < 0)
+		return err_errno(err, "cannot give the cache root %s to %s", p->cache_root,
+		                 p->user.name);
+	for (size_t i = 0; p->directories && p->directories[i]; i++)
+		if (dir_for_user(p, p->directories[i], err) < 0)
+			return -1;
+	return checkout_give(p, err);
+}
+
+/* Stop what a previous boot of this app left running (a second boot, --restart). */
+static int stop_previous(const struct boot_plan *p, struct err *err)
+{
+	return boot_engine_stop(p->state_dir, p->grace_ms, err);
+}
+
+/* `bin/rails -T -A`, listed once per boot, for the steps' if_task. */
+static int rails_has_task(const struct step_context *ctx, char **tasks_cache, const char *task,
+                          bool *ret, struct err *err)
+{
+	const struct boot_plan *p = ctx->plan;
+	_cleanup_free_ char *log = NULL;
+	size_t tl = strlen(task);
+
+	if (!*tasks_cache) {
+		if (asprintf(&log, "%s/preflight.log", p->logs_dir) < 0)
+			return err_set(err, ERR_FAILED, ENOMEM, "out of memory");
+		if (boot_step_capture(ctx, "preflight", "bin/rails -T -A", p->env, 120, log,
+		                      tasks_cache, err) < 0)
+			return err_wrap(err, "cannot list the app's Rails tasks");
+	}
+	*ret = false;
+	for (const char *line = *tasks_cache; line && *line;) {
+		const char *nl = strchr(line, '\n');
+		const char *name = line;
+		if (strncmp(name, "rails ", 6) == 0)
+			name += 6;
+		else if (strncmp(name, "rake ", 5) == 0)
+			name += 5;
+		if (strncmp(name, task, tl) == 0 &&
+		    (name[tl] == ' ' || name[tl] == '\n' || name[tl] == '\0' || name[tl] == '['))
+			*ret = true;
+		line = nl ? nl + 1 : NULL;
+	}
+	return 0;
+}
+
+static int run_setup(const struct step_context *ctx, struct boot_state *st, size_t from,
+                     struct boot_result *res, struct err *err)
+{
+	const struct boot_plan *p = ctx->plan;
+	_cleanup_free_ char *tasks = NULL;
+
+	for (size_t i = from; i < p->n_steps; i++) {
+		const struct plan_step *s = &p->steps[i];
+		bool has = true;
+
+		if (s->skip) {
+			observe(ctx->obs, s->name, "skipped", s->skip);
+			continue;
+		}
+		save_state(p, st, "booting", s->name);
+		if (s->if_task) {
+			if (rails_has_task(ctx, &tasks, s->if_task, &has, err) < 0) {
+				result_fail_at(res, s->name, s->log_path);
+				return -1;
+			}
+			if (!has) {
+				char why[128];
+				snprintf(why, sizeof(why), "the app has no %s task", s->if_task);
+				observe(ctx->obs, s->name, "skipped", why);
+				continue;
+			}
+		}
+		if (boot_step_run(ctx, s->name, s->command, p->env, s->timeout, s->log_path, err) <
+		    0) {
+			result_fail_at(res, s->name, s->log_path);
+			return -1;
+		}
+		strv_push(&st->completed, s->name);
+		observe(ctx->obs, s->name, "done", NULL);
+	}
+	return 0;
+}
+
+static int run_manifest(const struct step_context *ctx, char *const *env, struct boot_state *st,
+                        struct manifest *ret, struct boot_result *res, struct err *err)
+{
+	const struct boot_plan *p = ctx->plan;
+	const struct plan_step *s = &p->manifest;
+
+	save_state(p, st, "booting", "manifest");
+	if (unlink(p->manifest_scratch) < 0 && errno != ENOENT) {
+		result_fail_at(res, "manifest", s->log_path);
+		return err_errno(err, "cannot remove the old manifest %s", p->manifest_scratch);
+	}
+	if (boot_step_run(ctx, "manifest", s->command, env, s->timeout, s->log_path, err) < 0)
+		goto out_fail;
+	if (access(p->manifest_scratch, F_OK) < 0) {
+		err_set(err, ERR_FAILED, ENOENT,
+		        "`%s` wrote no manifest to $ACTION_AGENT_SANDBOX_MANIFEST (%s)", s->command,
+		        p->manifest_scratch);
+		goto out_fail;
+	}
+	if (manifest_read(AT_FDCWD, p->manifest_scratch, ret, err) < 0) {
+		err_wrap(err, "the manifest is invalid");
+		goto out_fail;
+	}
+	/* From now on the MCP token is a secret too. */
+	if (ret->mcp_token)
+		scrubber_add(p->scrub, ret->mcp_token, strlen(ret->mcp_token));
+	unlink(p->manifest_scratch);
+	strv_push(&st->completed, "manifest");
+	observe(ctx->obs, "manifest", "done", ret->mcp_path);
+	return 0;
+out_fail:
+	result_fail_at(res, "manifest", s->log_path);
+	return -1;
+}
+
+static int server_exit_reason(const struct boot_plan *p, char *buf, size_t len)
+{
+	_cleanup_free_ char *status_path = NULL;
+	struct err err;
+	int exited = 0;
+
+	if (asprintf(&status_path, "%s/supervisor.json", p->state_dir) < 0)
+		return -1;
+	if (supervisor_read_status(status_path, &exited, buf, len, &err) < 0)
+		snprintf(buf, len, "exited");
+	return exited;
+}
+
+/* Wait until the server's own listener answers the MCP path with 405, 401 or 200. */
+static int wait_ready(const struct step_context *ctx, const struct supervisor_info *sup,
+                      unsigned port, const char *mcp_path, struct err *err)
+{
+	const struct boot_plan *p = ctx->plan;
+	_cleanup_close_ int pidfd = (int)syscall(SYS_pidfd_open, sup->server_pid, 0);
+	unsigned backoff = READY_BACKOFF_MIN_MS;
+	uint64_t wrong_since = 0;
+	enum listen_state last_state = LISTEN_NONE;
+	long last_status = 0;
+	char last_error[256] = "";
+
+	for (;;) {
+		_cleanup_free_ pid_t *pids = NULL;
+		size_t n = 0;
+		enum listen_state state = LISTEN_NONE;
+		struct err e;
+		uint64_t now = now_ms();
+
+		if (!proc_is(sup->server_pid, sup->server_start)) {
+			char how[256];
+			/* Give the supervisor a moment to record how it ended. */
+			for (int i = 0; i < 50 && server_exit_reason(p, how, sizeof(how)) != 1; i++)
+				usleep(10000);
+			return err_set(err, ERR_FAILED, ECHILD, "the server %s before it was ready",
+			               how);
+		}
+		if (now >= ctx->deadline_ms) {
+			uint16_t ports[4];
+			size_t np = 0;
+			if (procset_pids(ctx->procs, &pids, &n, &e) == 0)
+				np = listen_ports_of(pids, n, ports, 4);
+			if (last_state == LISTEN_NONE && np > 0)
+				return err_set(
+				    err, ERR_FAILED, ETIMEDOUT,
+				    "the server did not listen on 127.0.0.1:%u within %u s "
+				    "(it listens on port %u instead; start must serve on "
+				    "$PORT)",
+				    port, p->timeout, ports[0]);
+			if (last_state == LISTEN_NONE)
+				return err_set(
+				    err, ERR_FAILED, ETIMEDOUT,
+				    "the server did not listen on 127.0.0.1:%u within %u s", port,
+				    p->timeout);
+			if (last_status)
+				return err_set(
+				    err, ERR_FAILED, ETIMEDOUT,
+				    "the server was not ready within %u s: %s answered %ld "
+				    "(ready means 200, 401 or 405)",
+				    p->timeout, mcp_path, last_status);
+			return err_set(err, ERR_FAILED, ETIMEDOUT,
+			               "the server was not ready within %u s: %s", p->timeout,
+			               last_error[0] ? last_error : "no answer");
+		}
+		if (procset_pids(ctx->procs, &pids, &n, &e) < 0)
+			return err_set(err, ERR_FAILED, e.code, "%s", e.msg);
+		if (listen_check((uint16_t)port, pids, n, &state, &e) < 0)
+			return err_set(err, ERR_FAILED, e.code, "%s", e.msg);
+		last_state = state;
+		if (state == LISTEN_FOREIGN)
+			return err_set(err, ERR_FAILED, EADDRINUSE,
+			               "port %u is held by a process that is not part of this boot",
+			               port);
+		if (state == LISTEN_OURS_V6_ONLY || state == LISTEN_OURS_OTHER_ADDR) {
+			if (!wrong_since)
+				wrong_since = now;
+			if (now - wrong_since >= WRONG_LISTENER_GRACE_MS)
+				return err_set(
+				    err, ERR_FAILED, EADDRNOTAVAIL,
+				    state == LISTEN_OURS_V6_ONLY
+				        ? "the server listens only on [::1]:%u; it must "
+				          "listen on 127.0.0.1:%u"
+				        : "the server listens on port %u but not on loopback; "
+				          "it must listen on 127.0.0.1:%u",
+				    port, port);
+		} else {
+			wrong_since = 0;
+		}
+		if (state == LISTEN_OURS) {
+			long status = 0;
+			if (ready_probe("127.0.0.1", (uint16_t)port, mcp_path, &status, &e) == 0 &&
+			    ready_status_ok(status))
+				return 0;
+			if (status)
+				last_status = status;
+			else
+				snprintf(last_error, sizeof(last_error), "%s", e.msg);
+		}
+		{
+			struct pollfd pfd = {.fd = pidfd, .events = POLLIN};
+			poll(&pfd, pidfd >= 0 ? 1 : 0, (int)backoff);
+		}
+		backoff = backoff * 2 > READY_BACKOFF_MAX_MS ? READY_BACKOFF_MAX_MS : backoff * 2;
+	}
+}
+
+/* Directory shape: the platform's one GET http://<ip>:8080/up must answer 200. */
+static int check_up(const struct boot_plan *p, struct err *err)
+{
+	struct err e;
+	long status = 0;
+	const char *host =
+	    strcmp(p->listen_addr, "0.0.0.0") == 0 || strcmp(p->listen_addr, "::") == 0
+	        ? "127.0.0.1"
+	        : p->listen_addr;
+
+	if (ready_probe(host, (uint16_t)p->listen_port, "/up", &status, &e) < 0 && !status)
+		return err_set(err, ERR_FAILED, e.code, "GET /up through %s:%u failed: %s",
+		               p->listen_addr, p->listen_port, e.msg);
+	if (status == 200)
+		return 0;
+	if (status == 404)
+		return err_set(err, ERR_FAILED, ENOENT,
+		               "the app has no /up route (GET /up answered 404); the platform "
+		               "checks it once after the boot: add a route that answers 200, e.g. "
+		               "`get \"up\" => \"rails/health#show\"` (Rails 7.1+) or a controller "
+		               "action that renders plain text");
+	return err_set(err, ERR_FAILED, EPROTO,
+	               "GET /up through %s:%u answered %ld; the platform needs 200", p->listen_addr,
+	               p->listen_port, status);
+}
+
+static int check_start_url(const struct boot_plan *p, unsigned port, struct err *err)
+{
+	struct err e;
+	long status = 0;
+
+	if (!p->start_url)
+		return 0;
+	if (ready_probe("127.0.0.1", (uint16_t)port, p->start_url, &status, &e) < 0 && !status)
+		return err_set(err, ERR_FAILED, e.code, "GET %s failed: %s", p->start_url, e.msg);
+	if (status >= 500)
+		return err_set(err, ERR_FAILED, EPROTO, "GET %s answered %ld", p->start_url,
+		               status);
+	return 0;
+}
+
+static int run_start(const struct step_context *ctx, char *const *env, unsigned port,
+                     const struct manifest *m, struct boot_state *st, struct boot_result *res,
+                     struct err *err)
+{
+	const struct boot_plan *p = ctx->plan;
+	_cleanup_free_ char *status_path = NULL;
+	struct supervisor_info info = {0};
+	struct supervisor_spec spec = {
+	    .command = p->start.command,
+	    .cwd = p->app_dir,
+	    .env = env,
+	    .user = &p->user,
+	    .log_path = p->start.log_path,
+	    .scrub = p->scrub,
+	    .cgroup_path = procset_cgroup_path(ctx->procs),
+	    .listen_addr = p->listen_addr,
+	    .listen_port = (uint16_t)p->listen_port,
+	    .target_port = (uint16_t)port,
+	    .log_max_bytes = BOOT_LOG_MAX_BYTES,
+	};
+
+	if (asprintf(&status_path, "%s/supervisor.json", p->state_dir) < 0)
+		return err_set(err, ERR_FAILED, ENOMEM, "out of memory");
+	spec.status_path = status_path;
+	save_state(p, st, "booting", "start");
+	result_fail_at(res, "start", p->start.log_path);
+	{
+		/* The log starts with the command, like every step's. */
+		_cleanup_free_ char *header = NULL;
+		_cleanup_close_ int fd =
+		    open(p->start.log_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW,
+		         0600);
+		if (fd >= 0 && asprintf(&header, "$ %s\n", p->start.command) >= 0)
+			write_all(fd, header, strlen(header));
+	}
+	if (supervisor_start(&spec, &info, err) < 0)
+		return err_wrap(err, "cannot start the server");
+	st->supervisor_pid = info.supervisor_pid;
+	st->supervisor_start = info.supervisor_start;
+	st->server_pid = info.server_pid;
+	st->server_start = info.server_start;
+	st->port = port;
+	save_state(p, st, "booting", "start");
+	procset_add_group(ctx->procs, info.server_pid, info.server_start);
+	procset_add_root(ctx->procs, info.supervisor_pid, info.supervisor_start);
+	observe(ctx->obs, "start", "started", p->start.command);
+
+	if (wait_ready(ctx, &info, port, m->mcp_path, err) < 0)
+		return -1;
+	if (check_start_url(p, port, err) < 0)
+		return -1;
+	if (p->check_up && p->listen_addr && check_up(p, err) < 0)
+		return -1;
+	observe(ctx->obs, "start", "done", NULL);
+	return 0;
+}
+
+int boot_engine_run(struct boot_plan *p, const struct boot_options *o,
+                    const struct boot_observer *obs, struct boot_result *res, struct err *err)
+{
+	_cleanup_(procset_freep) struct procset *procs = NULL;
+	_cleanup_close_ int lock = -1;
+	_cleanup_strv_ char **port_env = NULL;
+	struct boot_state prev = {0}, st = {0};
+	struct manifest m = {0};
+	struct step_context ctx = {
+	    .plan = p,
+	    .obs = obs,
+	    .deadline_ms = now_ms() + (uint64_t)p->timeout * 1000,
+	    .grace_ms = p->grace_ms,
+	};
+	char set_name[64];
+	size_t from = 0;
+	unsigned port = p->port;
+	int r = -1;
+
+	memset(res, 0, sizeof(*res));
+	result_fail_at(res, "preflight", NULL);
+	if (boot_lock_acquire(p->state_dir, &lock, err) < 0)
+		return -1;
+	/* Orphans of double-forking steps reparent to us, so the fallback walk finds them. */
+	prctl(PR_SET_CHILD_SUBREAPER, 1);
+
+	if (boot_state_load(p->state_dir, &prev, err) < 0)
+		log_warn("previous state ignored: %s", err->msg);
+	if (o->from_step) {
+		int idx = boot_plan_step_index(p, o->from_step);
+		from = idx < 0 ? 0 : (size_t)idx;
+	} else if (o->restart) {
+		from = p->n_steps;
+	}
+	if (stop_previous(p, err) < 0)
+		goto out;
+	unlink(p->runtime_path);
+
+	boot_state_set(&st.shape, p->shape == BOOT_SHAPE_SPEC ? "spec" : "directory");
+	boot_state_set(&st.app_dir, p->app_dir);
+	boot_state_set(&st.runtime_path, p->runtime_path);
+	boot_state_set(&st.session_id, p->session_id);
+	st.boot_pid = getpid();
+	st.boot_start = proc_start_time(getpid());
+	st.started_at = (int64_t)time(NULL);
+	/* Steps completed before the one we resume from count as done. */
+	for (size_t i = 0; i < from && i < p->n_steps && prev.completed; i++)
+		if (strv_contains(prev.completed, p->steps[i].name))
+			strv_push(&st.completed, p->steps[i].name);
+
+	snprintf(set_name, sizeof(set_name), "boot-%.8s", p->session_id);
+	if (procset_create(set_name, &procs, err) < 0)
+		goto out;
+	procset_add_root(procs, getpid(), proc_start_time(getpid()));
+	ctx.procs = procs;
+	boot_state_set(&st.cgroup, procset_cgroup_path(procs));
+	save_state(p, &st, "booting", "preflight");
+
+	if (prepare_directories(p, err) < 0)
+		goto out;
+	if (boot_services_start(p, err) < 0) {
+		result_fail_at(res, "services", NULL);
+		goto out;
+	}
+	if (run_setup(&ctx, &st, from < p->n_steps ? from : p->n_steps, res, err) < 0)
+		goto out;
+
+	result_fail_at(res, "start", NULL);
+	if (!port) {
+		uint16_t free_port;
+		if (listen_pick_free_port(&free_port, err) < 0)
+			goto out;
+		port = free_port;
+	}
+	res->port = port;
+	if (child_env_with_port(p->env, port, &port_env, err) < 0)
+		goto out;
+	if (run_manifest(&ctx, port_env, &st, &m, res, err) < 0)
+		goto out;
+	snprintf(res->mcp_path, sizeof(res->mcp_path), "%s", m.mcp_path);
+	if (run_start(&ctx, port_env, port, &m, &st, res, err) < 0)
+		goto out;
+	if (manifest_write_runtime(&m, p->runtime_path, 0, 0, err) < 0) {
+		result_fail_at(res, "start", NULL);
+		goto out;
+	}
+	boot_state_set(&st.reason, NULL);
+	save_state(p, &st, "ready", "ready");
+	observe(obs, "ready", "ready", p->runtime_path);
+	r = 0;
+out:
+	if (r < 0) {
+		struct err stop_err;
+		err_scrub(p, err);
+		boot_state_set(&st.reason, err->msg);
+		save_state(p, &st, "failed", res->step);
+		observe(obs, res->step, "failed", err->msg);
+		if (!p->keep_on_failure &&
+		    boot_engine_stop(p->state_dir, p->grace_ms, &stop_err) < 0)
+			log_warn("stopping after the failure: %s", stop_err.msg);
+		if (procs && !p->keep_on_failure &&
+		    procset_stop(procs, p->grace_ms, getpid(), &stop_err) < 0)
+			log_warn("stopping after the failure: %s", stop_err.msg);
+	}
+	manifest_dispose(&m);
+	boot_state_dispose(&prev);
+	boot_state_dispose(&st);
+	return r;
+}
+
+int boot_engine_stop(const char *state_dir, unsigned grace_ms, struct err *err)
+{
+	_cleanup_(procset_freep) struct procset *procs = NULL;
+	struct boot_state st;
+	int r;
+
+	r = boot_state_load(state_dir, &st, err);
+	if (r < 0)
+		return r;
+	if (r == 1)
+		return 0;
+	if (st.supervisor_pid > 1 && proc_is(st.supervisor_pid, st.supervisor_start)) {
+		/* The supervisor stops the server's group itself, with the grace period. */
+		uint64_t until = now_ms() + grace_ms + 3000;
+		kill(st.supervisor_pid, SIGTERM);
+		while (now_ms() < until && proc_is(st.supervisor_pid, st.supervisor_start))
+			usleep(10000);
+	}
+	r = procset_open(st.cgroup ? st.cgroup : "", &procs, err);
+	if (r >= 0) {
+		if (st.server_pid > 1)
+			procset_add_group(procs, st.server_pid, st.server_start);
+		if (st.supervisor_pid > 1)
+			procset_add_root(procs, st.supervisor_pid, st.supervisor_start);
+		r = procset_stop(procs, grace_ms, getpid(), err);
+	}
+	if (r >= 0 && st.status && strcmp(st.status, "ready") == 0) {
+		boot_state_set(&st.status, "stopped");
+		st.supervisor_pid = 0;
+		st.server_pid = 0;
+		boot_state_save(state_dir, &st, err);
+	}
+	boot_state_dispose(&st);
+	return r;
+}
+
+int boot_engine_status(const char *state_dir, char **ret_json, struct err *err)
+{
+	struct boot_state st;
+	int r = boot_state_load(state_dir, &st, err);
+
+	if (r < 0)
+		return r;
+	if (r == 1) {
+		*ret_json = strdup("{\"status\":\"none\"}");
+		return 0;
+	}
+	/* A server that died since the last write is reported as such. */
+	if (st.status && strcmp(st.status, "ready") == 0 && st.server_pid > 1 &&
+	    !proc_is(st.server_pid, st.server_start))
+		boot_state_set(&st.status, "crashed");
+	*ret_json = boot_state_to_json(&st);
+	boot_state_dispose(&st);
+	return *ret_json ? 0 : err_set(err, ERR_FAILED, ENOMEM, "out of memory");
+}

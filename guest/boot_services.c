@@ -1,0 +1,191 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "boot_services.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "proc.h"
+#include "strv.h"
+
+#define PG_CONF_ROOT "/etc/postgresql"
+
+/* Run a fixed command (no secrets in it) and wait; output goes to our stderr at debug level. */
+static int run_wait(const char *command, const struct run_user *user, char *const *env,
+                    struct err *err)
+{
+	struct proc_spec spec = {
+	    .command = command,
+	    .cwd = "/",
+	    .env = env,
+	    .user = user,
+	    .output_fd = -1,
+	    .procs_fd = -1,
+	    .keep_fd = -1,
+	};
+	char how[64];
+	int status;
+	pid_t pid;
+
+	if (proc_spawn(&spec, &pid, err) < 0)
+		return -1;
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR)
+			return err_errno(err, "waitpid");
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+		return 0;
+	proc_describe_status(status, how, sizeof(how));
+	return err_set(err, ERR_FAILED, 0, "`%s` %s", command, how);
+}
+
+static bool pg_name_ok(const char *s)
+{
+	if (!s || !*s || strlen(s) > 63)
+		return false;
+	for (; *s; s++)
+		if (!((*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') || *s == '_' ||
+		      *s == '-' || *s == '.'))
+			return false;
+	return true;
+}
+
+/* The first cluster under /etc/postgresql/VERSION/NAME. */
+static int pg_find_cluster(char *ver, size_t vl, char *name, size_t nl)
+{
+	_cleanup_closedir_ DIR *d = opendir(PG_CONF_ROOT);
+	struct dirent *de;
+
+	if (!d)
+		return 0;
+	while ((de = readdir(d))) {
+		char sub[512];
+		_cleanup_closedir_ DIR *cd = NULL;
+		struct dirent *ce;
+
+		if (de->d_name[0] == '.' || !pg_name_ok(de->d_name))
+			continue;
+		snprintf(sub, sizeof(sub), "%s/%s", PG_CONF_ROOT, de->d_name);
+		cd = opendir(sub);
+		while (cd && (ce = readdir(cd))) {
+			if (ce->d_name[0] == '.' || !pg_name_ok(ce->d_name))
+				continue;
+			snprintf(ver, vl, "%s", de->d_name);
+			snprintf(name, nl, "%s", ce->d_name);
+			return 1;
+		}
+	}
+	return 0;
+}
+
+static int postgresql_start(const struct boot_plan *p, struct err *err)
+{
+	char ver[64], name[64], cmd[512], self[64];
+	const char *role = p->user.name;
+	struct run_user pg = {0};
+	char *const env[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LANG=C.UTF-8", NULL};
+	int r;
+
+	if (!pg_find_cluster(ver, sizeof(ver), name, sizeof(name))) {
+		log_debug("no local PostgreSQL cluster under %s", PG_CONF_ROOT);
+		return 0;
+	}
+	if (geteuid() != 0) {
+		log_debug("not root: leaving PostgreSQL %s/%s as it is", ver, name);
+		return 0;
+	}
+	/* Starting a running cluster fails with status 2: check first. */
+	snprintf(cmd, sizeof(cmd),
+	         "pg_ctlcluster %s %s status >/dev/null 2>&1 || pg_ctlcluster %s %s start", ver,
+	         name, ver, name);
+	if (run_wait(cmd, NULL, env, err) < 0)
+		return err_wrap(err, "cannot start PostgreSQL %s/%s", ver, name);
+	if (!role) {
+		struct passwd *pw = getpwuid(geteuid());
+		snprintf(self, sizeof(self), "%s", pw ? pw->pw_name : "root");
+		role = self;
+	}
+	if (!pg_name_ok(role))
+		return err_set(err, ERR_FAILED, EINVAL,
+		               "the run user's name cannot be a PostgreSQL role: %s", role);
+	r = run_user_lookup("postgres", &pg, err);
+	if (r < 0)
+		return err_wrap(err, "PostgreSQL is installed but");
+	snprintf(cmd, sizeof(cmd),
+	         "psql -X -q -v ON_ERROR_STOP=1 -c 'DO $$ BEGIN CREATE ROLE \"%s\" LOGIN CREATEDB; "
+	         "EXCEPTION WHEN duplicate_object THEN ALTER ROLE \"%s\" LOGIN CREATEDB; END $$'",
+	         role, role);
+	r = run_wait(cmd, &pg, env, err);
+	run_user_dispose(&pg);
+	if (r < 0)
+		return err_wrap(err, "cannot give %s a PostgreSQL role", role);
+	return 0;
+}
+
+static int service_start(const struct boot_plan *p, const char *service, struct err *err)
+{
+	char script[256], cmd[512];
+	char *const env[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LANG=C.UTF-8", NULL};
+	struct stat st;
+
+	if (strcmp(service, "postgresql") == 0)
+		return postgresql_start(p, err);
+	if (!pg_name_ok(service))
+		return err_set(err, ERR_REFUSED, EINVAL, "bad service name %s", service);
+	snprintf(script, sizeof(script), "/etc/init.d/%s", service);
+	if (stat(script, &st) < 0)
+		return err_set(err, ERR_REFUSED, ENOENT,
+		               "the service %s is not installed in this image (no %s)", service,
+		               script);
+	snprintf(cmd, sizeof(cmd), "%s status >/dev/null 2>&1 || %s start", script, script);
+	if (run_wait(cmd, NULL, env, err) < 0)
+		return err_wrap(err, "cannot start %s", service);
+	return 0;
+}
+
+int boot_services_start(const struct boot_plan *p, struct err *err)
+{
+	bool pg_done = false;
+
+	for (size_t i = 0; p->toolchain.services && p->toolchain.services[i]; i++) {
+		if (service_start(p, p->toolchain.services[i], err) < 0)
+			return -1;
+		if (strcmp(p->toolchain.services[i], "postgresql") == 0)
+			pg_done = true;
+	}
+	if (p->db.wants_postgresql && !pg_done)
+		return postgresql_start(p, err);
+	return 0;
+}
+
+int boot_services_drop_databases(const struct boot_plan *p, struct err *err)
+{
+	char *const env[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LANG=C.UTF-8", NULL};
+	struct run_user pg = {0};
+	int r = 0;
+
+	for (size_t i = 0; i < p->db.n_entries; i++) {
+		const char *url = p->db.entries[i].url;
+		const char *db;
+		char cmd[512];
+
+		if (strncmp(url, "postgresql:///", 14) != 0 && strncmp(url, "postgis:///", 11) != 0)
+			continue;
+		db = strstr(url, ":///") + 4;
+		if (!pg_name_ok(db))
+			continue;
+		if (!pg.name && run_user_lookup("postgres", &pg, err) < 0)
+			return -1;
+		snprintf(cmd, sizeof(cmd), "psql -X -q -c 'DROP DATABASE IF EXISTS \"%s\"'", db);
+		if (run_wait(cmd, &pg, env, err) < 0)
+			r = -1;
+	}
+	run_user_dispose(&pg);
+	return r;
+}

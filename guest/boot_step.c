@@ -1,0 +1,246 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "boot_step.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fileio.h"
+#include "log.h"
+#include "logfile.h"
+#include "proc.h"
+#include "scrub.h"
+
+#define CAPTURE_MAX (1024 * 1024)
+#define DRAIN_AFTER_EXIT_MS 2000
+
+uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+struct step_sink {
+	struct logfile *log;
+	const struct boot_observer *obs;
+	const char *name;
+	char *capture;
+	size_t capture_len;
+	struct err *err;
+	int failed;
+};
+
+/* Scrubbed output goes to the log, the observer and (for captures) a buffer. */
+static int step_sink_write(void *userdata, const char *buf, size_t len)
+{
+	struct step_sink *s = userdata;
+
+	if (s->log && !s->failed && logfile_write(s->log, buf, len, s->err) < 0)
+		s->failed = 1;
+	if (s->obs && s->obs->output)
+		s->obs->output(s->obs->userdata, s->name, buf, len);
+	if (s->capture && s->capture_len + len < CAPTURE_MAX) {
+		memcpy(s->capture + s->capture_len, buf, len);
+		s->capture_len += len;
+		s->capture[s->capture_len] = '\0';
+	}
+	return 0;
+}
+
+static int pidfd_open_compat(pid_t pid)
+{
+	return (int)syscall(SYS_pidfd_open, pid, 0);
+}
+
+static void scrub_stream_freep(struct scrub_stream **s)
+{
+	if (*s)
+		scrub_stream_free(*s);
+}
+
+static int step_execute(const struct step_context *ctx, const char *name, const char *command,
+                        char *const *env, unsigned timeout_s, const char *log_path, char **ret_out,
+                        struct err *err)
+{
+	const struct boot_plan *p = ctx->plan;
+	_cleanup_logfile_ struct logfile *log = NULL;
+	_cleanup_(scrub_stream_freep) struct scrub_stream *stream = NULL;
+	_cleanup_close_ int out_r = -1, out_w = -1, pidfd = -1;
+	_cleanup_free_ char *header = NULL;
+	struct step_sink sink = {.obs = ctx->obs, .name = name, .err = err};
+	struct err log_err;
+	uint64_t start = now_ms(), limit = ctx->deadline_ms, exited_at = 0;
+	bool step_limit = false, exited = false, eof = false;
+	int status = 0, fds[2];
+	pid_t pid;
+	char buf[65536];
+
+	err_clear(&log_err);
+	sink.err = &log_err;
+	if (timeout_s && start + (uint64_t)timeout_s * 1000 < limit) {
+		limit = start + (uint64_t)timeout_s * 1000;
+		step_limit = true;
+	}
+	if (logfile_open(log_path, BOOT_LOG_MAX_BYTES, (uid_t)-1, (gid_t)-1, &log, err) < 0)
+		return err_wrap(err, "cannot open the log of step %s", name);
+	sink.log = log;
+	if (ret_out) {
+		sink.capture = malloc(CAPTURE_MAX);
+		if (!sink.capture)
+			return err_set(err, ERR_FAILED, ENOMEM, "out of memory");
+		sink.capture[0] = '\0';
+	}
+	stream = scrub_stream_new(p->scrub, step_sink_write, &sink);
+	if (!stream) {
+		free(sink.capture);
+		return err_set(err, ERR_FAILED, ENOMEM, "out of memory");
+	}
+	if (asprintf(&header, "$ %s\n", command) < 0) {
+		free(sink.capture);
+		return err_set(err, ERR_FAILED, ENOMEM, "out of memory");
+	}
+	/* The command line is logged, but never offered to the capture. */
+	{
+		char *saved = sink.capture;
+		sink.capture = NULL;
+		scrub_stream_write(stream, header, strlen(header));
+		scrub_stream_flush(stream);
+		sink.capture = saved;
+	}
+
+	if (pipe2(fds, O_CLOEXEC) < 0) {
+		free(sink.capture);
+		return err_errno(err, "cannot create a pipe");
+	}
+	out_r = fds[0];
+	out_w = fds[1];
+	if (fcntl(out_r, F_SETFL, O_NONBLOCK) < 0) {
+		free(sink.capture);
+		return err_errno(err, "cannot set up the output pipe");
+	}
+	{
+		struct proc_spec spec = {
+		    .command = command,
+		    .cwd = p->app_dir,
+		    .env = env,
+		    .user = &p->user,
+		    .output_fd = out_w,
+		    .procs_fd = ctx->procs ? procset_procs_fd(ctx->procs) : -1,
+		    .new_session = false,
+		    .keep_fd = -1,
+		};
+		if (proc_spawn(&spec, &pid, err) < 0) {
+			free(sink.capture);
+			return err_wrap(err, "cannot start step %s", name);
+		}
+	}
+	closep(&out_w);
+	out_w = -1;
+	if (ctx->procs)
+		procset_add_group(ctx->procs, pid, proc_start_time(pid));
+	pidfd = pidfd_open_compat(pid);
+	if (ctx->obs && ctx->obs->phase)
+		ctx->obs->phase(ctx->obs->userdata, name, "started", command);
+
+	while (!(exited && eof)) {
+		struct pollfd pfd[2];
+		int nfds = 0, timeout;
+		uint64_t now = now_ms();
+
+		if (!exited && now >= limit)
+			break;
+		if (exited && now >= exited_at + DRAIN_AFTER_EXIT_MS)
+			break;
+		timeout = (int)((exited ? exited_at + DRAIN_AFTER_EXIT_MS : limit) - now);
+		if (!eof)
+			pfd[nfds++] = (struct pollfd){.fd = out_r, .events = POLLIN};
+		if (!exited && pidfd >= 0)
+			pfd[nfds++] = (struct pollfd){.fd = pidfd, .events = POLLIN};
+		if (!exited && pidfd < 0 && timeout > 50)
+			timeout = 50;
+		if (poll(pfd, (nfds_t)nfds, timeout) < 0 && errno != EINTR) {
+			err_errno(err, "poll");
+			break;
+		}
+		if (!eof) {
+			ssize_t n = read(out_r, buf, sizeof(buf));
+			if (n > 0)
+				scrub_stream_write(stream, buf, (size_t)n);
+			else if (n == 0)
+				eof = true;
+			else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+				eof = true;
+		}
+		if (!exited) {
+			pid_t w = waitpid(pid, &status, WNOHANG);
+			if (w == pid) {
+				exited = true;
+				exited_at = now_ms();
+				/* Leftovers may hold the pipe open: stop them now. */
+				if (ctx->procs) {
+					struct err stop_err;
+					if (procset_stop(ctx->procs, ctx->grace_ms, getpid(),
+					                 &stop_err) < 0)
+						log_warn("after step %s: %s", name, stop_err.msg);
+				}
+			}
+		}
+	}
+	scrub_stream_flush(stream);
+
+	if (!exited) {
+		/* Timed out: stop the step's processes, then collect it. */
+		struct err stop_err;
+		if (ctx->procs)
+			procset_stop(ctx->procs, ctx->grace_ms, getpid(), &stop_err);
+		kill(-pid, SIGKILL);
+		waitpid(pid, &status, 0);
+		if (ret_out)
+			free(sink.capture);
+		if (step_limit)
+			return err_set(err, ERR_FAILED, ETIMEDOUT, "`%s` timed out after %u s",
+			               command, timeout_s);
+		return err_set(err, ERR_FAILED, ETIMEDOUT,
+		               "the boot's deadline (%u s) passed while `%s` was running",
+		               p->timeout, command);
+	}
+	if (sink.failed) {
+		if (ret_out)
+			free(sink.capture);
+		*err = log_err;
+		return err_wrap(err, "step %s", name);
+	}
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+		char how[64];
+		proc_describe_status(status, how, sizeof(how));
+		if (ret_out)
+			free(sink.capture);
+		return err_set(err, ERR_FAILED, 0, "`%s` %s", command, how);
+	}
+	if (ret_out)
+		*ret_out = sink.capture;
+	return 0;
+}
+
+int boot_step_run(const struct step_context *ctx, const char *name, const char *command,
+                  char *const *env, unsigned timeout_s, const char *log_path, struct err *err)
+{
+	return step_execute(ctx, name, command, env, timeout_s, log_path, NULL, err);
+}
+
+int boot_step_capture(const struct step_context *ctx, const char *name, const char *command,
+                      char *const *env, unsigned timeout_s, const char *log_path, char **ret_out,
+                      struct err *err)
+{
+	return step_execute(ctx, name, command, env, timeout_s, log_path, ret_out, err);
+}

@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Running one step of a boot: `sh -c CMD` in the app directory, in its own process group and
+ * the boot's process set, stdin /dev/null, its output scrubbed and appended to the step's log
+ * after a "$ CMD" line, bounded by the step's timeout and the boot's deadline. Whatever the
+ * step leaves behind (daemons included) is stopped afterwards: a setup command is not a way to
+ * start services.
+ */
+#ifndef SA_BOOT_STEP_H
+#define SA_BOOT_STEP_H
+
+#include <stdint.h>
+
+#include "boot_engine.h"
+#include "procset.h"
+
+struct step_context {
+	const struct boot_plan *plan;
+	struct procset *procs;
+	const struct boot_observer *obs;
+	uint64_t deadline_ms; /* monotonic, the whole boot's */
+	unsigned grace_ms;
+};
+
+/* Milliseconds on CLOCK_MONOTONIC. */
+uint64_t now_ms(void);
+
+/*
+ * Run command as step `name`, output to log_path. env is the full environment. Returns 0 when
+ * the command exited 0; else ERR_FAILED: "`CMD` exited with status N", "... timed out after N
+ * s", "the boot's deadline (N s) passed during ...".
+ */
+int boot_step_run(const struct step_context *ctx, const char *name, const char *command,
+                  char *const *env, unsigned timeout_s, const char *log_path, struct err *err);
+
+/* Run command and capture its scrubbed stdout (capped) instead of logging it. */
+int boot_step_capture(const struct step_context *ctx, const char *name, const char *command,
+                      char *const *env, unsigned timeout_s, const char *log_path, char **ret_out,
+                      struct err *err);
+
+#endif

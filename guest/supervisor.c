@@ -1,0 +1,678 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The supervisor process (supervisor.h says what it does and how long it lives).
+ *
+ * supervisor_start() forks; the child calls setsid() and forks again, so the supervisor is in a
+ * session of its own and is re-parented away from the caller as soon as the middle process
+ * exits. The supervisor reports back through a pipe -- its identity and the server's, or why it
+ * could not start -- and then runs one epoll loop: a signalfd (SIGCHLD, SIGTERM, SIGINT,
+ * SIGHUP), the server's output pipe, the forwarder, and a timerfd for the grace period.
+ */
+#include "supervisor.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <json-c/json.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/timerfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
+
+#include "fileio.h"
+#include "forward.h"
+#include "log.h"
+#include "logfile.h"
+#include "procset.h"
+
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct json_object *, json_object_put)
+#define _cleanup_json_ _cleanup_(json_object_putp)
+
+#define container_of(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
+
+#define STATUS_MAX_BYTES (1u << 20)
+/* The forwarder's connections need descriptors; the server keeps the caller's limit. */
+#define SUP_NOFILE_WANT 8192u
+
+/* What the supervisor tells supervisor_start() through the report pipe. */
+struct sup_report {
+	int ok;
+	int cls;
+	int code;
+	pid_t supervisor_pid;
+	uint64_t supervisor_start;
+	pid_t server_pid;
+	uint64_t server_start;
+	char msg[ERR_MSG_MAX];
+};
+
+struct sup {
+	const struct supervisor_spec *spec;
+	pid_t pid;
+	uint64_t start;
+	int epfd;
+	int sigfd;
+	int out_fd; /* read end of the server's stdout/stderr, -1 after end-of-file */
+	int timer_fd;
+	struct ev_handler sig_h;
+	struct ev_handler out_h;
+	struct ev_handler timer_h;
+	struct forwarder *fw;
+	struct logfile *log;
+	struct scrub_stream *stream;
+	struct procset *procs;
+	pid_t server_pid;
+	uint64_t server_start;
+	bool server_running;
+	int server_status;
+	bool stopping;    /* SIGTERM received: the server's group was sent TERM */
+	bool grace_armed; /* the timer runs */
+	bool grace_over;  /* the timer fired */
+	bool quit;        /* leave the loop: stop the rest and exit */
+	bool status_written;
+	char log_error[ERR_MSG_MAX];
+};
+
+/* ---- supervisor.json ---- */
+
+static struct json_object *json_str_or_null(const char *s)
+{
+	return s ? json_object_new_string(s) : NULL;
+}
+
+static void status_write(struct sup *s, bool final)
+{
+	const struct supervisor_spec *spec = s->spec;
+	_cleanup_json_ struct json_object *o = json_object_new_object();
+	_cleanup_free_ char *tail = NULL;
+	bool exited = s->server_pid > 0 && !s->server_running;
+	char status[128], sig[32];
+	struct err e;
+
+	if (!o)
+		return;
+	json_object_object_add(o, "supervisor_pid", json_object_new_int(s->pid));
+	json_object_object_add(o, "supervisor_start", json_object_new_int64((int64_t)s->start));
+	json_object_object_add(o, "server_pid",
+	                       s->server_pid > 0 ? json_object_new_int(s->server_pid) : NULL);
+	json_object_object_add(o, "server_start",
+	                       s->server_pid > 0 ? json_object_new_int64((int64_t)s->server_start)
+	                                         : NULL);
+	json_object_object_add(o, "state",
+	                       json_object_new_string(s->server_pid <= 0 ? "starting"
+	                                              : exited           ? "exited"
+	                                                                 : "running"));
+	if (exited) {
+		proc_describe_status(s->server_status, status, sizeof(status));
+		json_object_object_add(o, "status", json_object_new_string(status));
+		json_object_object_add(o, "exit_code",
+		                       WIFEXITED(s->server_status)
+		                           ? json_object_new_int(WEXITSTATUS(s->server_status))
+		                           : NULL);
+		json_object_object_add(o, "signal",
+		                       WIFSIGNALED(s->server_status)
+		                           ? json_object_new_string(proc_signal_name(
+		                                 WTERMSIG(s->server_status), sig, sizeof(sig)))
+		                           : NULL);
+		err_clear(&e);
+		if (logfile_tail(spec->log_path, SUPERVISOR_TAIL_LINES, SUPERVISOR_TAIL_CHARS,
+		                 &tail, &e) < 0)
+			tail = NULL;
+	} else {
+		json_object_object_add(o, "status", NULL);
+		json_object_object_add(o, "exit_code", NULL);
+		json_object_object_add(o, "signal", NULL);
+	}
+	json_object_object_add(o, "stopped", json_object_new_boolean(s->stopping));
+	json_object_object_add(o, "supervisor",
+	                       json_object_new_string(final ? "exited" : "running"));
+	json_object_object_add(o, "log_tail", json_str_or_null(tail));
+	json_object_object_add(o, "log_error",
+	                       json_str_or_null(s->log_error[0] ? s->log_error : NULL));
+	if (spec->listen_addr) {
+		struct json_object *f = json_object_new_object();
+		char listen[128];
+		bool v6 = strchr(spec->listen_addr, ':') && spec->listen_addr[0] != '[';
+
+		snprintf(listen, sizeof(listen), "%s%s%s:%u", v6 ? "[" : "", spec->listen_addr,
+		         v6 ? "]" : "", s->fw ? forwarder_listen_port(s->fw) : spec->listen_port);
+		json_object_object_add(f, "listen", json_object_new_string(listen));
+		json_object_object_add(f, "target", json_object_new_int(spec->target_port));
+		json_object_object_add(o, "forward", f);
+	} else {
+		json_object_object_add(o, "forward", NULL);
+	}
+
+	size_t len;
+	const char *text = json_object_to_json_string_length(
+	    o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &len);
+	err_clear(&e);
+	if (!text ||
+	    file_write_atomic(spec->status_path, text, len, 0600, (uid_t)-1, (gid_t)-1, &e) < 0)
+		log_debug("supervisor: %s", e.msg);
+}
+
+/* The process named by the pid and start-time keys still runs (true when unknown). */
+static bool json_process_alive(struct json_object *o, const char *pid_key, const char *start_key)
+{
+	struct json_object *pid = NULL, *start = NULL;
+
+	if (!json_object_object_get_ex(o, pid_key, &pid) ||
+	    !json_object_object_get_ex(o, start_key, &start) ||
+	    !json_object_is_type(pid, json_type_int) || !json_object_is_type(start, json_type_int))
+		return true;
+	return proc_is((pid_t)json_object_get_int(pid), (uint64_t)json_object_get_int64(start));
+}
+
+int supervisor_read_status(const char *status_path, int *ret_exited, char *buf, size_t len,
+                           struct err *err)
+{
+	_cleanup_free_ char *text = NULL;
+	_cleanup_json_ struct json_object *o = NULL;
+	struct json_object *state = NULL, *status = NULL;
+	enum json_tokener_error jerr = json_tokener_success;
+	size_t n = 0;
+	int r;
+
+	r = file_read_capped(AT_FDCWD, status_path, STATUS_MAX_BYTES, READ_NOFOLLOW, &text, &n,
+	                     err);
+	if (r < 0)
+		return r;
+	o = json_tokener_parse_verbose(text, &jerr);
+	if (!o || !json_object_is_type(o, json_type_object))
+		return err_set(err, ERR_FAILED, EINVAL, "%s is not a JSON object%s%s", status_path,
+		               o ? "" : ": ", o ? "" : json_tokener_error_desc(jerr));
+	if (!json_object_object_get_ex(o, "state", &state) ||
+	    !json_object_is_type(state, json_type_string))
+		return err_set(err, ERR_FAILED, EINVAL, "%s has no state", status_path);
+	if (strcmp(json_object_get_string(state), "exited") == 0) {
+		*ret_exited = 1;
+		if (json_object_object_get_ex(o, "status", &status) &&
+		    json_object_is_type(status, json_type_string))
+			snprintf(buf, len, "%s", json_object_get_string(status));
+		else
+			snprintf(buf, len, "exited");
+	} else if (strcmp(json_object_get_string(state), "running") == 0 &&
+	           !json_process_alive(o, "supervisor_pid", "supervisor_start") &&
+	           !json_process_alive(o, "server_pid", "server_start")) {
+		/* The supervisor was killed before it could record the server's end. */
+		*ret_exited = 1;
+		snprintf(buf, len, "exited (not recorded: its supervisor is gone)");
+	} else {
+		*ret_exited = 0;
+		snprintf(buf, len, "%s", json_object_get_string(state));
+	}
+	return 0;
+}
+
+/* ---- the server's output ---- */
+
+static void log_note_error(struct sup *s)
+{
+	const struct err *e = logfile_last_error(s->log);
+
+	if (e->cls == ERR_NONE || strcmp(e->msg, s->log_error) == 0)
+		return;
+	snprintf(s->log_error, sizeof(s->log_error), "%s", e->msg);
+	status_write(s, false);
+}
+
+static void output_write(struct sup *s, const char *buf, size_t len)
+{
+	int r =
+	    s->stream ? scrub_stream_write(s->stream, buf, len) : logfile_sink(s->log, buf, len);
+
+	/* A full disk: recorded; reading goes on so that the server never blocks on us. */
+	if (r < 0)
+		log_note_error(s);
+}
+
+static void output_flush(struct sup *s)
+{
+	if (s->stream && scrub_stream_flush(s->stream) < 0)
+		log_note_error(s);
+}
+
+/* Read what the server wrote; until EAGAIN when drain, else one buffer per event. */
+static void output_read(struct sup *s, bool drain)
+{
+	char buf[16384];
+
+	while (s->out_fd >= 0) {
+		ssize_t n = read(s->out_fd, buf, sizeof(buf));
+
+		if (n > 0) {
+			output_write(s, buf, (size_t)n);
+			if (!drain)
+				return;
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN)
+			return;
+		/* End-of-file (or an error): every writer is gone. */
+		(void)epoll_ctl(s->epfd, EPOLL_CTL_DEL, s->out_fd, NULL);
+		close(s->out_fd);
+		s->out_fd = -1;
+		output_flush(s);
+	}
+}
+
+static void output_event(struct ev_handler *h, uint32_t events)
+{
+	output_read(container_of(h, struct sup, out_h), false);
+}
+
+/* ---- children and signals ---- */
+
+static void reap(struct sup *s)
+{
+	for (;;) {
+		int status;
+		pid_t pid = waitpid(-1, &status, WNOHANG);
+
+		if (pid < 0 && errno == EINTR)
+			continue;
+		if (pid <= 0)
+			return;
+		if (pid != s->server_pid || !s->server_running)
+			continue; /* an adopted orphan */
+		s->server_running = false;
+		s->server_status = status;
+		/* Its last words first, so the tail holds them. */
+		output_read(s, true);
+		output_flush(s);
+		if (!s->stopping)
+			status_write(s, false);
+	}
+}
+
+static void grace_arm(struct sup *s)
+{
+	unsigned ms = s->spec->grace_ms ? s->spec->grace_ms : SUPERVISOR_GRACE_MS;
+	struct itimerspec its = {
+	    .it_value = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000}};
+
+	if (timerfd_settime(s->timer_fd, 0, &its, NULL) < 0)
+		s->grace_over = true;
+	s->grace_armed = true;
+}
+
+static void stop_begin(struct sup *s)
+{
+	if (s->stopping)
+		return;
+	s->stopping = true;
+	if (s->server_running) {
+		/* The leader is not reaped yet, so the group id is still the server's. */
+		(void)kill(-s->server_pid, SIGTERM);
+		(void)kill(-s->server_pid, SIGCONT);
+		grace_arm(s);
+	}
+}
+
+static void signal_event(struct ev_handler *h, uint32_t events)
+{
+	struct sup *s = container_of(h, struct sup, sig_h);
+	struct signalfd_siginfo si;
+
+	while (read(s->sigfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+		switch (si.ssi_signo) {
+		case SIGCHLD:
+			reap(s);
+			break;
+		case SIGTERM:
+		case SIGINT:
+			stop_begin(s);
+			break;
+		default:
+			break; /* SIGHUP: no terminal, nothing to reload */
+		}
+	}
+	reap(s);
+}
+
+static void timer_event(struct ev_handler *h, uint32_t events)
+{
+	struct sup *s = container_of(h, struct sup, timer_h);
+	uint64_t ticks;
+
+	(void)!read(s->timer_fd, &ticks, sizeof(ticks));
+	s->grace_over = true;
+}
+
+/* ---- the end ---- */
+
+static unsigned grace_left(struct sup *s)
+{
+	struct itimerspec its;
+
+	if (!s->grace_armed)
+		return s->spec->grace_ms ? s->spec->grace_ms : SUPERVISOR_GRACE_MS;
+	if (s->grace_over || timerfd_gettime(s->timer_fd, &its) < 0)
+		return 0;
+	return (unsigned)(its.it_value.tv_sec * 1000 + its.it_value.tv_nsec / 1000000);
+}
+
+/*
+ * After TERM: whatever is left of the boot's processes (the server's group, orphans we
+ * adopted, the cgroup) gets TERM and the rest of the grace period, then KILL. Then the final
+ * state, with the server's last output.
+ */
+static _noreturn_ void stop_finish(struct sup *s)
+{
+	struct err e;
+
+	forwarder_free(s->fw);
+	s->fw = NULL;
+	if (s->server_running)
+		(void)kill(-s->server_pid, SIGKILL);
+	err_clear(&e);
+	if (s->procs && procset_stop(s->procs, grace_left(s), s->pid, &e) < 0)
+		log_debug("supervisor: %s", e.msg);
+	reap(s);
+	if (s->server_running) {
+		/* Killed above: wait for it so the state says how it ended. */
+		int status;
+		if (waitpid(s->server_pid, &status, 0) == s->server_pid) {
+			s->server_running = false;
+			s->server_status = status;
+		}
+		reap(s);
+	}
+	output_read(s, true);
+	output_flush(s);
+	status_write(s, true);
+	_exit(0);
+}
+
+static void loop_run(struct sup *s)
+{
+	while (!s->quit) {
+		struct epoll_event evs[32];
+		int n = epoll_wait(s->epfd, evs, 32, -1);
+
+		if (n < 0 && errno != EINTR)
+			break;
+		for (int i = 0; i < n; i++) {
+			struct ev_handler *h = evs[i].data.ptr;
+			h->fn(h, evs[i].events);
+		}
+		if (s->fw)
+			forwarder_reap(s->fw);
+		if (s->stopping && (!s->server_running || s->grace_over))
+			s->quit = true;
+	}
+}
+
+/* ---- setting up ---- */
+
+static int watch(struct sup *s, int fd, struct ev_handler *h,
+                 void (*fn)(struct ev_handler *, uint32_t), struct err *err)
+{
+	struct epoll_event ev = {.events = EPOLLIN, .data.ptr = h};
+
+	h->fn = fn;
+	if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, fd, &ev) < 0)
+		return err_errno(err, "supervisor: epoll_ctl");
+	return 0;
+}
+
+static void signals_reset(sigset_t *handled)
+{
+	struct sigaction dfl = {.sa_handler = SIG_DFL}, ign = {.sa_handler = SIG_IGN};
+
+	for (int sig = 1; sig < NSIG; sig++)
+		if (sig != SIGKILL && sig != SIGSTOP)
+			(void)sigaction(sig, &dfl, NULL);
+	/* splice() into a socket whose peer is gone raises SIGPIPE (forward.h). */
+	(void)sigaction(SIGPIPE, &ign, NULL);
+	sigemptyset(handled);
+	sigaddset(handled, SIGCHLD);
+	sigaddset(handled, SIGTERM);
+	sigaddset(handled, SIGINT);
+	sigaddset(handled, SIGHUP);
+}
+
+/* Descriptors 0, 1 and 2 on /dev/null; everything else the caller had, closed. */
+static int fds_detach(int keep, struct err *err)
+{
+	int nul;
+
+	proc_close_inherited(keep);
+	/* Nor the caller's argv and environment (its model credential) in /proc. */
+	if (proc_hide_caller("sandbox-agent supervise") < 0)
+		log_debug("supervisor: cannot overwrite the inherited command line");
+	nul = open("/dev/null", O_RDWR | O_NOCTTY);
+	if (nul < 0)
+		return err_errno(err, "supervisor: open /dev/null");
+	for (int fd = 0; fd < 3; fd++)
+		if (fd != nul && dup2(nul, fd) < 0)
+			return err_errno(err, "supervisor: dup2");
+	if (nul > 2)
+		close(nul);
+	return 0;
+}
+
+static void nofile_raise(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur >= SUP_NOFILE_WANT)
+		return;
+	rl.rlim_cur = rl.rlim_max < SUP_NOFILE_WANT ? rl.rlim_max : SUP_NOFILE_WANT;
+	(void)setrlimit(RLIMIT_NOFILE, &rl);
+}
+
+static int server_spawn(struct sup *s, struct err *err)
+{
+	const struct supervisor_spec *spec = s->spec;
+	_cleanup_close_ int wr = -1;
+	int p[2];
+
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return err_errno(err, "supervisor: pipe");
+	s->out_fd = p[0];
+	wr = p[1];
+	if (fcntl(s->out_fd, F_SETFL, O_NONBLOCK) < 0)
+		return err_errno(err, "supervisor: fcntl");
+	if (watch(s, s->out_fd, &s->out_h, output_event, err) < 0)
+		return -1;
+
+	struct proc_spec ps = {
+	    .command = spec->command,
+	    .cwd = spec->cwd,
+	    .env = spec->env,
+	    .user = spec->user,
+	    .output_fd = wr,
+	    .procs_fd = s->procs ? procset_procs_fd(s->procs) : -1,
+	    .new_session = false,
+	    .keep_fd = -1,
+	};
+	if (proc_spawn(&ps, &s->server_pid, err) < 0)
+		return -1;
+	s->server_start = proc_start_time(s->server_pid);
+	s->server_running = true;
+	if (s->procs)
+		(void)procset_add_group(s->procs, s->server_pid, s->server_start);
+	return 0;
+}
+
+static int sup_setup(struct sup *s, int report_fd, struct err *err)
+{
+	const struct supervisor_spec *spec = s->spec;
+	sigset_t handled;
+
+	if (fds_detach(report_fd, err) < 0)
+		return -1;
+	if (chdir("/") < 0)
+		return err_errno(err, "supervisor: chdir /");
+	(void)prctl(PR_SET_PDEATHSIG, 0);
+	if (prctl(PR_SET_CHILD_SUBREAPER, 1) < 0)
+		return err_errno(err, "supervisor: PR_SET_CHILD_SUBREAPER");
+	signals_reset(&handled);
+	if (sigprocmask(SIG_SETMASK, &handled, NULL) < 0)
+		return err_errno(err, "supervisor: sigprocmask");
+
+	s->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (s->epfd < 0)
+		return err_errno(err, "supervisor: epoll_create1");
+	s->sigfd = signalfd(-1, &handled, SFD_NONBLOCK | SFD_CLOEXEC);
+	if (s->sigfd < 0)
+		return err_errno(err, "supervisor: signalfd");
+	if (watch(s, s->sigfd, &s->sig_h, signal_event, err) < 0)
+		return -1;
+	s->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	if (s->timer_fd < 0)
+		return err_errno(err, "supervisor: timerfd_create");
+	if (watch(s, s->timer_fd, &s->timer_h, timer_event, err) < 0)
+		return -1;
+
+	if (spec->listen_addr && forwarder_new(s->epfd, spec->listen_addr, spec->listen_port,
+	                                       "127.0.0.1", spec->target_port, &s->fw, err) < 0)
+		return -1;
+	if (logfile_open(spec->log_path, spec->log_max_bytes, (uid_t)-1, (gid_t)-1, &s->log, err) <
+	    0)
+		return -1;
+	if (spec->scrub) {
+		s->stream = scrub_stream_new(spec->scrub, logfile_sink, s->log);
+		if (!s->stream)
+			return err_set(err, ERR_FAILED, ENOMEM, "supervisor: out of memory");
+	}
+	if (procset_open(spec->cgroup_path ? spec->cgroup_path : "", &s->procs, err) < 0)
+		return err_wrap(err, "supervisor");
+	if (s->procs)
+		(void)procset_add_root(s->procs, s->pid, s->start);
+
+	/* A first state before the server exists: proves status_path is writable. */
+	{
+		const char *text = "{\"state\":\"starting\"}";
+		if (file_write_atomic(spec->status_path, text, strlen(text), 0600, (uid_t)-1,
+		                      (gid_t)-1, err) < 0)
+			return -1;
+		s->status_written = true;
+	}
+	return server_spawn(s, err);
+}
+
+static void report_send(int fd, const struct sup_report *rep)
+{
+	(void)write_all(fd, rep, sizeof(*rep));
+	close(fd);
+}
+
+static _noreturn_ void sup_main(const struct supervisor_spec *spec, int report_fd)
+{
+	struct sup s = {
+	    .spec = spec,
+	    .epfd = -1,
+	    .sigfd = -1,
+	    .out_fd = -1,
+	    .timer_fd = -1,
+	};
+	struct sup_report rep = {0};
+	struct err e;
+
+	s.pid = getpid();
+	s.start = proc_start_time(s.pid);
+	err_clear(&e);
+	if (sup_setup(&s, report_fd, &e) < 0) {
+		if (s.status_written)
+			(void)unlink(spec->status_path);
+		rep.cls = e.cls ? e.cls : ERR_FAILED;
+		rep.code = e.code;
+		snprintf(rep.msg, sizeof(rep.msg), "%s", e.msg);
+		report_send(report_fd, &rep);
+		_exit(1);
+	}
+	status_write(&s, false);
+	rep.ok = 1;
+	rep.supervisor_pid = s.pid;
+	rep.supervisor_start = s.start;
+	rep.server_pid = s.server_pid;
+	rep.server_start = s.server_start;
+	report_send(report_fd, &rep);
+
+	/* Only now: the server keeps the caller's descriptor limit. */
+	nofile_raise();
+#ifdef __GLIBC__
+	/* Give back what the caller's heap left free in our copy of it (musl has no such call). */
+	malloc_trim(0);
+#endif
+	loop_run(&s);
+	stop_finish(&s);
+}
+
+int supervisor_start(const struct supervisor_spec *spec, struct supervisor_info *ret,
+                     struct err *err)
+{
+	struct sup_report rep = {0};
+	sigset_t all, old;
+	size_t got = 0;
+	int p[2], status;
+	pid_t mid;
+
+	if (!spec->command || !spec->log_path || !spec->status_path)
+		return err_set(err, ERR_FAILED, EINVAL,
+		               "supervisor: the command, log and status paths are required");
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return err_errno(err, "supervisor: pipe");
+
+	/* No handler of the caller's may run in the children. */
+	sigfillset(&all);
+	sigprocmask(SIG_SETMASK, &all, &old);
+	mid = fork();
+	if (mid == 0) {
+		pid_t pid;
+
+		close(p[0]);
+		if (setsid() < 0)
+			_exit(1);
+		pid = fork();
+		if (pid != 0)
+			_exit(pid < 0 ? 1 : 0);
+		sup_main(spec, p[1]);
+	}
+	int fork_errno = errno;
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	close(p[1]);
+	if (mid < 0) {
+		close(p[0]);
+		errno = fork_errno;
+		return err_errno(err, "supervisor: fork");
+	}
+
+	while (got < sizeof(rep)) {
+		ssize_t n = read(p[0], (char *)&rep + got, sizeof(rep) - got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+	}
+	close(p[0]);
+	while (waitpid(mid, &status, 0) < 0 && errno == EINTR)
+		;
+	if (got != sizeof(rep))
+		return err_set(err, ERR_FAILED, EPIPE, "the supervisor ended before it reported");
+	if (!rep.ok) {
+		rep.msg[sizeof(rep.msg) - 1] = '\0';
+		return err_set(err, rep.cls ? rep.cls : ERR_FAILED, rep.code, "%s", rep.msg);
+	}
+	ret->supervisor_pid = rep.supervisor_pid;
+	ret->supervisor_start = rep.supervisor_start;
+	ret->server_pid = rep.server_pid;
+	ret->server_start = rep.server_start;
+	return 0;
+}

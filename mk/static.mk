@@ -1,0 +1,108 @@
+# SPDX-License-Identifier: Apache-2.0
+#
+# make static: sandbox-agent (+ the sandbox-app-boot link) and sandbox-ctl linked fully static
+# with musl into build-static/, against the dependency set that packaging/static/build-deps.sh
+# builds from Debian's source packages and caches (see packaging/static/README.md).
+#
+#   build-static/sandbox-agent, sandbox-ctl     linked, with symbols
+#   build-static/stripped/...                   stripped copies: what ships; sizes are checked
+#   build-static/tests/libcheck                 tests/static/libcheck.c, linked the same way
+#
+# Included by the top Makefile; COMMON_SRC, GUEST_SRC, HOST_SRC are its globs, so every .c file
+# in common/ guest/ host/ is compiled here too.
+
+MUSL_CC ?= musl-gcc
+SBUILD := build-static
+STATIC_DEPS := packaging/static/build-deps.sh
+# The issue's limit for the stripped guest binary: 2.0 MB.
+STATIC_AGENT_MAX := 2000000
+
+STATIC_CFLAGS := $(filter-out -O2 -fPIE,$(BASE_CFLAGS)) -Os -fno-pie \
+	-ffunction-sections -fdata-sections -fno-asynchronous-unwind-tables \
+	-isystem $(STATIC_PREFIX)/include -isystem $(STATIC_PREFIX)/kernel-include
+STATIC_LDFLAGS := -static -no-pie -Wl,--gc-sections -Wl,-z,relro,-z,now -Wl,-z,noexecstack
+STATIC_LIBS := -L$(STATIC_PREFIX)/lib -Wl,--start-group -lgit2 -lcurl -lmbedtls -lmbedx509 \
+	-lmbedcrypto -lhttp_parser -lyaml -ljson-c -lsodium -lz -Wl,--end-group -lpthread
+
+S_COMMON_OBJ := $(COMMON_SRC:%.c=$(SBUILD)/%.o)
+S_GUEST_OBJ := $(GUEST_SRC:%.c=$(SBUILD)/%.o)
+S_HOST_OBJ := $(HOST_SRC:%.c=$(SBUILD)/%.o)
+S_LIBCOMMON := $(SBUILD)/libsandbox-common.a
+S_LIBGUEST := $(SBUILD)/libsandbox-guest.a
+S_LIBHOST := $(SBUILD)/libsandbox-host.a
+S_BINS := sandbox-agent sandbox-ctl tests/libcheck
+S_STRIPPED := $(S_BINS:%=$(SBUILD)/stripped/%)
+
+.PHONY: static static-bins static-deps FORCE
+
+# The dependency script prints the prefix of the cached set (building it on the first run);
+# the binaries are made by a second make that knows it.
+static:
+	@prefix=$$($(STATIC_DEPS)) && \
+		$(MAKE) --no-print-directory static-bins STATIC_PREFIX="$$prefix"
+
+static-deps:
+	@$(STATIC_DEPS)
+
+ifneq ($(filter static-bins,$(MAKECMDGOALS)),)
+ifeq ($(STATIC_PREFIX),)
+$(error static-bins needs STATIC_PREFIX; run `make static`)
+endif
+endif
+
+# Objects depend on the prefix they were compiled against: a new dependency set rebuilds them.
+$(SBUILD)/.prefix: FORCE
+	@mkdir -p $(@D)
+	@echo '$(STATIC_PREFIX)' | cmp -s - $@ || echo '$(STATIC_PREFIX)' >$@
+
+$(SBUILD)/%.o: %.c $(SBUILD)/.prefix
+	@mkdir -p $(@D)
+	@echo "  MUSL-CC $<"
+	@$(MUSL_CC) $(STATIC_CFLAGS) -c $< -o $@
+
+$(S_LIBCOMMON): $(S_COMMON_OBJ)
+$(S_LIBGUEST): $(S_GUEST_OBJ)
+$(S_LIBHOST): $(S_HOST_OBJ)
+$(S_LIBCOMMON) $(S_LIBGUEST) $(S_LIBHOST):
+	@rm -f $@
+	@$(AR) rcs $@ $^
+
+$(SBUILD)/sandbox-agent: $(SBUILD)/guest/main.o $(S_LIBGUEST) $(S_LIBCOMMON)
+	@echo "  MUSL-LD $@"
+	@$(MUSL_CC) $(STATIC_LDFLAGS) -o $@ $^ $(STATIC_LIBS)
+$(SBUILD)/sandbox-ctl: $(SBUILD)/host/main.o $(S_LIBHOST) $(S_LIBCOMMON)
+	@echo "  MUSL-LD $@"
+	@$(MUSL_CC) $(STATIC_LDFLAGS) -o $@ $^ $(STATIC_LIBS)
+$(SBUILD)/tests/libcheck: $(SBUILD)/tests/static/libcheck.o
+	@echo "  MUSL-LD $@"
+	@$(MUSL_CC) $(STATIC_LDFLAGS) -o $@ $^ $(STATIC_LIBS)
+$(SBUILD)/sandbox-app-boot $(SBUILD)/stripped/sandbox-app-boot:
+	@mkdir -p $(@D)
+	@ln -sfn sandbox-agent $@
+
+$(SBUILD)/stripped/%: $(SBUILD)/%
+	@mkdir -p $(@D)
+	@strip -o $@ $<
+
+# Sizes (stripped) in bytes and MB (10^6), `file` on each, and the checks: static, and the
+# agent within STATIC_AGENT_MAX.
+static-bins: $(S_BINS:%=$(SBUILD)/%) $(SBUILD)/sandbox-app-boot $(S_STRIPPED) \
+		$(SBUILD)/stripped/sandbox-app-boot
+	@echo "static build against $(STATIC_PREFIX)"
+	@for b in $(S_STRIPPED); do \
+		n=$$(stat -c %s $$b); \
+		mb=$$(awk -v n=$$n 'BEGIN { printf "%.2f", n / 1000000 }'); \
+		printf '  %-36s %9d bytes  %s MB stripped\n' $$b $$n $$mb; \
+	done
+	@fail=0; for b in $(S_STRIPPED); do \
+		info=$$(file -b $$b); echo "  file $$b: $$info"; \
+		case $$info in *"statically linked"*) ;; \
+		*) echo "static: $$b is not statically linked" >&2; fail=1 ;; esac; \
+	done; exit $$fail
+	@n=$$(stat -c %s $(SBUILD)/stripped/sandbox-agent); \
+	if [ $$n -gt $(STATIC_AGENT_MAX) ]; then \
+		echo "static: sandbox-agent is $$n bytes stripped, above $(STATIC_AGENT_MAX)" >&2; \
+		exit 1; \
+	fi
+
+-include $(shell find $(SBUILD) -name '*.d' 2>/dev/null)

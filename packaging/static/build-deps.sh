@@ -1,0 +1,377 @@
+#!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
+#
+# Builds the static dependencies of the guest and host binaries with musl-gcc from Debian's
+# source packages (bookworm), with only the features we use, and prints the install prefix.
+#
+#   packaging/static/build-deps.sh            ensure the set is built; prefix on stdout
+#   packaging/static/build-deps.sh --key      print the cache key only
+#   packaging/static/build-deps.sh --refresh  re-read the archive's source index first
+#
+# Cache: ${SANDBOX_CACHE:-$HOME/.cache/sandbox-app-runtime}/static-deps/
+#   apt/          private apt state (sources, lists, archives); /etc/apt is only read
+#   versions      the source versions picked at the last index refresh
+#   <key>/        one finished prefix: include/ kernel-include/ lib/ KEY-INFO build.log
+#   tmp.*/        a build in progress (renamed to <key>/ when complete)
+# Key: <sources>-<script>, two 12-hex sha256 prefixes: the first over the source package
+# versions plus the toolchain (gcc, musl-dev, linux-libc-dev versions), the second over this file.
+#
+# Environment: SANDBOX_CACHE, SANDBOX_STATIC_REFRESH_DAYS (default 7: how old the source index
+# may get before it is re-read; 0 re-reads it every run), SANDBOX_STATIC_KEEP (default 3: built
+# sets kept, least recently used go first), SANDBOX_STATIC_JOBS (default: nproc),
+# SANDBOX_STATIC_APT_URI (default: the URI this machine's apt uses for bookworm), MUSL_CC.
+# Needs: musl-tools cmake make autoconf automake libtool dpkg-dev (apt-get source) xz-utils.
+set -euo pipefail
+
+SUITE=bookworm
+PACKAGES=(zlib mbedtls http-parser libyaml json-c libsodium curl libgit2)
+CA_BUNDLE=/etc/ssl/certs/ca-certificates.crt
+
+CACHE_ROOT=${SANDBOX_CACHE:-$HOME/.cache/sandbox-app-runtime}/static-deps
+REFRESH_DAYS=${SANDBOX_STATIC_REFRESH_DAYS:-7}
+KEEP=${SANDBOX_STATIC_KEEP:-3}
+JOBS=${SANDBOX_STATIC_JOBS:-$(nproc)}
+MUSL_CC=${MUSL_CC:-musl-gcc}
+SCRIPT=$(readlink -f "${BASH_SOURCE[0]}")
+
+mode=build
+force_refresh=0
+for arg in "$@"; do
+	case $arg in
+	--key) mode=key ;;
+	--refresh) force_refresh=1 ;;
+	-h | --help)
+		awk 'NR > 2 && /^#/ { sub(/^# ?/, ""); print; next } NR > 2 { exit }' "$SCRIPT"
+		exit 0
+		;;
+	*)
+		echo "build-deps.sh: unknown argument '$arg' (try --help)" >&2
+		exit 2
+		;;
+	esac
+done
+
+say() { echo "static-deps: $*" >&2; }
+die() {
+	say "$*"
+	exit 1
+}
+
+APT_DIR=$CACHE_ROOT/apt
+APT_OPTS=(-o Dir::Etc::SourceList=/dev/null -o "Dir::Etc::SourceParts=$APT_DIR/sources"
+	-o "Dir::State::Lists=$APT_DIR/lists" -o "Dir::Cache=$APT_DIR/cache"
+	-o Dir::Etc::Preferences=/dev/null -o "Dir::Etc::PreferencesParts=$APT_DIR/sources"
+	-o APT::Sandbox::User=root -o Acquire::Languages=none -q)
+
+# The toolchain is part of the key: a new gcc, musl or kernel header set rebuilds everything.
+toolchain_id() {
+	echo "gcc $(${REALGCC:-gcc} -dumpfullversion)"
+	dpkg-query -W -f '${Package} ${Version}\n' musl-dev linux-libc-dev 2>/dev/null || true
+}
+
+# Private sources list: deb-src for the suite and its -updates, from the mirror the machine's
+# own apt uses. Nothing under /etc/apt is written.
+apt_setup() {
+	local uri=${SANDBOX_STATIC_APT_URI:-}
+	if [ -z "$uri" ]; then
+		# shellcheck disable=SC2016 # $(...) is apt's own field syntax here
+		uri=$(apt-get indextargets --format '$(REPO_URI) $(RELEASE)' 2>/dev/null |
+			awk -v s="$SUITE" '$2 == s { print $1; exit }')
+	fi
+	[ -n "$uri" ] || die "no apt source for '$SUITE' on this machine; set SANDBOX_STATIC_APT_URI"
+	mkdir -p "$APT_DIR/sources" "$APT_DIR/lists/partial" "$APT_DIR/cache/archives/partial"
+	cat >"$APT_DIR/sources/static-deps.sources.new" <<-EOF
+		Types: deb-src
+		URIs: $uri
+		Suites: $SUITE $SUITE-updates
+		Components: main
+		Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+	EOF
+	mv "$APT_DIR/sources/static-deps.sources.new" "$APT_DIR/sources/static-deps.sources"
+}
+
+# Re-read the source index and record the version of each package in the suite itself
+# (pkg/bookworm: the security pocket's sources are not all downloadable).
+versions_refresh() {
+	local out
+	apt_setup
+	say "reading the $SUITE source index"
+	apt-get "${APT_OPTS[@]}" update >"$APT_DIR/update.log" 2>&1 ||
+		{
+			cat "$APT_DIR/update.log" >&2
+			return 1
+		}
+	out=$(apt-get "${APT_OPTS[@]}" source --print-uris "${PACKAGES[@]/%//$SUITE}" 2>&1) ||
+		{
+			echo "$out" >&2
+			return 1
+		}
+	echo "$out" | sed -n "s/^Selected version '\([^']*\)' ($SUITE) for \(.*\)\$/\2 \1/p" |
+		sort >"$CACHE_ROOT/versions.new"
+	[ "$(wc -l <"$CACHE_ROOT/versions.new")" -eq ${#PACKAGES[@]} ] || {
+		echo "$out" >&2
+		return 1
+	}
+	mv "$CACHE_ROOT/versions.new" "$CACHE_ROOT/versions"
+}
+
+versions_fresh() {
+	[ "$REFRESH_DAYS" -gt 0 ] && [ -s "$CACHE_ROOT/versions" ] &&
+		[ -z "$(find "$CACHE_ROOT/versions" -mtime "+$((REFRESH_DAYS - 1))" 2>/dev/null)" ]
+}
+
+cache_key() {
+	local src scr
+	src=$({
+		cat "$CACHE_ROOT/versions"
+		toolchain_id
+	} | sha256sum | cut -c1-12)
+	scr=$(sha256sum <"$SCRIPT" | cut -c1-12)
+	echo "$src-$scr"
+}
+
+mkdir -p "$CACHE_ROOT"
+command -v "$MUSL_CC" >/dev/null || die "$MUSL_CC not found: apt-get install musl-tools"
+
+# Fast path: a fresh version list and a finished prefix for its key. No lock, no network.
+if [ $force_refresh -eq 0 ] && versions_fresh; then
+	key=$(cache_key)
+	if [ $mode = key ]; then
+		echo "$key"
+		exit 0
+	fi
+	if [ -f "$CACHE_ROOT/$key/KEY-INFO" ]; then
+		touch "$CACHE_ROOT/$key" # its mtime is its last use
+		echo "$CACHE_ROOT/$key"
+		exit 0
+	fi
+fi
+
+exec 9>"$CACHE_ROOT/.lock"
+flock 9
+
+# Refresh the index when asked, when stale, and before every build (the archive keeps only the
+# current version of each package, so an old list can name files that are gone).
+if [ $force_refresh -eq 1 ] || ! versions_fresh || [ $mode = build ]; then
+	if ! versions_refresh; then
+		[ -s "$CACHE_ROOT/versions" ] || die "cannot read the source index (see above)"
+		say "cannot refresh the source index; using the versions read before"
+	fi
+fi
+key=$(cache_key)
+if [ $mode = key ]; then
+	echo "$key"
+	exit 0
+fi
+FINAL=$CACHE_ROOT/$key
+if [ -f "$FINAL/KEY-INFO" ]; then
+	touch "$FINAL"
+	echo "$FINAL"
+	exit 0
+fi
+
+# Cold build. We hold the lock, so any tmp.* left over is from a build that died.
+rm -rf "$CACHE_ROOT"/tmp.*
+TMP=$(mktemp -d "$CACHE_ROOT/tmp.XXXXXX")
+LOG=$TMP/build.log
+SRC=$TMP/src
+STAGE=$TMP/dest$FINAL # installed with DESTDIR=$TMP/dest, renamed to $FINAL at the end
+mkdir -p "$SRC" "$STAGE/include" "$STAGE/lib"
+start=$(date +%s)
+
+on_exit() {
+	local rc=$?
+	[ $rc -eq 0 ] && return
+	say "FAILED while $step; last lines of $LOG:"
+	tail -n 40 "$LOG" >&2
+	say "full log: $LOG (the build tree is kept until the next build)"
+	exit $rc
+}
+trap on_exit EXIT
+step="starting"
+
+# Each step logs to the same file; only one line per package reaches the terminal.
+run() { "$@" >>"$LOG" 2>&1; }
+timings=()
+step_start=$start
+step_name=""
+lap() { # close the timing of the current step
+	[ -n "$step_name" ] && timings+=("$step_name $(($(date +%s) - step_start)) s")
+	step_start=$(date +%s)
+	step_name=${1:-}
+}
+begin() {
+	lap "$1"
+	step="building $1"
+	say "$step"
+	echo "===== $1 =====" >>"$LOG"
+}
+
+CFLAGS_DEPS="-Os -ffunction-sections -fdata-sections -fno-asynchronous-unwind-tables"
+CFLAGS_DEPS+=" -fstack-protector-strong -fno-pie"
+LDFLAGS_DEPS="-no-pie" # configure and cmake link test programs; gcc defaults to PIE here
+CMAKE_COMMON=(-DCMAKE_C_COMPILER="$MUSL_CC" -DCMAKE_BUILD_TYPE=MinSizeRel
+	-DCMAKE_C_FLAGS="$CFLAGS_DEPS" -DCMAKE_EXE_LINKER_FLAGS="$LDFLAGS_DEPS"
+	-DCMAKE_INSTALL_PREFIX="$FINAL" -DCMAKE_INSTALL_LIBDIR=lib
+	-DBUILD_SHARED_LIBS=OFF -DBUILD_TESTING=OFF
+	-DCMAKE_FIND_ROOT_PATH="$TMP/dest" -DCMAKE_FIND_ROOT_PATH_MODE_LIBRARY=ONLY
+	-DCMAKE_FIND_ROOT_PATH_MODE_INCLUDE=ONLY -DCMAKE_FIND_ROOT_PATH_MODE_PACKAGE=ONLY
+	-DCMAKE_PREFIX_PATH="$FINAL")
+
+cmake_build() { # srcdir [cmake options...]: configure, build, install into the stage
+	local dir=$1
+	shift
+	run cmake -S "$dir" -B "$dir/_build" "${CMAKE_COMMON[@]}" "$@"
+	run cmake --build "$dir/_build" -j "$JOBS"
+	run env DESTDIR="$TMP/dest" cmake --install "$dir/_build"
+}
+
+step="fetching sources"
+lap fetch
+say "fetching ${#PACKAGES[@]} source packages into $TMP"
+mapfile -t pins < <(awk '{ print $1 "=" $2 }' "$CACHE_ROOT/versions")
+(cd "$SRC" && run apt-get "${APT_OPTS[@]}" source "${pins[@]}")
+srcdir() { # the unpacked tree of a source package
+	local d
+	d=$(find "$SRC" -mindepth 1 -maxdepth 1 -type d -name "$1-[0-9]*" | head -n 1)
+	[ -n "$d" ] || {
+		echo "no unpacked tree for $1" >>"$LOG"
+		return 1
+	}
+	echo "$d"
+}
+
+# Kernel headers: musl-gcc searches only musl's own include directory, so copy the uapi headers
+# the guest needs (linux/, asm/, asm-generic/) into the prefix; compile with -isystem on it.
+step="copying kernel headers"
+multiarch=$(gcc -print-multiarch)
+mkdir -p "$STAGE/kernel-include"
+cp -a /usr/include/linux /usr/include/asm-generic "$STAGE/kernel-include/"
+cp -a "/usr/include/$multiarch/asm" "$STAGE/kernel-include/asm"
+
+begin zlib
+d=$(srcdir zlib)
+(cd "$d" && run env CC="$MUSL_CC" CFLAGS="$CFLAGS_DEPS" LDFLAGS="$LDFLAGS_DEPS" \
+	./configure --static --prefix="$FINAL")
+run make -C "$d" -j "$JOBS" libz.a
+run make -C "$d" install DESTDIR="$TMP/dest"
+
+begin mbedtls
+d=$(srcdir mbedtls)
+# As Debian's own build: thread-safe RNG and contexts (libgit2 and curl may run on threads).
+for opt in MBEDTLS_THREADING_C MBEDTLS_THREADING_PTHREAD; do
+	sed -i "s|^//#define $opt\$|#define $opt|" "$d/include/mbedtls/config.h"
+	grep -q "^#define $opt\$" "$d/include/mbedtls/config.h"
+done
+# mbedTLS 2.28 calls getrandom(2) only under glibc and otherwise reads /dev/urandom, which an
+# early or minimal guest may not have: use the syscall with musl too.
+sed -i 's/^#if ((defined(__linux__) \&\& defined(__GLIBC__)) || defined(__midipix__))$/#if defined(__linux__) || defined(__midipix__)/' \
+	"$d/library/entropy_poll.c"
+grep -q '^#if defined(__linux__) || defined(__midipix__)$' "$d/library/entropy_poll.c"
+cmake_build "$d" -DENABLE_PROGRAMS=OFF -DENABLE_TESTING=OFF -DGEN_FILES=OFF \
+	-DUSE_SHARED_MBEDTLS_LIBRARY=OFF -DUSE_STATIC_MBEDTLS_LIBRARY=ON \
+	-DMBEDTLS_FATAL_WARNINGS=OFF -DENABLE_ZLIB_SUPPORT=OFF
+
+begin http-parser
+d=$(srcdir http-parser)
+# shellcheck disable=SC2086 # CFLAGS_DEPS is a list of flags
+run "$MUSL_CC" $CFLAGS_DEPS -DHTTP_PARSER_STRICT=0 -I"$d" -c "$d/http_parser.c" -o "$d/http_parser.o"
+run ar rcs "$STAGE/lib/libhttp_parser.a" "$d/http_parser.o"
+cp "$d/http_parser.h" "$STAGE/include/"
+
+begin libyaml
+cmake_build "$(srcdir libyaml)" -DINSTALL_CMAKE_DIR=lib/cmake/yaml
+
+begin json-c
+cmake_build "$(srcdir json-c)" -DBUILD_STATIC_LIBS=ON -DDISABLE_WERROR=ON \
+	-DDISABLE_EXTRA_LIBS=ON -DENABLE_THREADING=OFF -DENABLE_RDRAND=OFF
+
+begin libsodium
+d=$(srcdir libsodium)
+# The Debian source is a git export without a generated configure script.
+(cd "$d" && run autoreconf -fi)
+(cd "$d" && run env CC="$MUSL_CC" CFLAGS="$CFLAGS_DEPS" LDFLAGS="$LDFLAGS_DEPS" \
+	./configure --prefix="$FINAL" \
+	--disable-shared --enable-static --disable-dependency-tracking --disable-pie)
+run make -C "$d" -j "$JOBS"
+run make -C "$d" install DESTDIR="$TMP/dest"
+
+begin curl
+d=$(srcdir curl)
+# HTTP and HTTPS over mbedTLS only; everything else off. The CA bundle path is a compile-time
+# default; CURLOPT_CAINFO overrides it at run time.
+(cd "$d" && run env CC="$MUSL_CC" CFLAGS="$CFLAGS_DEPS" CPPFLAGS="-I$STAGE/include" \
+	LDFLAGS="$LDFLAGS_DEPS -L$STAGE/lib" ./configure --prefix="$FINAL" \
+	--disable-shared --enable-static --disable-dependency-tracking --disable-silent-rules \
+	--with-mbedtls="$STAGE" --with-zlib="$STAGE" --without-openssl --without-gnutls \
+	--with-ca-bundle="$CA_BUNDLE" --without-ca-path --without-ca-fallback \
+	--enable-http --disable-ftp --disable-file --disable-ldap --disable-ldaps --disable-rtsp \
+	--disable-dict --disable-telnet --disable-tftp --disable-pop3 --disable-imap --disable-smb \
+	--disable-smtp --disable-gopher --disable-mqtt --disable-websockets \
+	--disable-manual --disable-libcurl-option --disable-ntlm --disable-ntlm-wb \
+	--disable-tls-srp \
+	--disable-cookies --disable-alt-svc --disable-hsts --disable-doh --disable-mime \
+	--disable-netrc --disable-progress-meter --disable-dnsshuffle --disable-get-easy-options \
+	--without-libpsl --without-libidn2 --without-brotli --without-zstd --without-nghttp2 \
+	--without-ngtcp2 --without-nghttp3 --without-quiche --without-msh3 --without-hyper \
+	--without-libssh2 --without-libssh --without-wolfssh --without-librtmp --without-gssapi \
+	--without-libgsasl --disable-ares --enable-threaded-resolver --enable-ipv6 \
+	--enable-unix-sockets --enable-http-auth --enable-proxy --enable-verbose \
+	--disable-versioned-symbols)
+run make -C "$d/lib" -j "$JOBS"
+run make -C "$d/lib" install DESTDIR="$TMP/dest"
+run make -C "$d/include" install DESTDIR="$TMP/dest"
+run make -C "$d" install-pkgconfigDATA DESTDIR="$TMP/dest"
+
+begin libgit2
+d=$(srcdir libgit2)
+# The +ds source drops deps/ (bundled pcre, http-parser, ntlmclient, zlib): use musl's POSIX
+# regcomp and the http-parser and zlib built above. libgit2 insists that CERT_LOCATION exists
+# on the build machine; the guest, not the builder, has to have it, so drop that check.
+# shellcheck disable=SC2016 # a literal cmake expression
+sed -i 's|if(NOT EXISTS ${CERT_LOCATION})|if(FALSE)|' "$d/cmake/SelectHTTPSBackend.cmake"
+grep -q 'if(FALSE)' "$d/cmake/SelectHTTPSBackend.cmake"
+cmake_build "$d" -DBUILD_TESTS=OFF -DBUILD_CLI=OFF -DBUILD_EXAMPLES=OFF -DBUILD_FUZZERS=OFF \
+	-DUSE_HTTPS=mbedTLS -DUSE_SHA1=CollisionDetection -DUSE_SHA256=mbedTLS \
+	-DCERT_LOCATION="$CA_BUNDLE" -DUSE_SSH=OFF -DUSE_GSSAPI=OFF -DUSE_NTLMCLIENT=OFF \
+	-DUSE_HTTP_PARSER=system -DREGEX_BACKEND=regcomp -DUSE_BUNDLED_ZLIB=OFF -DUSE_ICONV=OFF \
+	-DUSE_THREADS=ON -DUSE_NSEC=ON -DENABLE_REPRODUCIBLE_BUILDS=ON \
+	-DMBEDTLS_INCLUDE_DIR="$STAGE/include" -DMBEDTLS_LIBRARY="$STAGE/lib/libmbedtls.a" \
+	-DMBEDX509_LIBRARY="$STAGE/lib/libmbedx509.a" \
+	-DMBEDCRYPTO_LIBRARY="$STAGE/lib/libmbedcrypto.a"
+
+lap
+step="finishing"
+# Only headers and static archives are kept; paths that name the stage are rewritten.
+rm -rf "${STAGE:?}/bin" "${STAGE:?}/share"
+find "$STAGE/lib" \( -name '*.la' -o -name '*.so*' \) -delete
+grep -rlF "$TMP/dest" "$STAGE" 2>/dev/null | while read -r f; do
+	sed -i "s|$TMP/dest||g" "$f"
+done
+{
+	echo "key $key"
+	echo "script $(sha256sum <"$SCRIPT" | cut -d' ' -f1)"
+	echo "built $(date -u +%Y-%m-%dT%H:%M:%SZ) in $(($(date +%s) - start)) s"
+	echo "# source packages ($SUITE)"
+	cat "$CACHE_ROOT/versions"
+	echo "# toolchain"
+	toolchain_id
+	echo "# seconds per step"
+	printf '%s\n' "${timings[@]}"
+} >"$STAGE/KEY-INFO.new"
+cp "$LOG" "$STAGE/build.log"
+mv "$STAGE/KEY-INFO.new" "$STAGE/KEY-INFO"
+rm -rf "$FINAL" # a prefix without KEY-INFO never finished
+mv "$STAGE" "$FINAL"
+touch "$FINAL"
+rm -rf "$TMP"
+
+# Keep the KEEP most recently used sets (worktrees on other script versions may still use
+# theirs); older ones go. A set is renamed aside first so no reader sees half of one.
+for d in "$CACHE_ROOT"/*-*/; do
+	if [ -f "$d/KEY-INFO" ]; then echo "$(stat -c %Y "$d") ${d%/}"; fi
+done | sort -rn | tail -n +$((KEEP + 1)) | while read -r _ old; do
+	mv "$old" "$CACHE_ROOT/tmp.old.${old##*/}" && rm -rf "$CACHE_ROOT/tmp.old.${old##*/}"
+done
+say "built $key in $(($(date +%s) - start)) s"
+echo "$FINAL"

@@ -1,0 +1,179 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "boot_discard.h"
+#include "boot_state.h"
+#include "strv.h"
+
+static char dir[64];
+
+static void setup(void)
+{
+	snprintf(dir, sizeof(dir), "/tmp/test-boot-state.XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+}
+
+static void teardown(void)
+{
+	struct err err;
+
+	tree_remove(dir, &err);
+}
+
+START_TEST(test_missing_state_is_not_an_error)
+{
+	struct boot_state st;
+	struct err err;
+
+	ck_assert_int_eq(boot_state_load(dir, &st, &err), 1);
+	ck_assert_ptr_null(st.status);
+}
+END_TEST
+
+START_TEST(test_roundtrip_keeps_every_field)
+{
+	struct boot_state st = {0}, back;
+	struct err err;
+	char path[128];
+	struct stat sb;
+
+	boot_state_set(&st.status, "ready");
+	boot_state_set(&st.step, "ready");
+	boot_state_set(&st.reason, "a \"quoted\" reason\nwith a newline");
+	boot_state_set(&st.cgroup, "/sys/fs/cgroup/unified/x");
+	strv_push(&st.completed, "bundle");
+	strv_push(&st.completed, "db_prepare");
+	st.port = 41234;
+	st.supervisor_pid = 4242;
+	st.supervisor_start = 123456789012ULL;
+	st.server_pid = 4243;
+	st.server_start = 99;
+	ck_assert_int_eq(boot_state_save(dir, &st, &err), 0);
+	snprintf(path, sizeof(path), "%s/state.json", dir);
+	ck_assert_int_eq(stat(path, &sb), 0);
+	ck_assert_int_eq(sb.st_mode & 0777, 0600);
+
+	ck_assert_int_eq(boot_state_load(dir, &back, &err), 0);
+	ck_assert_str_eq(back.status, "ready");
+	ck_assert_str_eq(back.reason, st.reason);
+	ck_assert_str_eq(back.cgroup, st.cgroup);
+	ck_assert_uint_eq(strv_length(back.completed), 2);
+	ck_assert_str_eq(back.completed[1], "db_prepare");
+	ck_assert_uint_eq(back.port, 41234);
+	ck_assert_int_eq(back.supervisor_pid, 4242);
+	ck_assert(back.supervisor_start == 123456789012ULL);
+	ck_assert_int_eq(back.server_pid, 4243);
+	ck_assert(back.updated_at > 0);
+	boot_state_dispose(&st);
+	boot_state_dispose(&back);
+}
+END_TEST
+
+START_TEST(test_damaged_state_is_reported)
+{
+	struct boot_state st;
+	struct err err;
+	char path[128];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/state.json", dir);
+	f = fopen(path, "w");
+	fputs("[1, 2", f);
+	fclose(f);
+	ck_assert_int_lt(boot_state_load(dir, &st, &err), 0);
+	ck_assert(strstr(err.msg, "damaged") != NULL);
+}
+END_TEST
+
+START_TEST(test_lock_refuses_a_second_boot)
+{
+	struct err err;
+	int fd = -1, status;
+	pid_t pid;
+
+	ck_assert_int_eq(boot_lock_acquire(dir, &fd, &err), 0);
+	/* Another process (flock locks are per open file) is refused while we hold it. */
+	pid = fork();
+	if (pid == 0) {
+		int fd2 = -1;
+		struct err e2;
+		int r = boot_lock_acquire(dir, &fd2, &e2);
+		char expect[64];
+		snprintf(expect, sizeof(expect), "(pid %ld)", (long)getppid());
+		_exit(r < 0 && e2.cls == ERR_REFUSED && strstr(e2.msg, "already in progress") &&
+		              strstr(e2.msg, expect)
+		          ? 0
+		          : 1);
+	}
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	close(fd);
+	/* Released with the descriptor. */
+	pid = fork();
+	if (pid == 0) {
+		int fd2 = -1;
+		struct err e2;
+		_exit(boot_lock_acquire(dir, &fd2, &e2) == 0 ? 0 : 1);
+	}
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+END_TEST
+
+START_TEST(test_discard_moves_aside_and_removes)
+{
+	char ws[128], leftover[160], inner[192], outside[160], keep[192];
+	struct err err;
+	FILE *f;
+
+	snprintf(ws, sizeof(ws), "%s/workspace", dir);
+	snprintf(inner, sizeof(inner), "%s/app", ws);
+	ck_assert_int_eq(mkdir(ws, 0755), 0);
+	ck_assert_int_eq(mkdir(inner, 0755), 0);
+	/* A link out of the workspace, to a directory holding a file that must survive. */
+	snprintf(outside, sizeof(outside), "%s/outside", dir);
+	snprintf(keep, sizeof(keep), "%s/keep", outside);
+	ck_assert_int_eq(mkdir(outside, 0755), 0);
+	f = fopen(keep, "w");
+	ck_assert_ptr_nonnull(f);
+	fclose(f);
+	ck_assert_int_eq(symlink(outside, strcat(strcpy((char[256]){0}, inner), "/link")), 0);
+	/* A leftover of an interrupted discard is removed by the next one. */
+	snprintf(leftover, sizeof(leftover), "%s/.workspace.discard.1", dir);
+	ck_assert_int_eq(mkdir(leftover, 0755), 0);
+	ck_assert_int_eq(workspace_discard(ws, &err), 0);
+	ck_assert_int_ne(access(ws, F_OK), 0);
+	ck_assert_int_ne(access(leftover, F_OK), 0);
+	/* The link was removed, not followed. */
+	ck_assert_int_eq(access(keep, F_OK), 0);
+	ck_assert_int_lt(workspace_discard("/", &err), 0);
+	ck_assert_int_eq(err.cls, ERR_REFUSED);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("boot_state");
+	TCase *tc = tcase_create("core");
+	SRunner *sr;
+	int failed;
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, test_missing_state_is_not_an_error);
+	tcase_add_test(tc, test_roundtrip_keeps_every_field);
+	tcase_add_test(tc, test_damaged_state_is_reported);
+	tcase_add_test(tc, test_lock_refuses_a_second_boot);
+	tcase_add_test(tc, test_discard_moves_aside_and_removes);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,522 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The handshake state machine, driven from memory: negotiation, refusals, tampering, stale
+ * bytes, replays. Over real processes: test_channel.c. The test vectors: test_vectors.c.
+ */
+#include <check.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "authkeys.h"
+#include "handshake.h"
+#include "hs_helpers.h"
+#include "keys.h"
+
+struct fixture {
+	struct keypair *host, *guest, *other;
+	struct authkeys *ak;
+	struct hs_side h, g;
+	size_t hc, gc; /* cursors into what each side sent */
+};
+
+static void fixture_init(struct fixture *f, const struct hs_config *host_cfg,
+                         const struct hs_config *guest_cfg)
+{
+	struct hs_config hc = {.role = HS_HOST}, gc = {.role = HS_GUEST};
+	struct err e;
+
+	memset(f, 0, sizeof(*f));
+	ck_assert_int_eq(keys_generate(&f->host, &e), 0);
+	ck_assert_int_eq(keys_generate(&f->guest, &e), 0);
+	ck_assert_int_eq(keys_generate(&f->other, &e), 0);
+	ck_assert_int_eq(authkeys_new(NULL, NULL, &f->ak, &e), 0);
+	ck_assert_int_eq(authkeys_add(f->ak, f->host->pk, "host", &e), 0);
+	if (host_cfg)
+		hc = *host_cfg;
+	if (guest_cfg)
+		gc = *guest_cfg;
+	hc.identity = f->host;
+	gc.identity = f->guest;
+	gc.authorized = f->ak;
+	hs_side_init(&f->h, &hc);
+	hs_side_init(&f->g, &gc);
+}
+
+static void fixture_dispose(struct fixture *f)
+{
+	hs_side_dispose(&f->h);
+	hs_side_dispose(&f->g);
+	authkeys_free(f->ak);
+	keypair_free(f->host);
+	keypair_free(f->guest);
+	keypair_free(f->other);
+}
+
+/* Offset of the first byte after the marker and n frames in buf. */
+static size_t skip_frames(const uint8_t *buf, size_t n)
+{
+	size_t off = FRAME_MARKER_LEN;
+
+	while (n--)
+		off += FRAME_HEADER_LEN + get_be32(buf + off);
+	return off;
+}
+
+START_TEST(test_handshake_completes)
+{
+	struct fixture f;
+	uint8_t htx[HS_KEY_LEN], hrx[HS_KEY_LEN], gtx[HS_KEY_LEN], grx[HS_KEY_LEN];
+
+	fixture_init(&f, NULL, NULL);
+	hs_side_start(&f.h);
+	ck_assert_int_eq(hs_side_pass(&f.h, &f.hc, &f.g), HS_CONTINUE);
+	ck_assert_int_eq(hs_side_pass(&f.g, &f.gc, &f.h), HS_CONTINUE);
+	ck_assert_int_eq(hs_side_pass(&f.h, &f.hc, &f.g), HS_DONE);
+	ck_assert_int_eq(hs_side_pass(&f.g, &f.gc, &f.h), HS_DONE);
+	ck_assert_int_eq(hs_version(f.h.hs), 1);
+	ck_assert_int_eq(hs_version(f.g.hs), 1);
+	ck_assert_mem_eq(hs_peer_key(f.h.hs), f.guest->pk, KEYS_PUBLIC_LEN);
+	ck_assert_mem_eq(hs_peer_key(f.g.hs), f.host->pk, KEYS_PUBLIC_LEN);
+	ck_assert_mem_eq(hs_session_id(f.h.hs), hs_session_id(f.g.hs), HS_HASH_LEN);
+	hs_session_keys(f.h.hs, htx, hrx);
+	hs_session_keys(f.g.hs, gtx, grx);
+	ck_assert_mem_eq(htx, grx, HS_KEY_LEN);
+	ck_assert_mem_eq(hrx, gtx, HS_KEY_LEN);
+	ck_assert(memcmp(htx, hrx, HS_KEY_LEN) != 0);
+	/* Both sides sent exactly: marker + 2 frames. */
+	ck_assert_uint_eq(skip_frames(f.h.sent, 2), f.h.sent_len);
+	ck_assert_uint_eq(skip_frames(f.g.sent, 2), f.g.sent_len);
+	fixture_dispose(&f);
+}
+END_TEST
+
+START_TEST(test_fresh_keys_every_session)
+{
+	struct fixture a, b;
+	uint8_t atx[HS_KEY_LEN], arx[HS_KEY_LEN], btx[HS_KEY_LEN], brx[HS_KEY_LEN];
+
+	for (int i = 0; i < 2; i++) {
+		struct fixture *f = i ? &b : &a;
+		fixture_init(f, NULL, NULL);
+		hs_side_start(&f->h);
+		hs_side_pass(&f->h, &f->hc, &f->g);
+		hs_side_pass(&f->g, &f->gc, &f->h);
+		hs_side_pass(&f->h, &f->hc, &f->g);
+		ck_assert_int_eq(hs_side_pass(&f->g, &f->gc, &f->h), HS_DONE);
+	}
+	hs_session_keys(a.h.hs, atx, arx);
+	hs_session_keys(b.h.hs, btx, brx);
+	ck_assert(memcmp(atx, btx, HS_KEY_LEN) != 0);
+	ck_assert(memcmp(hs_session_id(a.h.hs), hs_session_id(b.h.hs), HS_HASH_LEN) != 0);
+	fixture_dispose(&a);
+	fixture_dispose(&b);
+}
+END_TEST
+
+START_TEST(test_version_highest_common)
+{
+	static const uint16_t hv[] = {1, 2, 3}, gv[] = {5, 2, 1};
+	struct hs_config hc = {.role = HS_HOST, .versions = hv, .n_versions = 3};
+	struct hs_config gc = {.role = HS_GUEST, .versions = gv, .n_versions = 3};
+	struct fixture f;
+
+	fixture_init(&f, &hc, &gc);
+	hs_side_start(&f.h);
+	hs_side_pass(&f.h, &f.hc, &f.g);
+	hs_side_pass(&f.g, &f.gc, &f.h);
+	hs_side_pass(&f.h, &f.hc, &f.g);
+	ck_assert_int_eq(hs_side_pass(&f.g, &f.gc, &f.h), HS_DONE);
+	ck_assert_int_eq(hs_version(f.h.hs), 2);
+	ck_assert_int_eq(hs_version(f.g.hs), 2);
+	ck_assert_uint_eq(hs_pick_version(hv, 3, gv, 1), 0);
+	fixture_dispose(&f);
+}
+END_TEST
+
+START_TEST(test_version_none_in_common)
+{
+	static const uint16_t hv[] = {3, 4}, gv[] = {1, 2};
+	struct hs_config hc = {.role = HS_HOST, .versions = hv, .n_versions = 2};
+	struct hs_config gc = {.role = HS_GUEST, .versions = gv, .n_versions = 2};
+	struct fixture f;
+
+	fixture_init(&f, &hc, &gc);
+	hs_side_start(&f.h);
+	ck_assert_int_lt(hs_side_pass(&f.h, &f.hc, &f.g), 0);
+	ck_assert_int_eq(f.g.err.code, EPROTONOSUPPORT);
+	ck_assert_int_eq(f.g.err.cls, ERR_REFUSED);
+	ck_assert_ptr_nonnull(strstr(f.g.err.msg, "the host speaks 3, 4, we speak 1, 2"));
+	/* The guest answered with a refusal, which the host reports with both lists. */
+	ck_assert_int_lt(hs_side_pass(&f.g, &f.gc, &f.h), 0);
+	ck_assert_int_eq(f.h.err.code, EPROTONOSUPPORT);
+	ck_assert_ptr_nonnull(strstr(f.h.err.msg, "it speaks 1, 2, we speak 3, 4"));
+	fixture_dispose(&f);
+}
+END_TEST
+
+START_TEST(test_downgrade_detected)
+{
+	static const uint16_t both[] = {1, 2};
+	struct hs_config hc = {.role = HS_HOST, .versions = both, .n_versions = 2};
+	struct hs_config gc = {.role = HS_GUEST, .versions = both, .n_versions = 2};
+	struct fixture f;
+	const uint8_t *orig;
+	uint8_t ch[256];
+	size_t n = 0;
+
+	fixture_init(&f, &hc, &gc);
+	hs_side_start(&f.h);
+	/* A man in the middle strips version 2 from the hello. */
+	orig = f.h.sent + FRAME_MARKER_LEN + FRAME_HEADER_LEN;
+	ck_assert_mem_eq(orig, "\x01SBXC\x02\x00\x01\x00\x02", 10);
+	memcpy(ch, frame_marker, FRAME_MARKER_LEN);
+	n = FRAME_MARKER_LEN;
+	frame_put_header(ch + n, 1 + 4 + 1 + 2 + 32);
+	n += FRAME_HEADER_LEN;
+	memcpy(ch + n, "\x01SBXC\x01\x00\x01", 8);
+	n += 8;
+	memcpy(ch + n, orig + 10, 32);
+	n += 32;
+	f.hc = f.h.sent_len;
+	ck_assert_int_eq(hs_side_feed(&f.g, ch, n), HS_CONTINUE);
+	ck_assert_int_eq(hs_version(f.g.hs), 1);
+	/* The guest answers that hello: its hash is not the host's, so the host ignores it. */
+	ck_assert_int_eq(hs_side_pass(&f.g, &f.gc, &f.h), HS_RESYNC);
+	fixture_dispose(&f);
+}
+END_TEST
+
+START_TEST(test_host_key_not_authorized)
+{
+	struct fixture f;
+	char fp[KEYS_FINGERPRINT_MAX];
+
+	fixture_init(&f, NULL, NULL);
+	authkeys_free(f.ak);
+	ck_assert_int_eq(authkeys_new(NULL, NULL, &f.ak, &f.g.err), 0);
+	ck_assert_int_eq(authkeys_add(f.ak, f.other->pk, "someone else", &f.g.err), 0);
+	hs_side_dispose(&f.g);
+	{
+		struct hs_config gc = {.role = HS_GUEST, .identity = f.guest, .authorized = f.ak};
+		hs_side_init(&f.g, &gc);
+	}
+	hs_side_start(&f.h);
+	hs_side_pass(&f.h, &f.hc, &f.g);
+	hs_side_pass(&f.g, &f.gc, &f.h);
+	ck_assert_int_lt(hs_side_pass(&f.h, &f.hc, &f.g), 0);
+	keys_fingerprint(f.host->pk, fp);
+	ck_assert_int_eq(f.g.err.cls, ERR_REFUSED);
+	ck_assert_int_eq(f.g.err.code, EKEYREJECTED);
+	ck_assert_ptr_nonnull(strstr(f.g.err.msg, fp));
+	ck_assert_ptr_nonnull(strstr(f.g.err.msg, "not authorized"));
+	ck_assert_mem_eq(hs_peer_key(f.g.hs), f.host->pk, KEYS_PUBLIC_LEN);
+	/* The guest sent a refusal and no signature of its own. */
+	ck_assert_uint_eq(f.g.sent[f.gc + FRAME_HEADER_LEN], HS_REFUSE);
+	ck_assert_int_lt(hs_side_pass(&f.g, &f.gc, &f.h), 0);
+	ck_assert_int_eq(f.h.err.code, EKEYREJECTED);
+	ck_assert_ptr_nonnull(strstr(f.h.err.msg, "not in its authorized keys"));
+	fixture_dispose(&f);
+}
+END_TEST
+
+START_TEST(test_pinned_key_mismatch_signs_nothing)
+{
+	struct fixture f;
+	struct hs_config hc = {.role = HS_HOST};
+	uint8_t pinned[KEYS_PUBLIC_LEN];
+	size_t before;
+
+	memset(pinned, 0x42, sizeof(pinned));
+	hc.expected_peer = pinned;
+	fixture_init(&f, &hc, NULL);
+	hs_side_start(&f.h);
+	hs_side_pass(&f.h, &f.hc, &f.g);
+	before = f.h.sent_len;
+	ck_assert_int_lt(hs_side_pass(&f.g, &f.gc, &f.h), 0);
+	ck_assert_int_eq(f.h.err.cls, ERR_REFUSED);
+	ck_assert_int_eq(f.h.err.code, EKEYREJECTED);
+	ck_assert_ptr_nonnull(strstr(f.h.err.msg, "is not the pinned key"));
+	/* What the host sent next is a bare refusal (no key, no signature). */
+	ck_assert_uint_eq(f.h.sent[before + FRAME_HEADER_LEN], HS_REFUSE);
+	ck_assert_uint_eq(get_be32(f.h.sent + before), 1 + HS_HASH_LEN + 1 + 1 + 2);
+	ck_assert_int_lt(hs_side_pass(&f.h, &f.hc, &f.g), 0);
+	ck_assert_ptr_nonnull(strstr(f.g.err.msg, "host refused the connection"));
+	fixture_dispose(&f);
+}
+END_TEST
+
+/* Run a handshake up to the point where `victim` gets its next bytes, flipped at frame offset i. */
+enum { T_SERVER_HELLO, T_HOST_AUTH, T_GUEST_AUTH };
+
+static void tamper_run(struct fixture *f, int what, size_t i)
+{
+	uint8_t wire[HS_WIRE_MAX];
+	struct hs_side *from, *to;
+	size_t *cursor, skip, n;
+
+	fixture_init(f, NULL, NULL);
+	hs_side_start(&f->h);
+	hs_side_pass(&f->h, &f->hc, &f->g);
+	if (what != T_SERVER_HELLO) {
+		hs_side_pass(&f->g, &f->gc, &f->h);
+		if (what == T_GUEST_AUTH)
+			ck_assert_int_eq(hs_side_pass(&f->h, &f->hc, &f->g), HS_DONE);
+	}
+	from = what == T_HOST_AUTH ? &f->h : &f->g;
+	to = what == T_HOST_AUTH ? &f->g : &f->h;
+	cursor = what == T_HOST_AUTH ? &f->hc : &f->gc;
+	skip = what == T_SERVER_HELLO ? FRAME_MARKER_LEN : 0;
+	n = from->sent_len - *cursor;
+	memcpy(wire, from->sent + *cursor, n);
+	ck_assert_uint_lt(skip + i, n);
+	wire[skip + i] ^= 0x01;
+	*cursor = from->sent_len;
+	hs_side_feed(to, wire, n);
+}
+
+START_TEST(test_tampered_server_hello)
+{
+	/* type 4, magic 5..8, hello hash 9..40, version 41..42, count 43, versions 44..45,
+	 * ephemeral 46..77, identity 78..109 */
+	for (size_t i = FRAME_HEADER_LEN; i < 110; i++) {
+		struct fixture f;
+
+		tamper_run(&f, T_SERVER_HELLO, i);
+		if (i <= 40) {
+			/* not an answer to our hello: skipped */
+			ck_assert_int_eq(f.h.last, HS_RESYNC);
+		} else if (i <= 45) {
+			ck_assert_int_lt(f.h.last, 0);
+			ck_assert_int_eq(f.h.err.code, EPROTO);
+		} else {
+			/* The host signs what it saw; the guest saw something else. */
+			ck_assert_int_eq(f.h.last, HS_CONTINUE);
+			ck_assert_int_lt(hs_side_pass(&f.h, &f.hc, &f.g), 0);
+			ck_assert_int_eq(f.g.err.code, EBADMSG);
+		}
+		fixture_dispose(&f);
+	}
+}
+END_TEST
+
+START_TEST(test_tampered_host_auth)
+{
+	/* type 4, host key 5..36, signature 37..100 */
+	for (size_t i = FRAME_HEADER_LEN; i < 101; i++) {
+		struct fixture f;
+
+		tamper_run(&f, T_HOST_AUTH, i);
+		ck_assert_int_lt(f.g.last, 0);
+		ck_assert_int_eq(f.g.err.code, i == 4 ? EPROTO : i <= 36 ? EKEYREJECTED : EBADMSG);
+		/* Refused: the guest's only answer is a refusal. */
+		ck_assert_uint_eq(f.g.sent[f.gc + FRAME_HEADER_LEN], HS_REFUSE);
+		fixture_dispose(&f);
+	}
+}
+END_TEST
+
+START_TEST(test_tampered_guest_auth)
+{
+	/* type 4, signature 5..68 */
+	for (size_t i = FRAME_HEADER_LEN; i < 69; i++) {
+		struct fixture f;
+
+		tamper_run(&f, T_GUEST_AUTH, i);
+		ck_assert_int_lt(f.h.last, 0);
+		ck_assert_int_eq(f.h.err.code, i == 4 ? EPROTO : EBADMSG);
+		fixture_dispose(&f);
+	}
+}
+END_TEST
+
+START_TEST(test_recorded_host_replayed_to_new_guest)
+{
+	struct fixture a, b;
+
+	/* Record a complete session... */
+	fixture_init(&a, NULL, NULL);
+	hs_side_start(&a.h);
+	hs_side_pass(&a.h, &a.hc, &a.g);
+	hs_side_pass(&a.g, &a.gc, &a.h);
+	hs_side_pass(&a.h, &a.hc, &a.g);
+	ck_assert_int_eq(hs_side_pass(&a.g, &a.gc, &a.h), HS_DONE);
+	/* ...and play the host's bytes to a guest that trusts the same host key. */
+	fixture_init(&b, NULL, NULL);
+	ck_assert_int_eq(authkeys_add(b.ak, a.host->pk, "recorded", &b.g.err), 0);
+	ck_assert_int_lt(hs_side_feed(&b.g, a.h.sent, a.h.sent_len), 0);
+	ck_assert_int_eq(b.g.err.code, EBADMSG);
+	ck_assert_ptr_nonnull(strstr(b.g.err.msg, "does not verify"));
+	fixture_dispose(&a);
+	fixture_dispose(&b);
+}
+END_TEST
+
+START_TEST(test_recorded_guest_replayed_to_new_host)
+{
+	struct fixture a, b;
+	size_t before;
+
+	fixture_init(&a, NULL, NULL);
+	hs_side_start(&a.h);
+	hs_side_pass(&a.h, &a.hc, &a.g);
+	hs_side_pass(&a.g, &a.gc, &a.h);
+	hs_side_pass(&a.h, &a.hc, &a.g);
+	ck_assert_int_eq(hs_side_pass(&a.g, &a.gc, &a.h), HS_DONE);
+	/* The old server hello answers another client hello: the new host ignores all of it. */
+	fixture_init(&b, NULL, NULL);
+	hs_side_start(&b.h);
+	before = b.h.sent_len;
+	ck_assert_int_eq(hs_side_feed(&b.h, a.g.sent, a.g.sent_len), HS_RESYNC);
+	ck_assert_uint_eq(b.h.sent_len, before); /* nothing signed, nothing sent */
+	fixture_dispose(&a);
+	fixture_dispose(&b);
+}
+END_TEST
+
+/*
+ * An old host's hello and authentication, never answered and cut short by a dropped
+ * connection, then garbage, then a new host. cut: bytes missing from the old authentication.
+ */
+static void stale_session(size_t cut, bool expect_retry)
+{
+	struct fixture old, f;
+	struct hs_config gc;
+	uint8_t wire[3 * HS_WIRE_MAX];
+	size_t n = 0;
+
+	fixture_init(&old, NULL, NULL);
+	hs_side_start(&old.h);
+	hs_side_pass(&old.h, &old.hc, &old.g);
+	hs_side_pass(&old.g, &old.gc, &old.h);
+	fixture_init(&f, NULL, NULL);
+	memcpy(wire + n, "\r\nGarbage\xff\xff", 11);
+	n += 11;
+	memcpy(wire + n, old.h.sent, old.h.sent_len - cut);
+	n += old.h.sent_len - cut;
+	hs_side_start(&f.h);
+	memcpy(wire + n, f.h.sent, f.h.sent_len);
+	n += f.h.sent_len;
+	f.hc = f.h.sent_len;
+
+	if (!expect_retry) {
+		/* The fresh marker lands inside the cut frame: the guest starts over at once. */
+		ck_assert_int_eq(hs_side_feed(&f.g, wire, n), HS_CONTINUE);
+	} else {
+		/* The cut frame completes with the first bytes of the fresh marker: that attempt
+		 * fails, and the next attempt on the same stream finds the rest of the marker. */
+		ck_assert_int_lt(hs_side_feed(&f.g, wire, n), 0);
+		gc = (struct hs_config){.role = HS_GUEST, .identity = f.guest, .authorized = f.ak};
+		hs_side_retry(&f.g, &gc);
+		ck_assert_int_eq(hs_side_feed(&f.g, wire + f.g.fed, n - f.g.fed), HS_CONTINUE);
+	}
+	/* The guest answered the stale hello too; the host skips that answer and takes its own. */
+	ck_assert_int_eq(hs_side_pass(&f.g, &f.gc, &f.h), HS_CONTINUE);
+	ck_assert_int_eq(hs_side_pass(&f.h, &f.hc, &f.g), HS_DONE);
+	ck_assert_int_eq(hs_side_pass(&f.g, &f.gc, &f.h), HS_DONE);
+	fixture_dispose(&old);
+	fixture_dispose(&f);
+}
+
+START_TEST(test_stale_bytes_before_the_new_session)
+{
+	stale_session(40, false);
+	stale_session(10, true);
+	stale_session(97 + 4, false); /* the old authentication missing entirely */
+}
+END_TEST
+
+START_TEST(test_host_fails_when_guest_restarts_late)
+{
+	struct fixture f;
+
+	fixture_init(&f, NULL, NULL);
+	hs_side_start(&f.h);
+	hs_side_pass(&f.h, &f.hc, &f.g);
+	hs_side_pass(&f.g, &f.gc, &f.h);
+	ck_assert_int_lt(hs_side_feed(&f.h, frame_marker, FRAME_MARKER_LEN), 0);
+	ck_assert_ptr_nonnull(strstr(f.h.err.msg, "started over"));
+	fixture_dispose(&f);
+}
+END_TEST
+
+START_TEST(test_malformed_hello_refused)
+{
+	struct fixture f;
+	uint8_t wire[64];
+	size_t n = 0;
+
+	fixture_init(&f, NULL, NULL);
+	memcpy(wire, frame_marker, FRAME_MARKER_LEN);
+	n = FRAME_MARKER_LEN;
+	/* type, magic, 1 version, no ephemeral key */
+	frame_put_header(wire + n, 8);
+	n += FRAME_HEADER_LEN;
+	memcpy(wire + n, "\x01SBXC\x01\x00\x01", 8);
+	n += 8;
+	ck_assert_int_lt(hs_side_feed(&f.g, wire, n), 0);
+	ck_assert_int_eq(f.g.err.code, EPROTO);
+	/* A refusal, after a marker like any first answer. */
+	ck_assert_mem_eq(f.g.sent, frame_marker, FRAME_MARKER_LEN);
+	ck_assert_uint_eq(f.g.sent[FRAME_MARKER_LEN + FRAME_HEADER_LEN], HS_REFUSE);
+	ck_assert_uint_eq(f.g.sent[FRAME_MARKER_LEN + FRAME_HEADER_LEN + 1 + HS_HASH_LEN],
+	                  HS_REFUSE_MALFORMED);
+	fixture_dispose(&f);
+}
+END_TEST
+
+START_TEST(test_low_order_ephemeral_refused)
+{
+	struct fixture f;
+	uint8_t wire[128];
+	size_t n = FRAME_MARKER_LEN;
+
+	fixture_init(&f, NULL, NULL);
+	memcpy(wire, frame_marker, FRAME_MARKER_LEN);
+	frame_put_header(wire + n, 8 + 32);
+	n += FRAME_HEADER_LEN;
+	memcpy(wire + n, "\x01SBXC\x01\x00\x01", 8);
+	n += 8;
+	memset(wire + n, 0, 32); /* the all-zero point */
+	n += 32;
+	ck_assert_int_lt(hs_side_feed(&f.g, wire, n), 0);
+	ck_assert_ptr_nonnull(strstr(f.g.err.msg, "low-order"));
+	fixture_dispose(&f);
+}
+END_TEST
+
+static Suite *handshake_suite(void)
+{
+	Suite *s = suite_create("handshake");
+	TCase *tc = tcase_create("core");
+
+	tcase_add_test(tc, test_handshake_completes);
+	tcase_add_test(tc, test_fresh_keys_every_session);
+	tcase_add_test(tc, test_version_highest_common);
+	tcase_add_test(tc, test_version_none_in_common);
+	tcase_add_test(tc, test_downgrade_detected);
+	tcase_add_test(tc, test_host_key_not_authorized);
+	tcase_add_test(tc, test_pinned_key_mismatch_signs_nothing);
+	tcase_add_test(tc, test_tampered_server_hello);
+	tcase_add_test(tc, test_tampered_host_auth);
+	tcase_add_test(tc, test_tampered_guest_auth);
+	tcase_add_test(tc, test_recorded_host_replayed_to_new_guest);
+	tcase_add_test(tc, test_recorded_guest_replayed_to_new_host);
+	tcase_add_test(tc, test_stale_bytes_before_the_new_session);
+	tcase_add_test(tc, test_host_fails_when_guest_restarts_late);
+	tcase_add_test(tc, test_malformed_hello_refused);
+	tcase_add_test(tc, test_low_order_ephemeral_refused);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(handshake_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
