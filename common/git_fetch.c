@@ -168,19 +168,26 @@ int git_fetch_global_init(const struct git_fetch_global_opts *opts, struct err *
 		rc = git_libgit2_opts(GIT_OPT_SET_SSL_CERT_LOCATIONS, opts->ca_file, opts->ca_dir);
 		if (rc < 0) {
 			lg2_err(err, rc, "loading CA certificates");
-			return err_wrap(err, "setting the CA locations (%s, %s)",
-			                opts->ca_file ? opts->ca_file : "-",
-			                opts->ca_dir ? opts->ca_dir : "-");
+			err_wrap(err, "setting the CA locations (%s, %s)",
+			         opts->ca_file ? opts->ca_file : "-",
+			         opts->ca_dir ? opts->ca_dir : "-");
+			goto fail;
 		}
 	}
 	if (!opts->user_config) {
 		for (size_t i = 0; i < ELEMENTSOF(levels); i++) {
 			rc = git_libgit2_opts(GIT_OPT_SET_SEARCH_PATH, levels[i], "");
-			if (rc < 0)
-				return lg2_err(err, rc, "clearing libgit2's config search path");
+			if (rc < 0) {
+				lg2_err(err, rc, "clearing libgit2's config search path");
+				goto fail;
+			}
 		}
 	}
 	return 0;
+fail:
+	/* Nothing to pair with a shutdown on failure. */
+	git_libgit2_shutdown();
+	return err_ret(err);
 }
 
 void git_fetch_global_shutdown(void)

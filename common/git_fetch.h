@@ -63,7 +63,8 @@ struct git_fetch_global_opts {
  * anything else touches libgit2, so call this first, before any other libgit2 use in the
  * process), git_libgit2_init(), the CA locations, the config search path. opts may be NULL.
  * Process-wide, like libgit2's own state: call it from main(), once, before threads start.
- * git_fetch_global_shutdown() pairs with it.
+ * git_fetch_global_shutdown() pairs with a successful call; a failed one leaves nothing to
+ * shut down.
  */
 int git_fetch_global_init(const struct git_fetch_global_opts *opts, struct err *err);
 void git_fetch_global_shutdown(void);

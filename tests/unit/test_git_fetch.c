@@ -646,6 +646,23 @@ START_TEST(test_user_config_ignored)
 }
 END_TEST
 
+START_TEST(test_ca_locations)
+{
+	struct git_fetch_global_opts o = {.ca_file = "/nonexistent/ca.pem"};
+	struct err e;
+
+	git_fetch_global_shutdown();
+	ck_assert_int_lt(git_fetch_global_init(&o, &e), 0);
+	ck_assert_msg(strstr(e.msg, "/nonexistent/ca.pem"), "%s", e.msg);
+	if (access("/etc/ssl/certs/ca-certificates.crt", R_OK) == 0) {
+		o.ca_file = "/etc/ssl/certs/ca-certificates.crt";
+		ck_assert_msg(git_fetch_global_init(&o, &e) == 0, "%s", e.msg);
+	} else {
+		ck_assert_msg(git_fetch_global_init(NULL, &e) == 0, "%s", e.msg);
+	}
+}
+END_TEST
+
 struct membuf {
 	unsigned char *data;
 	size_t len, cap;
@@ -863,6 +880,7 @@ static Suite *git_fetch_suite(void)
 	tcase_add_test(tc, test_token_nowhere);
 	tcase_add_test(tc, test_header_wiped_from_memory);
 	tcase_add_test(tc, test_user_config_ignored);
+	tcase_add_test(tc, test_ca_locations);
 	tcase_add_test(tc, test_pack_roundtrip);
 	tcase_add_test(tc, test_pack_tag_and_have);
 	tcase_add_test(tc, test_pack_broken_streams);
