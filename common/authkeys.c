@@ -9,8 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "log.h"
+#include "strv.h"
 
 struct keyset {
 	struct authkey *v;
@@ -202,12 +204,50 @@ static int pub_filter(const struct dirent *de)
 	return de->d_name[0] != '.' && len > 4 && strcmp(de->d_name + len - 4, ".pub") == 0;
 }
 
+static int cmp_names(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/*
+ * The *.pub names in the directory open at dfd, sorted. Through a duplicate of the descriptor
+ * that was checked (scandirat() would do it, but musl, the static build's libc, lacks it).
+ */
+static int list_pub(int dfd, const char *dir, char ***ret, struct err *err)
+{
+	_cleanup_closedir_ DIR *d = NULL;
+	_cleanup_strv_ char **names = NULL;
+	struct dirent *de;
+	int fd;
+
+	fd = fcntl(dfd, F_DUPFD_CLOEXEC, 0);
+	if (fd < 0)
+		return err_errno(err, "cannot list %s", dir);
+	d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return err_errno(err, "cannot list %s", dir);
+	}
+	errno = 0;
+	while ((de = readdir(d))) {
+		if (pub_filter(de) && strv_push(&names, de->d_name) < 0)
+			return err_set(err, ERR_FAILED, ENOMEM, "out of memory");
+		errno = 0;
+	}
+	if (errno)
+		return err_errno(err, "cannot list %s", dir);
+	if (names)
+		qsort(names, strv_length(names), sizeof(*names), cmp_names);
+	*ret = TAKE_PTR(names);
+	return 0;
+}
+
 static int read_dir(const char *dir, const struct authkeys *ak, struct keyset *ks, struct err *err)
 {
 	_cleanup_close_ int dfd = -1;
-	struct dirent **list = NULL;
+	_cleanup_strv_ char **names = NULL;
 	struct stat st;
-	int n, r = 0;
+	int r;
 
 	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
 	if (dfd < 0) {
@@ -221,21 +261,18 @@ static int read_dir(const char *dir, const struct authkeys *ak, struct keyset *k
 		log_debug("%s: ignored: writable by others or owned by another user", dir);
 		return 0;
 	}
-	n = scandirat(dfd, ".", &list, pub_filter, alphasort);
-	if (n < 0)
-		return err_errno(err, "cannot list %s", dir);
-	for (int i = 0; i < n; i++) {
+	r = list_pub(dfd, dir, &names, err);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; names && names[i]; i++) {
 		_cleanup_free_ char *path = NULL;
-		if (r == 0) {
-			if (asprintf(&path, "%s/%s", dir, list[i]->d_name) < 0)
-				r = err_set(err, ERR_FAILED, ENOMEM, "out of memory");
-			else
-				r = read_file(dfd, list[i]->d_name, path, ak, ks, err);
-		}
-		free(list[i]);
+		if (asprintf(&path, "%s/%s", dir, names[i]) < 0)
+			return err_set(err, ERR_FAILED, ENOMEM, "out of memory");
+		r = read_file(dfd, names[i], path, ak, ks, err);
+		if (r < 0)
+			return r;
 	}
-	free(list);
-	return r;
+	return 0;
 }
 
 int authkeys_reload(struct authkeys *ak, struct err *err)
