@@ -8,8 +8,9 @@
 #     vmlinux  modules/<name>.ko  release  package
 # and printed on stdout (the cache directory, one line). Progress goes to stderr.
 #
-# The package is the one linux-image-amd64 depends on now. Without a usable package list (no
-# `apt-get update` yet, or offline) the newest kernel already in the cache is used.
+# The package is the one linux-image-amd64 depends on now. When it cannot be fetched, the
+# package list is refreshed once (as root; VM_KERNEL_NO_UPDATE=1 skips that); failing that
+# too (offline), the newest kernel already in the cache is used.
 # VM_KERNEL_DEB=FILE uses that .deb instead of downloading one.
 set -euo pipefail
 
@@ -94,22 +95,37 @@ build() {
 }
 
 mkdir -p "$CACHE"
-pkg=$(current_package)
 if [ -n "${VM_KERNEL_DEB:-}" ]; then
 	pkg="$(dpkg-deb -f "$VM_KERNEL_DEB" Package) $(dpkg-deb -f "$VM_KERNEL_DEB" Version)"
+else
+	pkg=$(current_package)
 fi
-if [ -z "$pkg" ]; then
-	dir=$(newest_cached)
-	[ -n "$dir" ] || die "no kernel package known (run apt-get update) and none cached in $CACHE"
-	say "no package list; using the cached $(cat "$dir/package")"
-	echo "$dir"
-	exit 0
+if [ -n "$pkg" ]; then
+	read -r name version <<<"$pkg"
+	dir=$CACHE/$version
+	if [ -s "$dir/vmlinux" ] && [ "$(cat "$dir/package" 2>/dev/null)" = "$name $version" ]; then
+		echo "$dir"
+		exit 0
+	fi
+	# The download fails when the package list is older than the archive (the version is gone)
+	# or absent; as root, refresh it once and ask again.
+	if (build "$name" "$version" "$dir"); then
+		echo "$dir"
+		exit 0
+	fi
 fi
-read -r name version <<<"$pkg"
-dir=$CACHE/$version
-if [ -s "$dir/vmlinux" ] && [ "$(cat "$dir/package" 2>/dev/null)" = "$name $version" ]; then
-	echo "$dir"
-	exit 0
+if [ -z "${VM_KERNEL_DEB:-}" ] && [ "$(id -u)" -eq 0 ] && [ "${VM_KERNEL_NO_UPDATE:-0}" != 1 ]; then
+	say "refreshing the package list (apt-get update)"
+	if apt-get update -q >/dev/null 2>&1 && pkg=$(current_package) && [ -n "$pkg" ]; then
+		read -r name version <<<"$pkg"
+		dir=$CACHE/$version
+		if [ -s "$dir/vmlinux" ] || (build "$name" "$version" "$dir"); then
+			echo "$dir"
+			exit 0
+		fi
+	fi
 fi
-build "$name" "$version" "$dir"
+dir=$(newest_cached)
+[ -n "$dir" ] || die "no kernel package could be fetched and none is cached in $CACHE"
+say "using the cached $(cat "$dir/package")"
 echo "$dir"

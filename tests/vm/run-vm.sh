@@ -7,11 +7,12 @@
 #   run-vm.sh KERNEL_DIR INITRD SOCKET_DIR [TIMEOUT_SECONDS [KERNEL_PARAMS...]]
 #
 # Virtio-serial ports, each backed by a qemu chardev socket in SOCKET_DIR:
-#   SOCKET_DIR/raw.sock     port "vmtest.raw"      the raw byte exchange (serial_host.py)
-#   SOCKET_DIR/agent.sock   port "sandbox.agent"   sandbox-agent serve --serial
-# qemu waits for a client on raw.sock before it starts the guest (wait=on): whatever the host
-# writes there later reaches a guest that already holds the port open. agent.sock takes
-# connections whenever they come (wait=off), one at a time, as sandbox-ctl makes them.
+#   SOCKET_DIR/raw.sock     port "vmtest.raw"     the test's control port (host_driver.py)
+#   SOCKET_DIR/agent.sock   port "org.sandbox-app-runtime.agent"   sandbox-agent serve --serial
+# qemu waits for a client on raw.sock before it starts the guest (wait=on), so the host is
+# connected whenever the guest writes there (a write to a port whose host side is not
+# connected is lost; a read returns end of file). agent.sock takes connections whenever they
+# come (wait=off), one at a time, as sandbox-ctl makes them.
 #
 # qemu exits 0 even when a guest test fails; the caller decides from the console's markers.
 # The exit status is timeout's: 124 when the guest did not finish in time.
@@ -35,4 +36,4 @@ exec timeout -k 5 "$limit" qemu-system-x86_64 \
 	-chardev "socket,id=raw,path=$sockets/raw.sock,server=on,wait=on" \
 	-device virtserialport,bus=vser0.0,chardev=raw,name=vmtest.raw \
 	-chardev "socket,id=agent,path=$sockets/agent.sock,server=on,wait=off" \
-	-device virtserialport,bus=vser0.0,chardev=agent,name=sandbox.agent
+	-device virtserialport,bus=vser0.0,chardev=agent,name=org.sandbox-app-runtime.agent

@@ -3,11 +3,11 @@
 #
 # The host side of `make test-vm` (which builds the static binaries first): the kernel (cached,
 # build-kernel.sh), the initramfs (build-initrd.sh), one VM run (run-vm.sh) with the host end
-# of the virtio-serial exchange (serial_host.py), then the verdict from the console's markers.
+# of the control port (host_driver.py), then the verdict from the console's markers.
 # Prints how long each part took. Exit 0 when every guest test passed, 1 otherwise.
 #
 # Environment: VM_TIMEOUT (seconds for the VM run, default 300), VM_KEEP=1 keeps the work
-# directory (sockets, console log) and says where, VM_TESTS (the guest's test list, see init).
+# directory (sockets, driver output) and says where, VM_TESTS (the guest's test list, see init).
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
 
@@ -24,17 +24,18 @@ die() {
 	exit 1
 }
 
-command -v qemu-system-x86_64 >/dev/null || die "qemu-system-x86_64 is missing (apt-get install qemu-system-x86)"
+command -v qemu-system-x86_64 >/dev/null ||
+	die "qemu-system-x86_64 is missing (apt-get install qemu-system-x86)"
 for b in sandbox-agent sandbox-ctl tests/vsock_echo; do
 	[ -x "$STATIC/$b" ] || die "$STATIC/$b is missing: run make test-vm (it builds make static first)"
 done
 mkdir -p "$OUT"
 work=$(mktemp -d /tmp/sandbox-vm.XXXXXX)
 qemu_pid=
-holder_pid=
+driver_pid=
 cleanup() {
 	[ -n "$qemu_pid" ] && kill "$qemu_pid" 2>/dev/null && wait "$qemu_pid" 2>/dev/null
-	[ -n "$holder_pid" ] && kill "$holder_pid" 2>/dev/null && wait "$holder_pid" 2>/dev/null
+	[ -n "$driver_pid" ] && kill "$driver_pid" 2>/dev/null && wait "$driver_pid" 2>/dev/null
 	if [ "${VM_KEEP:-0}" = 1 ]; then
 		echo "test-vm: kept $work"
 	else
@@ -49,7 +50,8 @@ kernel=$(tests/vm/build-kernel.sh) || die "could not get the kernel"
 echo "test-vm: kernel $(cat "$kernel/package") ($(since "$t"))"
 
 t=$(now)
-tests/vm/build-initrd.sh "$kernel" "$STATIC" "$OUT/initrd.cpio.gz" || die "could not build the initramfs"
+tests/vm/build-initrd.sh "$kernel" "$STATIC" "$OUT/initrd.cpio.gz" ||
+	die "could not build the initramfs"
 echo "test-vm: initramfs $(stat -c %s "$OUT/initrd.cpio.gz") bytes ($(since "$t"))"
 
 t=$(now)
@@ -57,22 +59,19 @@ console=$OUT/console.log
 tests/vm/run-vm.sh "$kernel" "$OUT/initrd.cpio.gz" "$work" "$VM_TIMEOUT" \
 	"vmtest_version=$VERSION" "vmtest_tests=$EXPECTED" </dev/null >"$console" 2>&1 &
 qemu_pid=$!
-serial_ok=1
-serial_out=
-if [[ ,$EXPECTED, == *,serial,* ]]; then
-	serial_out=$(tests/vm/serial_host.py "$work/raw.sock" $((4 << 20)) "$VM_TIMEOUT") || serial_ok=0
-else
-	# qemu starts the guest once the raw port's socket has a client; hold one open.
-	tests/vm/serial_host.py "$work/raw.sock" 0 "$VM_TIMEOUT" >/dev/null 2>&1 &
-	holder_pid=$!
-fi
+tests/vm/host_driver.py "$work" "$VM_TIMEOUT" >"$work/driver.out" 2>&1 &
+driver_pid=$!
 wait "$qemu_pid"
 rc=$?
 qemu_pid=
+# The driver ends with the guest's BYE, or at end of file once qemu is gone.
+wait "$driver_pid"
+driver_rc=$?
+driver_pid=
 echo "test-vm: VM run ($(since "$t"), qemu exit $rc)"
 
 grep -E '^(VMTEST|    )' "$console" | tr -d '\r'
-[ -n "$serial_out" ] && echo "$serial_out"
+cat "$work/driver.out"
 
 fail=0
 [ $rc -eq 124 ] && {
@@ -86,8 +85,8 @@ for name in modules $(tr ',' ' ' <<<"$EXPECTED"); do
 	}
 done
 grep -q '^VMTEST DONE passed=[0-9]* failed=0' "$console" || fail=1
-[ $serial_ok -eq 1 ] || {
-	echo "test-vm: the host side of the serial exchange failed"
+[ $driver_rc -eq 0 ] || {
+	echo "test-vm: the host side failed (host_driver.py exit $driver_rc)"
 	fail=1
 }
 if [ $fail -ne 0 ]; then
