@@ -414,6 +414,7 @@ static int run_start(const struct step_context *ctx, char *const *env, unsigned 
 	    .listen_port = (uint16_t)p->listen_port,
 	    .target_port = (uint16_t)port,
 	    .log_max_bytes = BOOT_LOG_MAX_BYTES,
+	    .grace_ms = p->grace_ms,
 	};
 
 	if (asprintf(&status_path, "%s/supervisor.json", p->state_dir) < 0)

@@ -9,6 +9,7 @@
 
 #include "boot_cli.h"
 #include "log.h"
+#include "ready.h"
 
 static int usage(FILE *f)
 {
@@ -21,6 +22,13 @@ static int usage(FILE *f)
 int main(int argc, char **argv)
 {
 	const char *name = argc > 0 ? basename(argv[0]) : "sandbox-agent";
+	struct err err;
+
+	/* libcurl's global state, once, before anything could start a thread. */
+	if (ready_init(&err) < 0) {
+		fprintf(stderr, "sandbox-agent: %s\n", err.msg);
+		return 1;
+	}
 
 	if (strcmp(name, "sandbox-app-boot") == 0) {
 		log_setup("sandbox-app-boot");
