@@ -12,6 +12,11 @@ answer:
 
   ECHO n      the raw exchange: the driver answers "SEND n sha256" and n random bytes; the
               guest answers "GOT n sha256" and sends the same bytes back; the driver compares.
+  RAW n       a raw copy over the AGENT's port (the baseline of the push benchmark): the
+              driver connects to WORK_DIR/agent.sock and answers "CONNECTED"; the guest opens
+              its end and says "OPEN"; the driver writes n random bytes there; the guest reads
+              them into a tmpfs file and says "RAWDONE n", then "SHA sha256". The time from the
+              first byte to RAWDONE is the raw copy's.
   BYE         the guest is done; the driver closes the port and exits.
 
 Prints one line per request with its figures; exit 0 when every request succeeded.
@@ -90,6 +95,30 @@ def do_echo(port, size):
                   f"({mib_s(size, down):.1f} MiB/s); checksums match")
 
 
+def do_raw(port, work, size):
+    payload = os.urandom(size)
+    digest = hashlib.sha256(payload).hexdigest()
+    agent = connect(os.path.join(work, "agent.sock"), 10)
+    try:
+        port.send(b"CONNECTED\n")
+        answer = port.line()
+        if answer != "OPEN":
+            return False, f"the guest answered {answer!r}, expected OPEN"
+        start = time.monotonic()
+        agent.sendall(payload)
+        answer = port.line()
+        took = time.monotonic() - start
+        if answer != f"RAWDONE {size}":
+            return False, f"the guest answered {answer!r}, expected RAWDONE {size}"
+        answer = port.line()
+        if answer != f"SHA {digest}":
+            return False, f"the guest's checksum {answer!r} is not that of the bytes sent"
+    finally:
+        agent.close()
+    return True, (f"{size} bytes host->guest over the agent's port in {took * 1e3:.0f} ms "
+                  f"({mib_s(size, took):.1f} MiB/s, into a tmpfs file); checksums match")
+
+
 def main():
     work, limit = sys.argv[1], float(sys.argv[2])
     sock = connect(os.path.join(work, "raw.sock"), 30)
@@ -104,6 +133,8 @@ def main():
             break
         if words[0] == "ECHO" and len(words) == 2 and words[1].isdigit():
             good, what = do_echo(port, int(words[1]))
+        elif words[0] == "RAW" and len(words) == 2 and words[1].isdigit():
+            good, what = do_raw(port, work, int(words[1]))
         else:
             port.send(b"UNKNOWN\n")
             good, what = False, f"unknown request {' '.join(words)!r}"

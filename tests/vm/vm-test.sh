@@ -14,7 +14,7 @@ cd "$(dirname "$0")/../.." || exit 1
 VM_TIMEOUT=${VM_TIMEOUT:-300}
 STATIC=build-static/stripped
 OUT=build-static/vm
-EXPECTED=${VM_TESTS:-version,vsock,serial,boot}
+EXPECTED=${VM_TESTS:-version,vsock,serial,raw,boot}
 VERSION=$(sed -n 's/^VERSION := //p' Makefile)
 
 now() { date +%s.%N; }
