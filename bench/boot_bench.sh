@@ -13,6 +13,7 @@ cd "$(dirname "$0")/.."
 BOOT=${BOOT:-build/sandbox-app-boot}
 RUNS=${RUNS:-15}
 TMP=$(mktemp -d /tmp/sandbox-bench.XXXXXX)
+chmod 755 "$TMP"
 trap '"$BOOT" --stop --grace 1000 "$TMP/ws/app" >/dev/null 2>&1 || true; rm -rf "$TMP"' EXIT
 
 id sandbox >/dev/null 2>&1 || useradd --system --create-home --shell /bin/sh sandbox
@@ -23,7 +24,7 @@ cat >"$TMP/ws/app/.activeagents/sandbox.yml" <<'EOF'
 setup:
   - "true"
 manifest: /usr/bin/python3 manifest.py
-start: exec /usr/bin/python3 -c 'import runpy,time,sys,socketserver; o=socketserver.TCPServer.server_activate; socketserver.TCPServer.server_activate=lambda s:(o(s),open("data/listening","w").write(str(time.time_ns()))); sys.argv=["server.py"]; runpy.run_path("server.py", run_name="__main__")'
+start: LISTEN_STAMP=data/listening exec /usr/bin/python3 server.py
 EOF
 chown -R sandbox: "$TMP/ws/app"
 LISTEN_PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
@@ -50,7 +51,7 @@ engine_once() {
 	rm -f "$TMP/ws/app/data/listening"
 	t0=$(ns)
 	env -i PATH=/usr/bin:/bin:/usr/sbin:/sbin HOME=/root LANG=C.UTF-8 SANDBOX_SESSION_ID=bench0001 \
-		"$BOOT" --listen "127.0.0.1:$LISTEN_PORT" --cache-root "$TMP/cache" "$TMP/ws/app" 2>/dev/null
+		"$BOOT" --listen "127.0.0.1:$LISTEN_PORT" --cache-root "$TMP/cache" "$TMP/ws/app" 2>"$TMP/engine.err" || { cat "$TMP/engine.err" >&2; exit 1; }
 	t1=$(ns)
 	listening=$(cat "$TMP/ws/app/data/listening")
 	echo "$(((t1 - t0) / 1000)) $(((t1 - listening) / 1000))"
@@ -60,13 +61,14 @@ median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
 : >"$TMP/direct" >"$TMP/engine" >"$TMP/detect" >"$TMP/rss"
 for i in $(seq "$RUNS"); do
-	direct_once >>"$TMP/direct"
+	# The engine first: the app's key file is then the run user's, readable by root after.
 	read -r wall detect < <(engine_once)
 	echo "$wall" >>"$TMP/engine"
 	echo "$detect" >>"$TMP/detect"
 	sup=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["supervisor_pid"])' "$TMP/ws/.sandbox/state.json")
 	awk '/VmRSS/ {print $2}' "/proc/$sup/status" >>"$TMP/rss"
 	"$BOOT" --stop --grace 1000 "$TMP/ws/app" >/dev/null 2>&1
+	direct_once >>"$TMP/direct"
 done
 "$BOOT" --stop --grace 1000 "$TMP/ws/app" >/dev/null 2>&1 || true
 

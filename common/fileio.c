@@ -109,7 +109,9 @@ int file_write_atomic(const char *path, const void *data, size_t len, mode_t mod
 	dir = dirname(dir_copy);
 	if (snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof(tmp))
 		return err_set(err, ERR_FAILED, ENAMETOOLONG, "path too long: %s", path);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	/* A leftover (or planted) file of that name is removed, never written through. */
+	(void)unlink(tmp);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0)
 		return err_errno(err, "cannot create %s", tmp);
 	r = write_all(fd, data, len);

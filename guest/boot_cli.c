@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "boot_discard.h"
@@ -243,6 +244,21 @@ static int do_stop(struct boot_options *o, bool discard)
 		report_refusal(&err);
 		return exit_code(&err);
 	}
+	if (discard) {
+		/* Only a workspace a boot has used is ever removed. */
+		char probe[PATH_MAX + 16];
+		struct stat st;
+		snprintf(probe, sizeof(probe), "%s/session_id", state_dir);
+		if (lstat(state_dir, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() ||
+		    access(probe, F_OK) < 0) {
+			fprintf(
+			    stderr,
+			    "Sandbox discard refused: %s holds no boot's state (no %s); nothing "
+			    "was removed\n",
+			    o->shape == BOOT_SHAPE_SPEC ? o->spec_path : o->app_dir, probe);
+			return 2;
+		}
+	}
 	if (boot_engine_stop(state_dir, grace, &err) < 0) {
 		fprintf(stderr, "Sandbox stop failed: %s\n", err.msg);
 		return 1;
@@ -253,6 +269,7 @@ static int do_stop(struct boot_options *o, bool discard)
 		struct boot_plan plan = {0};
 		struct err plan_err;
 		o->dry_run = true;
+		o->for_cleanup = true;
 		if (boot_plan_build(o, &plan, &plan_err) == 0) {
 			if (boot_services_drop_databases(&plan, &err) < 0)
 				fprintf(stderr, "sandbox-app-boot: %s\n", err.msg);

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "boot_discard.h"
 
+#include "fs_safe.h"
+
 #include <dirent.h>
 #include <errno.h>
-#include <ftw.h>
 #include <libgen.h>
 #include <limits.h>
 #include <stdio.h>
@@ -12,20 +13,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static int remove_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	if (flag == FTW_DP)
-		return rmdir(path) < 0 && errno != ENOENT && ftw->level > 0 ? -1 : 0;
-	return unlink(path) < 0 && errno != ENOENT ? -1 : 0;
-}
-
 int tree_remove(const char *path, struct err *err)
 {
-	if (nftw(path, remove_one, 32, FTW_DEPTH | FTW_PHYS | FTW_MOUNT) < 0 && errno != ENOENT)
-		return err_errno(err, "cannot remove %s", path);
-	if (rmdir(path) < 0 && errno != ENOENT && errno != EBUSY)
-		return err_errno(err, "cannot remove %s", path);
-	return 0;
+	return fs_tree_remove(path, err);
 }
 
 /* Leftovers of an interrupted discard: .NAME.discard.* beside the workspace. */

@@ -8,14 +8,15 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <poll.h>
 #include <signal.h>
+#include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/signalfd.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -25,6 +26,8 @@
 #include "boot_step.h"
 #include "child_env.h"
 #include "fileio.h"
+#include "fs_safe.h"
+#include "logfile.h"
 #include "listen_check.h"
 #include "log.h"
 #include "manifest.h"
@@ -43,11 +46,10 @@ static void procset_freep(struct procset **ps)
 		procset_free(*ps);
 }
 
-static void observe(const struct boot_observer *obs, const char *step, const char *phase,
+static void observe(const struct step_context *ctx, const char *step, const char *phase,
                     const char *detail)
 {
-	if (obs && obs->phase)
-		obs->phase(obs->userdata, step, phase, detail);
+	boot_observe(ctx->plan, ctx->obs, step, phase, detail);
 }
 
 static void result_fail_at(struct boot_result *res, const char *step, const char *log_path)
@@ -78,7 +80,7 @@ static int save_state(const struct boot_plan *p, struct boot_state *st, const ch
 	    (step && boot_state_set(&st->step, step) < 0))
 		return -ENOMEM;
 	if (boot_state_save(p->state_dir, st, &err) < 0) {
-		log_warn("%s", err.msg);
+		log_debug("%s", err.msg);
 		return -EIO;
 	}
 	return 0;
@@ -87,35 +89,8 @@ static int save_state(const struct boot_plan *p, struct boot_state *st, const ch
 /* Give the run user a directory of its own (created if missing), mode 0700. */
 static int dir_for_user(const struct boot_plan *p, const char *path, struct err *err)
 {
-	if (mkdir_p(path, 0700, err) < 0)
+	if (fs_dir_ensure(path, p->user.uid, p->user.gid, 0700, err) < 0)
 		return err_wrap(err, "cannot prepare %s", path);
-	if (p->user.uid != (uid_t)-1 && chown(path, p->user.uid, p->user.gid) < 0)
-		return err_errno(err, "cannot give %s to %s", path, p->user.name);
-	return 0;
-}
-
-static uid_t chown_uid;
-static gid_t chown_gid;
-
-static int chown_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	if (st->st_uid == chown_uid && st->st_gid == chown_gid)
-		return 0;
-	if (lchown(path, chown_uid, chown_gid) < 0 && errno != ENOENT)
-		return -1;
-	return 0;
-}
-
-/* The checkout belongs to the run user, so the app can write tmp/, log/ and its db. */
-static int checkout_give(const struct boot_plan *p, struct err *err)
-{
-	if (p->user.uid == (uid_t)-1 || geteuid() != 0)
-		return 0;
-	chown_uid = p->user.uid;
-	chown_gid = p->user.gid;
-	if (nftw(p->app_dir, chown_one, 64, FTW_PHYS | FTW_MOUNT) < 0)
-		return err_errno(err, "cannot give the checkout %s to %s", p->app_dir,
-		                 p->user.name);
 	return 0;
 }
 
@@ -124,15 +99,16 @@ static int prepare_directories(const struct boot_plan *p, struct err *err)
 	if (dir_for_user(p, p->db_dir, err) < 0 ||
 	    dir_for_user(p, p->manifest_scratch_dir, err) < 0)
 		return -1;
-	if (mkdir_p(p->cache_root, 0755, err) < 0)
+	if (fs_dir_ensure(p->cache_root, p->user.uid, p->user.gid, 0755, err) < 0)
 		return err_wrap(err, "cannot prepare the cache root");
-	if (p->user.uid != (uid_t)-1 && chown(p->cache_root, p->user.uid, p->user.gid) < 0)
-		return err_errno(err, "cannot give the cache root %s to %s", p->cache_root,
-		                 p->user.name);
 	for (size_t i = 0; p->directories && p->directories[i]; i++)
 		if (dir_for_user(p, p->directories[i], err) < 0)
 			return -1;
-	return checkout_give(p, err);
+	/* The checkout belongs to the run user, so the app can write tmp/, log/ and its db. */
+	if (p->user.uid != (uid_t)-1 && geteuid() == 0 &&
+	    fs_tree_chown(p->app_dir, p->user.uid, p->user.gid, err) < 0)
+		return err_wrap(err, "cannot give the checkout to %s", p->user.name);
+	return 0;
 }
 
 /* Stop what a previous boot of this app left running (a second boot, --restart). */
@@ -150,6 +126,14 @@ static int rails_has_task(const struct step_context *ctx, char **tasks_cache, co
 	size_t tl = strlen(task);
 
 	if (!*tasks_cache) {
+		_cleanup_free_ char *rails = NULL;
+		if (asprintf(&rails, "%s/bin/rails", p->app_dir) < 0)
+			return err_set(err, ERR_FAILED, ENOMEM, "out of memory");
+		if (access(rails, F_OK) < 0) {
+			/* Not a Rails app: it has no tasks at all. */
+			*ret = false;
+			return 0;
+		}
 		if (asprintf(&log, "%s/preflight.log", p->logs_dir) < 0)
 			return err_set(err, ERR_FAILED, ENOMEM, "out of memory");
 		if (boot_step_capture(ctx, "preflight", "bin/rails -T -A", p->env, 120, log,
@@ -160,7 +144,9 @@ static int rails_has_task(const struct step_context *ctx, char **tasks_cache, co
 	for (const char *line = *tasks_cache; line && *line;) {
 		const char *nl = strchr(line, '\n');
 		const char *name = line;
-		if (strncmp(name, "rails ", 6) == 0)
+		if (strncmp(name, "bin/rails ", 10) == 0)
+			name += 10;
+		else if (strncmp(name, "rails ", 6) == 0)
 			name += 6;
 		else if (strncmp(name, "rake ", 5) == 0)
 			name += 5;
@@ -170,6 +156,21 @@ static int rails_has_task(const struct step_context *ctx, char **tasks_cache, co
 		line = nl ? nl + 1 : NULL;
 	}
 	return 0;
+}
+
+/* A skipped step says so in its log, in state.json and to the observer. */
+static void step_record_skip(const struct step_context *ctx, const struct plan_step *s,
+                             const char *why, struct boot_state *st)
+{
+	_cleanup_logfile_ struct logfile *log = NULL;
+	_cleanup_free_ char *line = NULL;
+	struct err e;
+
+	if (logfile_open(s->log_path, BOOT_LOG_MAX_BYTES, (uid_t)-1, (gid_t)-1, &log, &e) == 0 &&
+	    asprintf(&line, "$ %s\n(skipped: %s)\n", s->command, why) >= 0)
+		(void)logfile_write(log, line, strlen(line), &e);
+	strv_push(&st->skipped, s->name);
+	observe(ctx, s->name, "skipped", why);
 }
 
 static int run_setup(const struct step_context *ctx, struct boot_state *st, size_t from,
@@ -183,19 +184,22 @@ static int run_setup(const struct step_context *ctx, struct boot_state *st, size
 		bool has = true;
 
 		if (s->skip) {
-			observe(ctx->obs, s->name, "skipped", s->skip);
+			step_record_skip(ctx, s, s->skip, st);
 			continue;
 		}
 		save_state(p, st, "booting", s->name);
 		if (s->if_task) {
 			if (rails_has_task(ctx, &tasks, s->if_task, &has, err) < 0) {
-				result_fail_at(res, s->name, s->log_path);
+				_cleanup_free_ char *pre = NULL;
+				if (asprintf(&pre, "%s/preflight.log", p->logs_dir) < 0)
+					pre = NULL;
+				result_fail_at(res, s->name, pre ? pre : s->log_path);
 				return -1;
 			}
 			if (!has) {
 				char why[128];
 				snprintf(why, sizeof(why), "the app has no %s task", s->if_task);
-				observe(ctx->obs, s->name, "skipped", why);
+				step_record_skip(ctx, s, why, st);
 				continue;
 			}
 		}
@@ -205,9 +209,24 @@ static int run_setup(const struct step_context *ctx, struct boot_state *st, size
 			return -1;
 		}
 		strv_push(&st->completed, s->name);
-		observe(ctx->obs, s->name, "done", NULL);
+		observe(ctx, s->name, "done", NULL);
 	}
 	return 0;
+}
+
+/* Scrub a log again after a new secret became known (the manifest's token). */
+static void log_rescrub(const struct boot_plan *p, const char *path)
+{
+	_cleanup_free_ char *text = NULL, *clean = NULL;
+	size_t len = 0, clean_len = 0;
+	struct err e;
+
+	if (file_read_capped(AT_FDCWD, path, BOOT_LOG_MAX_BYTES, READ_NOFOLLOW, &text, &len, &e) <
+	    0)
+		return;
+	clean = scrub_string(p->scrub, text, len, &clean_len);
+	if (clean && (clean_len != len || memcmp(clean, text, len) != 0))
+		(void)file_write_atomic(path, clean, clean_len, 0600, (uid_t)-1, (gid_t)-1, &e);
 }
 
 static int run_manifest(const struct step_context *ctx, char *const *env, struct boot_state *st,
@@ -233,12 +252,14 @@ static int run_manifest(const struct step_context *ctx, char *const *env, struct
 		err_wrap(err, "the manifest is invalid");
 		goto out_fail;
 	}
-	/* From now on the MCP token is a secret too. */
-	if (ret->mcp_token)
+	/* From now on the MCP token is a secret too, also in what the manifest step printed. */
+	if (ret->mcp_token) {
 		scrubber_add(p->scrub, ret->mcp_token, strlen(ret->mcp_token));
+		log_rescrub(p, s->log_path);
+	}
 	unlink(p->manifest_scratch);
 	strv_push(&st->completed, "manifest");
-	observe(ctx->obs, "manifest", "done", ret->mcp_path);
+	observe(ctx, "manifest", "done", ret->mcp_path);
 	return 0;
 out_fail:
 	result_fail_at(res, "manifest", s->log_path);
@@ -285,6 +306,8 @@ static int wait_ready(const struct step_context *ctx, const struct supervisor_in
 			return err_set(err, ERR_FAILED, ECHILD, "the server %s before it was ready",
 			               how);
 		}
+		if (boot_step_interrupted(ctx, err))
+			return -1;
 		if (now >= ctx->deadline_ms) {
 			uint16_t ports[4];
 			size_t np = 0;
@@ -347,8 +370,9 @@ static int wait_ready(const struct step_context *ctx, const struct supervisor_in
 				snprintf(last_error, sizeof(last_error), "%s", e.msg);
 		}
 		{
-			struct pollfd pfd = {.fd = pidfd, .events = POLLIN};
-			poll(&pfd, pidfd >= 0 ? 1 : 0, (int)backoff);
+			struct pollfd pfd[2] = {{.fd = pidfd, .events = POLLIN},
+			                        {.fd = ctx->signal_fd, .events = POLLIN}};
+			poll(pfd, 2, (int)backoff);
 		}
 		backoff = backoff * 2 > READY_BACKOFF_MAX_MS ? READY_BACKOFF_MAX_MS : backoff * 2;
 	}
@@ -441,7 +465,7 @@ static int run_start(const struct step_context *ctx, char *const *env, unsigned 
 	save_state(p, st, "booting", "start");
 	procset_add_group(ctx->procs, info.server_pid, info.server_start);
 	procset_add_root(ctx->procs, info.supervisor_pid, info.supervisor_start);
-	observe(ctx->obs, "start", "started", p->start.command);
+	observe(ctx, "start", "started", p->start.command);
 
 	if (wait_ready(ctx, &info, port, m->mcp_path, err) < 0)
 		return -1;
@@ -449,7 +473,7 @@ static int run_start(const struct step_context *ctx, char *const *env, unsigned 
 		return -1;
 	if (p->check_up && p->listen_addr && check_up(p, err) < 0)
 		return -1;
-	observe(ctx->obs, "start", "done", NULL);
+	observe(ctx, "start", "done", NULL);
 	return 0;
 }
 
@@ -466,21 +490,29 @@ int boot_engine_run(struct boot_plan *p, const struct boot_options *o,
 	    .obs = obs,
 	    .deadline_ms = now_ms() + (uint64_t)p->timeout * 1000,
 	    .grace_ms = p->grace_ms,
+	    .signal_fd = -1,
 	};
+	_cleanup_close_ int signal_fd = -1;
+	sigset_t stop_signals, saved_mask;
 	char set_name[64];
 	size_t from = 0;
 	unsigned port = p->port;
 	int r = -1;
-
 	memset(res, 0, sizeof(*res));
 	result_fail_at(res, "preflight", NULL);
 	if (boot_lock_acquire(p->state_dir, &lock, err) < 0)
 		return -1;
-	/* Orphans of double-forking steps reparent to us, so the fallback walk finds them. */
-	prctl(PR_SET_CHILD_SUBREAPER, 1);
+	/* TERM, INT and HUP stop the boot cleanly (its processes, state "failed"). */
+	sigemptyset(&stop_signals);
+	sigaddset(&stop_signals, SIGTERM);
+	sigaddset(&stop_signals, SIGINT);
+	sigaddset(&stop_signals, SIGHUP);
+	sigprocmask(SIG_BLOCK, &stop_signals, &saved_mask);
+	signal_fd = signalfd(-1, &stop_signals, SFD_CLOEXEC | SFD_NONBLOCK);
+	ctx.signal_fd = signal_fd;
 
 	if (boot_state_load(p->state_dir, &prev, err) < 0)
-		log_warn("previous state ignored: %s", err->msg);
+		log_debug("previous state ignored: %s", err->msg);
 	if (o->from_step) {
 		int idx = boot_plan_step_index(p, o->from_step);
 		from = idx < 0 ? 0 : (size_t)idx;
@@ -503,7 +535,15 @@ int boot_engine_run(struct boot_plan *p, const struct boot_options *o,
 		if (strv_contains(prev.completed, p->steps[i].name))
 			strv_push(&st.completed, p->steps[i].name);
 
-	snprintf(set_name, sizeof(set_name), "boot-%.8s", p->session_id);
+	/* Named after the state directory: one set per app, whatever its session id says. */
+	{
+		unsigned char h[8];
+		char hex[17];
+		crypto_generichash(h, sizeof(h), (const unsigned char *)p->state_dir,
+		                   strlen(p->state_dir), NULL, 0);
+		sodium_bin2hex(hex, sizeof(hex), h, sizeof(h));
+		snprintf(set_name, sizeof(set_name), "boot-%s", hex);
+	}
 	if (procset_create(set_name, &procs, err) < 0)
 		goto out;
 	procset_add_root(procs, getpid(), proc_start_time(getpid()));
@@ -517,6 +557,11 @@ int boot_engine_run(struct boot_plan *p, const struct boot_options *o,
 		result_fail_at(res, "services", NULL);
 		goto out;
 	}
+	/*
+	 * Orphans of double-forking steps reparent to us from now on, so the fallback walk
+	 * finds them; services started above are not ours to stop and stay outside.
+	 */
+	prctl(PR_SET_CHILD_SUBREAPER, 1);
 	if (run_setup(&ctx, &st, from < p->n_steps ? from : p->n_steps, res, err) < 0)
 		goto out;
 
@@ -541,7 +586,7 @@ int boot_engine_run(struct boot_plan *p, const struct boot_options *o,
 	}
 	boot_state_set(&st.reason, NULL);
 	save_state(p, &st, "ready", "ready");
-	observe(obs, "ready", "ready", p->runtime_path);
+	observe(&ctx, "ready", "ready", p->runtime_path);
 	r = 0;
 out:
 	if (r < 0) {
@@ -549,17 +594,18 @@ out:
 		err_scrub(p, err);
 		boot_state_set(&st.reason, err->msg);
 		save_state(p, &st, "failed", res->step);
-		observe(obs, res->step, "failed", err->msg);
+		observe(&ctx, res->step, "failed", err->msg);
 		if (!p->keep_on_failure &&
 		    boot_engine_stop(p->state_dir, p->grace_ms, &stop_err) < 0)
-			log_warn("stopping after the failure: %s", stop_err.msg);
+			log_debug("stopping after the failure: %s", stop_err.msg);
 		if (procs && !p->keep_on_failure &&
 		    procset_stop(procs, p->grace_ms, getpid(), &stop_err) < 0)
-			log_warn("stopping after the failure: %s", stop_err.msg);
+			log_debug("stopping after the failure: %s", stop_err.msg);
 	}
 	manifest_dispose(&m);
 	boot_state_dispose(&prev);
 	boot_state_dispose(&st);
+	sigprocmask(SIG_SETMASK, &saved_mask, NULL);
 	return r;
 }
 
@@ -574,10 +620,22 @@ int boot_engine_stop(const char *state_dir, unsigned grace_ms, struct err *err)
 		return r;
 	if (r == 1)
 		return 0;
+	if (st.status && strcmp(st.status, "booting") == 0 && st.boot_pid > 1 &&
+	    st.boot_pid != getpid() && proc_is(st.boot_pid, st.boot_start)) {
+		/* A boot in progress stops itself (and its steps) on TERM; then we go on. */
+		uint64_t until = now_ms() + grace_ms + 5000;
+		proc_signal(st.boot_pid, st.boot_start, SIGTERM);
+		while (now_ms() < until && proc_is(st.boot_pid, st.boot_start))
+			usleep(10000);
+		boot_state_dispose(&st);
+		r = boot_state_load(state_dir, &st, err);
+		if (r != 0)
+			return r < 0 ? r : 0;
+	}
 	if (st.supervisor_pid > 1 && proc_is(st.supervisor_pid, st.supervisor_start)) {
 		/* The supervisor stops the server's group itself, with the grace period. */
 		uint64_t until = now_ms() + grace_ms + 3000;
-		kill(st.supervisor_pid, SIGTERM);
+		proc_signal(st.supervisor_pid, st.supervisor_start, SIGTERM);
 		while (now_ms() < until && proc_is(st.supervisor_pid, st.supervisor_start))
 			usleep(10000);
 	}
@@ -614,6 +672,10 @@ int boot_engine_status(const char *state_dir, char **ret_json, struct err *err)
 	if (st.status && strcmp(st.status, "ready") == 0 && st.server_pid > 1 &&
 	    !proc_is(st.server_pid, st.server_start))
 		boot_state_set(&st.status, "crashed");
+	/* A boot whose process is gone without saying how it ended was killed. */
+	if (st.status && strcmp(st.status, "booting") == 0 &&
+	    !(st.boot_pid > 1 && proc_is(st.boot_pid, st.boot_start)))
+		boot_state_set(&st.status, "interrupted");
 	*ret_json = boot_state_to_json(&st);
 	boot_state_dispose(&st);
 	return *ret_json ? 0 : err_set(err, ERR_FAILED, ENOMEM, "out of memory");

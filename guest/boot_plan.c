@@ -21,6 +21,7 @@
 #include "boot_spec.h"
 #include "child_env.h"
 #include "fileio.h"
+#include "fs_safe.h"
 #include "log.h"
 #include "sandbox_config.h"
 #include "strv.h"
@@ -220,8 +221,27 @@ static int plan_paths(struct boot_plan *p, const struct boot_options *o, const c
 	if (!p->logs_dir || !p->runtime_path || !p->manifest_scratch || !p->db_dir ||
 	    !p->cache_root)
 		return oom(err);
+	/*
+	 * As root the engine writes runtime.json, state and logs here: nobody else may be able
+	 * to plant links or files in these directories or their parents.
+	 */
+	if (!o->dry_run && geteuid() == 0) {
+		_cleanup_free_ char *rt_dir = parent_dir(p->runtime_path);
+		if (!rt_dir)
+			return oom(err);
+		if (access(rt_dir, F_OK) < 0 && mkdir_p(rt_dir, 0755, err) < 0)
+			return err_wrap(err, "cannot create the directory of %s", p->runtime_path);
+		if (fs_dir_check_root_owned(p->workspace, err) < 0 ||
+		    fs_dir_check_root_owned(rt_dir, err) < 0 ||
+		    (spec_dir && fs_dir_check_root_owned(spec_dir, err) < 0))
+			return -1;
+	}
 	if (!o->dry_run && mkdir_p(p->logs_dir, 0700, err) < 0)
 		return err_wrap(err, "cannot create the boot's state directory");
+	if (!o->dry_run && geteuid() == 0 &&
+	    (fs_dir_check_root_owned(p->state_dir, err) < 0 ||
+	     fs_dir_check_root_owned(p->logs_dir, err) < 0))
+		return -1;
 	/* Our own directory is closed to others; a spec's directory is the platform's to set. */
 	if (!o->dry_run && !spec_dir && chmod(p->state_dir, 0700) < 0)
 		return err_errno(err, "cannot protect %s", p->state_dir);
@@ -358,7 +378,7 @@ static int plan_from_spec(struct boot_plan *p, const struct boot_options *o, str
 		goto out_spec;
 	}
 	for (size_t i = 0; spec.secret_names && spec.secret_names[i]; i++) {
-		if (!env_get(o->caller_env, spec.secret_names[i])) {
+		if (!env_get(o->caller_env, spec.secret_names[i]) && !o->for_cleanup) {
 			r = err_set(err, ERR_REFUSED, ENOENT,
 			            "the secret %s named in the spec's secret_names is not set in "
 			            "the caller's environment",
@@ -434,7 +454,9 @@ int boot_plan_build(const struct boot_options *o, struct boot_plan *ret, struct 
 
 	r = toolchain_select(p.app_dir, &p.toolchain, o->caller_env, p.user.home, &p.env, &p.tools,
 	                     err);
-	if (r < 0) {
+	if (r < 0 && o->for_cleanup) {
+		r = 0;
+	} else if (r < 0) {
 		err_wrap(err, "Sandbox toolchain failed");
 		goto out_fail;
 	}

@@ -55,7 +55,8 @@ struct boot_options {
 	const char *from_step; /* --from STEP */
 	bool restart;          /* --restart: manifest and start again */
 	char *const *caller_env;
-	bool dry_run; /* resolve only: create nothing, generate nothing on disk */
+	bool dry_run;     /* resolve only: create nothing, generate nothing on disk */
+	bool for_cleanup; /* for --stop/--discard: secrets and toolchains need not be present */
 };
 
 struct plan_step {

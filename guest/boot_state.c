@@ -94,6 +94,15 @@ int boot_state_load(const char *state_dir, struct boot_state *ret, struct err *e
 	s.server_start = (uint64_t)get_int(root, "server_start");
 	s.started_at = get_int(root, "started_at");
 	s.updated_at = get_int(root, "updated_at");
+	if (json_object_object_get_ex(root, "skipped", &done) &&
+	    json_object_is_type(done, json_type_array)) {
+		for (size_t i = 0; i < json_object_array_length(done); i++) {
+			json_object *e = json_object_array_get_idx(done, i);
+			if (json_object_is_type(e, json_type_string) &&
+			    strv_push(&s.skipped, json_object_get_string(e)) < 0)
+				goto out_oom;
+		}
+	}
 	if (json_object_object_get_ex(root, "completed", &done) &&
 	    json_object_is_type(done, json_type_array)) {
 		for (size_t i = 0; i < json_object_array_length(done); i++) {
@@ -131,6 +140,10 @@ static json_object *state_to_object(const struct boot_state *s)
 	for (size_t i = 0; s->completed && s->completed[i]; i++)
 		json_object_array_add(done, json_object_new_string(s->completed[i]));
 	json_object_object_add(o, "completed", done);
+	done = json_object_new_array();
+	for (size_t i = 0; s->skipped && s->skipped[i]; i++)
+		json_object_array_add(done, json_object_new_string(s->skipped[i]));
+	json_object_object_add(o, "skipped", done);
 	json_object_object_add(o, "port", json_object_new_int64(s->port));
 	json_object_object_add(o, "boot_pid", json_object_new_int64(s->boot_pid));
 	json_object_object_add(o, "boot_start", json_object_new_int64((int64_t)s->boot_start));
@@ -188,6 +201,7 @@ void boot_state_dispose(struct boot_state *s)
 	free(s->session_id);
 	free(s->cgroup);
 	strv_free(s->completed);
+	strv_free(s->skipped);
 	memset(s, 0, sizeof(*s));
 }
 

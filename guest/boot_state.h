@@ -26,6 +26,7 @@ struct boot_state {
 	char *session_id;
 	char *cgroup;     /* the process set's cgroup ("" for the fallback) */
 	char **completed; /* steps that finished, in order */
+	char **skipped;   /* steps skipped (their reason is in their log) */
 	unsigned port;
 	pid_t boot_pid;
 	uint64_t boot_start;

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/signalfd.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -28,6 +29,31 @@ uint64_t now_ms(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+void boot_observe(const struct boot_plan *p, const struct boot_observer *obs, const char *step,
+                  const char *phase, const char *detail)
+{
+	_cleanup_free_ char *clean = NULL;
+	size_t len;
+
+	if (!obs || !obs->phase)
+		return;
+	if (detail && p->scrub)
+		clean = scrub_string(p->scrub, detail, strlen(detail), &len);
+	obs->phase(obs->userdata, step, phase, clean ? clean : (p->scrub ? NULL : detail));
+}
+
+bool boot_step_interrupted(const struct step_context *ctx, struct err *err)
+{
+	struct signalfd_siginfo si;
+	char name[32];
+
+	if (ctx->signal_fd < 0 || read(ctx->signal_fd, &si, sizeof(si)) != sizeof(si))
+		return false;
+	err_set(err, ERR_FAILED, EINTR, "the boot was interrupted by %s",
+	        proc_signal_name((int)si.ssi_signo, name, sizeof(name)));
+	return true;
 }
 
 struct step_sink {
@@ -81,6 +107,7 @@ static int step_execute(const struct step_context *ctx, const char *name, const 
 	struct err log_err;
 	uint64_t start = now_ms(), limit = ctx->deadline_ms, exited_at = 0;
 	bool step_limit = false, exited = false, eof = false;
+	struct err interrupt = {0};
 	int status = 0, fds[2];
 	pid_t pid;
 	char buf[65536];
@@ -149,15 +176,16 @@ static int step_execute(const struct step_context *ctx, const char *name, const 
 	if (ctx->procs)
 		procset_add_group(ctx->procs, pid, proc_start_time(pid));
 	pidfd = pidfd_open_compat(pid);
-	if (ctx->obs && ctx->obs->phase)
-		ctx->obs->phase(ctx->obs->userdata, name, "started", command);
+	boot_observe(p, ctx->obs, name, "started", command);
 
 	while (!(exited && eof)) {
-		struct pollfd pfd[2];
+		struct pollfd pfd[3];
 		int nfds = 0, timeout;
 		uint64_t now = now_ms();
 
 		if (!exited && now >= limit)
+			break;
+		if (!exited && boot_step_interrupted(ctx, &interrupt))
 			break;
 		if (exited && now >= exited_at + DRAIN_AFTER_EXIT_MS)
 			break;
@@ -166,6 +194,8 @@ static int step_execute(const struct step_context *ctx, const char *name, const 
 			pfd[nfds++] = (struct pollfd){.fd = out_r, .events = POLLIN};
 		if (!exited && pidfd >= 0)
 			pfd[nfds++] = (struct pollfd){.fd = pidfd, .events = POLLIN};
+		if (!exited && ctx->signal_fd >= 0)
+			pfd[nfds++] = (struct pollfd){.fd = ctx->signal_fd, .events = POLLIN};
 		if (!exited && pidfd < 0 && timeout > 50)
 			timeout = 50;
 		if (poll(pfd, (nfds_t)nfds, timeout) < 0 && errno != EINTR) {
@@ -185,13 +215,18 @@ static int step_execute(const struct step_context *ctx, const char *name, const 
 			pid_t w = waitpid(pid, &status, WNOHANG);
 			if (w == pid) {
 				exited = true;
+				/* Orphans the step left (we are their subreaper) are reaped too. */
+				while (waitpid(-1, NULL, WNOHANG) > 0)
+					;
 				exited_at = now_ms();
 				/* Leftovers may hold the pipe open: stop them now. */
 				if (ctx->procs) {
 					struct err stop_err;
 					if (procset_stop(ctx->procs, ctx->grace_ms, getpid(),
 					                 &stop_err) < 0)
-						log_warn("after step %s: %s", name, stop_err.msg);
+						log_debug("after step %s: %s", name, stop_err.msg);
+					while (waitpid(-1, NULL, WNOHANG) > 0)
+						;
 				}
 			}
 		}
@@ -207,6 +242,10 @@ static int step_execute(const struct step_context *ctx, const char *name, const 
 		waitpid(pid, &status, 0);
 		if (ret_out)
 			free(sink.capture);
+		if (interrupt.cls) {
+			*err = interrupt;
+			return err_ret(err);
+		}
 		if (step_limit)
 			return err_set(err, ERR_FAILED, ETIMEDOUT, "`%s` timed out after %u s",
 			               command, timeout_s);

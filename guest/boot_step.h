@@ -20,7 +20,18 @@ struct step_context {
 	const struct boot_observer *obs;
 	uint64_t deadline_ms; /* monotonic, the whole boot's */
 	unsigned grace_ms;
+	int signal_fd; /* signalfd of SIGTERM/SIGINT/SIGHUP: the boot is being stopped; or -1 */
 };
+
+/*
+ * A signal asking the boot to stop arrived (read from ctx->signal_fd): fills err with
+ * "interrupted by SIGTERM" and returns true.
+ */
+bool boot_step_interrupted(const struct step_context *ctx, struct err *err);
+
+/* Report a phase to the observer; detail passes through the plan's scrubber first. */
+void boot_observe(const struct boot_plan *p, const struct boot_observer *obs, const char *step,
+                  const char *phase, const char *detail);
 
 /* Milliseconds on CLOCK_MONOTONIC. */
 uint64_t now_ms(void);

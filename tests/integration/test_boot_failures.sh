@@ -205,4 +205,50 @@ check "the pipe reached end-of-file when the boot exited (no timeout)" [ "$RC" -
 check "the app still runs after the pipe closed" [ "$(http_status "http://127.0.0.1:$LISTEN_PORT/up")" = 200 ]
 stop_boot "$app"
 
+echo "--- --stop while a boot is in progress"
+app=$(mkapp interrupted 'setup=["exec sleep 8888"]')
+$(platform_env) "$BOOT" --listen "127.0.0.1:$LISTEN_PORT" --grace 1000 --cache-root "$TMP/cache" \
+	"$app" >"$TMP/out.int" 2>"$TMP/err.int" &
+bootpid=$!
+for _ in $(seq 100); do pgrep -f 'sleep 8888' >/dev/null && break; sleep 0.1; done
+"$BOOT" --stop --grace 1000 "$app"
+check "--stop during a boot exits 0" [ $? -eq 0 ]
+wait "$bootpid"
+check "the boot exited 1" [ $? -eq 1 ]
+check "its cause is the interruption" bash -c "tail -1 '$TMP/err.int' | grep -q 'interrupted by SIGTERM'"
+check "the interrupted step is gone" [ -z "$(pgrep -f 'sleep 8888')" ]
+"$BOOT" --status "$app" >"$TMP/status.json"
+check "--status says failed, interrupted" grep -q '"reason":"the boot was interrupted by SIGTERM"' "$TMP/status.json"
+
+echo "--- two apps with the same session id"
+app1=$(mkapp twin1)
+app2=$(mkapp twin2)
+P1=$(free_port)
+$(platform_env) "$BOOT" --listen "127.0.0.1:$P1" --grace 1000 --cache-root "$TMP/cache" "$app1" 2>/dev/null
+check "the first app boots" [ $? -eq 0 ]
+boot "$app2"
+check "the second app boots" [ "$RC" -eq 0 ]
+check "the first app still answers" [ "$(http_status "http://127.0.0.1:$P1/up")" = 200 ]
+stop_boot "$app1"
+stop_boot "$app2"
+
+echo "--- --discard refuses a directory no boot has used"
+mkdir -p "$TMP/home/projects/app" "$TMP/home/projects/other"
+touch "$TMP/home/projects/other/notes"
+"$BOOT" --discard "$TMP/home/projects/app" 2>"$TMP/err"
+check "exit 2" [ $? -eq 2 ]
+check "nothing was removed" [ -f "$TMP/home/projects/other/notes" ]
+
+echo "--- a symlink in the checkout never leads a root chown elsewhere"
+mkdir -p "$TMP/victim"
+touch "$TMP/victim/file"
+app=$(mkapp chown)
+ln -s "$TMP/victim" "$app/tmp-link"
+mkdir -p "$app/sub"
+ln -s "$TMP/victim/file" "$app/sub/file-link"
+boot "$app"
+check "boots" [ "$RC" -eq 0 ]
+check "the link's target stays root's" [ "$(stat -c %U "$TMP/victim" "$TMP/victim/file" | sort -u)" = root ]
+stop_boot "$app"
+
 finish

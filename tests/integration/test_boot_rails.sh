@@ -100,7 +100,11 @@ check "state.json is in the spec's directory and says failed" \
 	bash -c "python3 -c 'import json; d=json.load(open(\"$ws/boot/state.json\")); assert d[\"status\"]==\"failed\" and d[\"step\"]==\"db_prepare\"'"
 check "state.json is 0600" [ "$(stat -c %a "$ws/boot/state.json")" = 600 ]
 check "the step has its own log" [ -s "$ws/boot/logs/db_prepare.log" ]
-check "the if_task step was skipped (no such task)" [ ! -e "$ws/boot/logs/assets.log" ]
+check "the if_task step was skipped (no such task), and says so" \
+	grep -q '(skipped: the app has no assets:precompile task)' "$ws/boot/logs/assets.log"
+check "a skipped step's reason is in its log" grep -q '(skipped: not needed here)' "$ws/boot/logs/notes.log"
+check "state.json lists the skipped steps" \
+	python3 -c 'import json,sys; assert json.load(open(sys.argv[1]))["skipped"]==["assets","notes"]' "$ws/boot/state.json"
 check "a directory from the spec exists, owned by sandbox, 0700" [ "$(stat -c '%U %a' "$ws/data")" = "sandbox 700" ]
 touch "$ws/data/go"
 spec_boot --from db_prepare
