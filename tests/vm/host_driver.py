@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """The host side of a test VM run: answers the guest's requests on the control port.
 
-    host_driver.py WORK_DIR TIMEOUT
+    host_driver.py WORK_DIR TIMEOUT [SANDBOX_CTL]
 
 WORK_DIR holds qemu's chardev sockets (run-vm.sh). The driver connects to WORK_DIR/raw.sock,
 the socket of the virtio-serial port "vmtest.raw" (qemu starts the guest only once this
@@ -17,15 +17,32 @@ answer:
               its end and says "OPEN"; the driver writes n random bytes there; the guest reads
               them into a tmpfs file and says "RAWDONE n", then "SHA sha256". The time from the
               first byte to RAWDONE is the raw copy's.
+  CTL app_dir the full scenario across the VM boundary: the guest runs `sandbox-agent serve`
+              on its end of the agent's port; the driver runs SANDBOX_CTL with
+              --connect serial:WORK_DIR/agent.sock and the key WORK_DIR/host_key (listed in
+              the guest's authorized_keys): hello (pinning the guest's key), the same with
+              WORK_DIR/stranger_key (not listed: refused), secrets put (a boot and a fetch
+              secret), push of tests/vm/app to app_dir, boot --pass-env (the boot secret)
+              --wait to ready, runtime, logs (the secret scrubbed),
+              status; then "RUNNING boot_secret fetch_secret": the guest looks for the values
+              where they must be and must not be, and answers "CHECKED ok" or "CHECKED fail
+              why"; then stop. Last answer: "RESULT ok" or "RESULT fail why".
+  HOLD        for debugging by hand (VM_TESTS=hold): the guest waits with the daemon running;
+              the driver answers "GO" once WORK_DIR/release exists.
   BYE         the guest is done; the driver closes the port and exits.
 
 Prints one line per request with its figures; exit 0 when every request succeeded.
 """
 import hashlib
+import json
 import os
+import secrets
 import socket
+import subprocess
 import sys
 import time
+
+APP_TREE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "app")
 
 
 class Port:
@@ -119,8 +136,95 @@ def do_raw(port, work, size):
                   f"({mib_s(size, took):.1f} MiB/s, into a tmpfs file); checksums match")
 
 
+class Failed(Exception):
+    pass
+
+
+class Ctl:
+    """sandbox-ctl over the agent's virtio-serial port, with this run's keys."""
+
+    def __init__(self, binary, work, timeout):
+        self.binary = binary
+        self.work = work
+        self.timeout = timeout
+        self.base = [binary, "--connect", "serial:" + os.path.join(work, "agent.sock"),
+                     "--known-guests", os.path.join(work, "known_guests"),
+                     "--instance", "vmtest", "--timeout", "60"]
+
+    def run(self, *args, key="host_key", stdin=None, expect=0):
+        cmd = self.base + ["--key", os.path.join(self.work, key)] + list(args)
+        start = time.monotonic()
+        p = subprocess.run(cmd, input=stdin, capture_output=True, text=True,
+                           timeout=self.timeout)
+        took = time.monotonic() - start
+        name = " ".join(args[:2])
+        if p.returncode != expect:
+            raise Failed(f"sandbox-ctl {name} exited {p.returncode}, expected {expect}: "
+                         f"{p.stderr.strip()[-600:]} {p.stdout.strip()[-300:]}")
+        try:
+            doc = json.loads(p.stdout) if p.stdout.strip() else {}
+        except ValueError:
+            raise Failed(f"sandbox-ctl {name} printed no JSON document: {p.stdout[:300]!r}")
+        print(f"host_driver: ctl: {name} -> exit {p.returncode} in {took * 1e3:.0f} ms",
+              flush=True)
+        return doc, p
+
+
+def ctl_scenario(ctl, port, app_dir):
+    """The host's part of CTL, up to and including the guest's checks while the app runs."""
+    doc, _ = ctl.run("--accept-new-guest-key", "hello")
+    if not doc.get("version"):
+        raise Failed(f"hello: no version in {doc}")
+    ctl.run("hello")  # the pinned key again, without --accept-new-guest-key
+    ctl.run("hello", key="stranger_key", expect=3)
+
+    boot_secret = "vmtest-boot-" + secrets.token_hex(16)
+    fetch_secret = "vmtest-fetch-" + secrets.token_hex(16)
+    ctl.run("secrets", "put", "--scope", "boot", "VMTEST_BOOT_SECRET",
+            stdin=json.dumps({"VMTEST_BOOT_SECRET": boot_secret}))
+    ctl.run("secrets", "put", "--scope", "fetch", "VMTEST_FETCH_TOKEN",
+            stdin=json.dumps({"VMTEST_FETCH_TOKEN": fetch_secret}))
+
+    ctl.run("push", APP_TREE, "--app-dir", app_dir)
+    # --pass-env: the boot secrets the app gets (sandbox-ctl passes none unless named).
+    doc, _ = ctl.run("boot", "--app-dir", app_dir, "--pass-env", "VMTEST_BOOT_SECRET", "--wait",
+                     "--deadline", "120")
+    if doc.get("status") != "ready":
+        raise Failed(f"boot --wait: {doc}")
+    doc, _ = ctl.run("runtime", "--app-dir", app_dir)
+    text = json.dumps(doc)
+    if "/cgi-bin/mcp" not in text or "aa_" not in text:
+        raise Failed(f"runtime: no mcp_path /cgi-bin/mcp and token in {text[:300]}")
+    _, p = ctl.run("logs", "--log", "setup", "--app-dir", app_dir)
+    if boot_secret in p.stdout or "[REDACTED]" not in p.stdout:
+        raise Failed(f"logs --log setup: the setup step's echo of the boot secret was not "
+                     f"scrubbed: {p.stdout[-300:]!r}")
+    doc, _ = ctl.run("status", "--app-dir", app_dir)
+    if "ready" not in json.dumps(doc):
+        raise Failed(f"status after a ready boot: {doc}")
+
+    port.send(f"RUNNING {boot_secret} {fetch_secret}\n".encode())
+    answer = port.line()
+    if answer != "CHECKED ok":
+        raise Failed(f"the guest's checks with the app running: {answer}")
+    ctl.run("stop", "--app-dir", app_dir)
+
+
+def do_ctl(port, ctl, app_dir):
+    try:
+        ctl_scenario(ctl, port, app_dir)
+    except (Failed, subprocess.TimeoutExpired, OSError) as e:
+        why = str(e).replace("\n", " ")
+        port.send(f"RESULT fail {why}\n".encode())
+        return False, why
+    port.send(b"RESULT ok\n")
+    return True, (f"hello, stranger refused, secrets put, push, boot --wait ready, runtime, "
+                  f"logs scrubbed, status, guest checks, stop over serial:agent.sock")
+
+
 def main():
     work, limit = sys.argv[1], float(sys.argv[2])
+    ctl = Ctl(sys.argv[3] if len(sys.argv) > 3 else "sandbox-ctl", work, limit)
     sock = connect(os.path.join(work, "raw.sock"), 30)
     sock.settimeout(limit)
     port = Port(sock)
@@ -135,6 +239,14 @@ def main():
             good, what = do_echo(port, int(words[1]))
         elif words[0] == "RAW" and len(words) == 2 and words[1].isdigit():
             good, what = do_raw(port, work, int(words[1]))
+        elif words[0] == "HOLD":
+            print(f"host_driver: hold: touch {work}/release to let the guest go on", flush=True)
+            while not os.path.exists(os.path.join(work, "release")):
+                time.sleep(0.2)
+            port.send(b"GO\n")
+            good, what = True, "released"
+        elif words[0] == "CTL" and len(words) == 2:
+            good, what = do_ctl(port, ctl, words[1])
         else:
             port.send(b"UNKNOWN\n")
             good, what = False, f"unknown request {' '.join(words)!r}"
