@@ -24,3 +24,12 @@ vm-bins: $(VM_SBUILD)/stripped/tests/vsock_echo
 $(VM_SBUILD)/tests/vsock_echo: $(VM_SBUILD)/tests/vm/vsock_echo.o
 	@echo "  MUSL-LD $@"
 	@$(MUSL_CC) $(STATIC_LDFLAGS) -o $@ $^
+
+# bench/vm_bench.sh: push against a raw copy over virtio-serial, handshake latency.
+.PHONY: bench bench-vm
+bench: bench-vm
+
+bench-vm:
+	@prefix=$$(packaging/static/build-deps.sh) && \
+		$(MAKE) --no-print-directory static-bins vm-bins STATIC_PREFIX="$$prefix"
+	bench/vm_bench.sh

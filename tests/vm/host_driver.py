@@ -27,6 +27,11 @@ answer:
               status; then "RUNNING boot_secret fetch_secret": the guest looks for the values
               where they must be and must not be, and answers "CHECKED ok" or "CHECKED fail
               why"; then stop. Last answer: "RESULT ok" or "RESULT fail why".
+  BENCH n     the benchmark (bench/vm_bench.sh): the driver makes a tree of n random bytes
+              (16 files), copies the same bytes raw over the agent's port as RAW does, and
+              answers "SERVE" once the guest's end is closed again; the guest starts the daemon
+              and says "SERVING"; the driver times sandbox-ctl hello (10 runs) and push of the
+              tree (3 runs) over the port, prints the figures and answers "BENCHDONE".
   HOLD        for debugging by hand (VM_TESTS=hold): the guest waits with the daemon running;
               the driver answers "GO" once WORK_DIR/release exists.
   BYE         the guest is done; the driver closes the port and exits.
@@ -151,7 +156,7 @@ class Ctl:
                      "--known-guests", os.path.join(work, "known_guests"),
                      "--instance", "vmtest", "--timeout", "60"]
 
-    def run(self, *args, key="host_key", stdin=None, expect=0):
+    def run(self, *args, key="host_key", stdin=None, expect=0, quiet=False):
         cmd = self.base + ["--key", os.path.join(self.work, key)] + list(args)
         start = time.monotonic()
         p = subprocess.run(cmd, input=stdin, capture_output=True, text=True,
@@ -165,8 +170,9 @@ class Ctl:
             doc = json.loads(p.stdout) if p.stdout.strip() else {}
         except ValueError:
             raise Failed(f"sandbox-ctl {name} printed no JSON document: {p.stdout[:300]!r}")
-        print(f"host_driver: ctl: {name} -> exit {p.returncode} in {took * 1e3:.0f} ms",
-              flush=True)
+        if not quiet:
+            print(f"host_driver: ctl: {name} -> exit {p.returncode} in {took * 1e3:.0f} ms",
+                  flush=True)
         return doc, p
 
 
@@ -222,6 +228,76 @@ def do_ctl(port, ctl, app_dir):
                   f"logs scrubbed, status, guest checks, stop over serial:agent.sock")
 
 
+def make_tree(root, size, files=16):
+    os.makedirs(root, exist_ok=True)
+    chunks = []
+    each = size // files
+    for i in range(files):
+        data = os.urandom(each if i < files - 1 else size - each * (files - 1))
+        with open(os.path.join(root, f"blob{i:02d}.bin"), "wb") as f:
+            f.write(data)
+        chunks.append(data)
+    return b"".join(chunks)
+
+
+def median(values):
+    values = sorted(values)
+    return values[len(values) // 2]
+
+
+def do_bench(port, ctl, work, size):
+    tree = os.path.join(work, "bench-tree")
+    payload = make_tree(tree, size)
+    digest = hashlib.sha256(payload).hexdigest()
+    agent = connect(os.path.join(work, "agent.sock"), 10)
+    try:
+        port.send(b"CONNECTED\n")
+        if port.line() != "OPEN":
+            return False, "the guest did not open the agent's port"
+        start = time.monotonic()
+        agent.sendall(payload)
+        answer = port.line()
+        raw = time.monotonic() - start
+        if answer != f"RAWDONE {size}" or port.line() != f"SHA {digest}":
+            return False, f"the raw copy did not arrive whole ({answer})"
+    finally:
+        agent.close()
+    port.send(b"SERVE\n")
+    if port.line() != "SERVING":
+        return False, "the guest's daemon did not start"
+    try:
+        ctl.run("--accept-new-guest-key", "hello", quiet=True)
+        hellos = []
+        for _ in range(10):
+            start = time.monotonic()
+            ctl.run("hello", quiet=True)
+            hellos.append(time.monotonic() - start)
+        pushes = []
+        for _ in range(3):
+            start = time.monotonic()
+            ctl.run("push", tree, "--app-dir", "/workspace/bench/app", quiet=True)
+            pushes.append(time.monotonic() - start)
+    except (Failed, subprocess.TimeoutExpired, OSError) as e:
+        port.send(b"BENCHDONE fail\n")
+        return False, str(e)
+    port.send(b"BENCHDONE ok\n")
+    hello, push = median(hellos), median(pushes)
+    mib = size / 1048576
+    lines = [
+        f"virtio-serial, host -> guest, {mib:.0f} MiB in 16 files, the same bytes, one run:",
+        f"  raw copy (chardev socket -> guest dd into tmpfs): {raw * 1e3:.0f} ms, "
+        f"{mib_s(size, raw):.1f} MiB/s",
+        f"  sandbox-ctl push (median of 3, whole command): {push * 1e3:.0f} ms, "
+        f"{mib_s(size, push):.1f} MiB/s = {raw / push * 100:.0f} % of raw",
+        f"  push less one connection (median hello): {(push - hello) * 1e3:.0f} ms, "
+        f"{mib_s(size, push - hello):.1f} MiB/s = {raw / (push - hello) * 100:.0f} % of raw",
+        f"  sandbox-ctl hello over virtio-serial (median of 10, whole command: exec, connect, "
+        f"handshake, hello): {hello * 1e3:.1f} ms (min {min(hellos) * 1e3:.1f}, "
+        f"max {max(hellos) * 1e3:.1f})",
+    ]
+    return True, "\n".join(lines)
+
+
 def main():
     work, limit = sys.argv[1], float(sys.argv[2])
     ctl = Ctl(sys.argv[3] if len(sys.argv) > 3 else "sandbox-ctl", work, limit)
@@ -239,6 +315,8 @@ def main():
             good, what = do_echo(port, int(words[1]))
         elif words[0] == "RAW" and len(words) == 2 and words[1].isdigit():
             good, what = do_raw(port, work, int(words[1]))
+        elif words[0] == "BENCH" and len(words) == 2 and words[1].isdigit():
+            good, what = do_bench(port, ctl, work, int(words[1]))
         elif words[0] == "HOLD":
             print(f"host_driver: hold: touch {work}/release to let the guest go on", flush=True)
             while not os.path.exists(os.path.join(work, "release")):
