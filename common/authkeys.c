@@ -9,7 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include "log.h"
 #include "strv.h"
@@ -204,42 +203,39 @@ static int pub_filter(const struct dirent *de)
 	return de->d_name[0] != '.' && len > 4 && strcmp(de->d_name + len - 4, ".pub") == 0;
 }
 
-static int cmp_names(const void *a, const void *b)
+static int name_cmp(const void *a, const void *b)
 {
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
 /*
- * The *.pub names in the directory open at dfd, sorted. Through a duplicate of the descriptor
- * that was checked (scandirat() would do it, but musl, the static build's libc, lacks it).
+ * The names in dfd that pub_filter() accepts, sorted (scandirat() without relying on it:
+ * musl has none). Returns the count or a negative errno.
  */
-static int list_pub(int dfd, const char *dir, char ***ret, struct err *err)
+static int dir_list_sorted(int dfd, char ***ret)
 {
-	_cleanup_closedir_ DIR *d = NULL;
+	int fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	_cleanup_strv_ char **names = NULL;
 	struct dirent *de;
-	int fd;
+	DIR *d;
 
-	fd = fcntl(dfd, F_DUPFD_CLOEXEC, 0);
 	if (fd < 0)
-		return err_errno(err, "cannot list %s", dir);
+		return -errno;
 	d = fdopendir(fd);
 	if (!d) {
 		close(fd);
-		return err_errno(err, "cannot list %s", dir);
+		return -errno;
 	}
-	errno = 0;
-	while ((de = readdir(d))) {
-		if (pub_filter(de) && strv_push(&names, de->d_name) < 0)
-			return err_set(err, ERR_FAILED, ENOMEM, "out of memory");
-		errno = 0;
-	}
-	if (errno)
-		return err_errno(err, "cannot list %s", dir);
+	while ((de = readdir(d)))
+		if (pub_filter(de) && strv_push(&names, de->d_name) < 0) {
+			closedir(d);
+			return -ENOMEM;
+		}
+	closedir(d);
 	if (names)
-		qsort(names, strv_length(names), sizeof(*names), cmp_names);
+		qsort(names, strv_length(names), sizeof(char *), name_cmp);
 	*ret = TAKE_PTR(names);
-	return 0;
+	return (int)strv_length(*ret);
 }
 
 static int read_dir(const char *dir, const struct authkeys *ak, struct keyset *ks, struct err *err)
@@ -247,7 +243,7 @@ static int read_dir(const char *dir, const struct authkeys *ak, struct keyset *k
 	_cleanup_close_ int dfd = -1;
 	_cleanup_strv_ char **names = NULL;
 	struct stat st;
-	int r;
+	int n, r = 0;
 
 	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
 	if (dfd < 0) {
@@ -261,18 +257,19 @@ static int read_dir(const char *dir, const struct authkeys *ak, struct keyset *k
 		log_debug("%s: ignored: writable by others or owned by another user", dir);
 		return 0;
 	}
-	r = list_pub(dfd, dir, &names, err);
-	if (r < 0)
-		return r;
-	for (size_t i = 0; names && names[i]; i++) {
+	n = dir_list_sorted(dfd, &names);
+	if (n < 0) {
+		errno = -n;
+		return err_errno(err, "cannot list %s", dir);
+	}
+	for (int i = 0; i < n && r == 0; i++) {
 		_cleanup_free_ char *path = NULL;
 		if (asprintf(&path, "%s/%s", dir, names[i]) < 0)
-			return err_set(err, ERR_FAILED, ENOMEM, "out of memory");
-		r = read_file(dfd, names[i], path, ak, ks, err);
-		if (r < 0)
-			return r;
+			r = err_set(err, ERR_FAILED, ENOMEM, "out of memory");
+		else
+			r = read_file(dfd, names[i], path, ak, ks, err);
 	}
-	return 0;
+	return r;
 }
 
 int authkeys_reload(struct authkeys *ak, struct err *err)

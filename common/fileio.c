@@ -94,8 +94,23 @@ int file_read_capped(int dirfd, const char *path, size_t max, int flags, char **
 	return 0;
 }
 
+static int file_write_rename(const char *path, const void *data, size_t len, mode_t mode, uid_t uid,
+                             gid_t gid, bool sync, struct err *err);
+
 int file_write_atomic(const char *path, const void *data, size_t len, mode_t mode, uid_t uid,
                       gid_t gid, struct err *err)
+{
+	return file_write_rename(path, data, len, mode, uid, gid, true, err);
+}
+
+int file_write_replace(const char *path, const void *data, size_t len, mode_t mode, uid_t uid,
+                       gid_t gid, struct err *err)
+{
+	return file_write_rename(path, data, len, mode, uid, gid, false, err);
+}
+
+static int file_write_rename(const char *path, const void *data, size_t len, mode_t mode, uid_t uid,
+                             gid_t gid, bool sync, struct err *err)
 {
 	_cleanup_free_ char *dir_copy = strdup(path);
 	_cleanup_close_ int fd = -1;
@@ -119,7 +134,7 @@ int file_write_atomic(const char *path, const void *data, size_t len, mode_t mod
 		r = -errno;
 	if (r == 0 && uid != (uid_t)-1 && fchown(fd, uid, gid) < 0)
 		r = -errno;
-	if (r == 0 && fsync(fd) < 0)
+	if (r == 0 && sync && fsync(fd) < 0)
 		r = -errno;
 	if (r == 0 && close(TAKE_FD(fd)) < 0)
 		r = -errno;
@@ -132,6 +147,8 @@ int file_write_atomic(const char *path, const void *data, size_t len, mode_t mod
 			return err_errno(err, "disk full writing %s", path);
 		return err_errno(err, "cannot write %s", path);
 	}
+	if (!sync)
+		return 0;
 	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd >= 0)
 		(void)fsync(dfd);

@@ -33,6 +33,13 @@ int file_read_capped(int dirfd, const char *path, size_t max, int flags, char **
 int file_write_atomic(const char *path, const void *data, size_t len, mode_t mode, uid_t uid,
                       gid_t gid, struct err *err);
 
+/*
+ * The same without the fsyncs: a reader sees the old file or the new one, never half of one,
+ * but a power loss may lose the change. For state that is rewritten at every phase.
+ */
+int file_write_replace(const char *path, const void *data, size_t len, mode_t mode, uid_t uid,
+                       gid_t gid, struct err *err);
+
 /* write() all of buf, retrying on EINTR and short writes. */
 int write_all(int fd, const void *buf, size_t len);
 

@@ -55,6 +55,7 @@ int frame_io_new(int fd, struct frame_io **ret, struct err *err)
 	}
 	io->cap = READ_CHUNK;
 	io->fd = fd;
+	io->wfd = fd;
 	io->is_socket = fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode);
 	flags = fcntl(fd, F_GETFL);
 	io->nonblock = flags >= 0 && (flags & O_NONBLOCK);
@@ -79,6 +80,14 @@ void frame_io_set_budget(struct frame_io *io, uint64_t max)
 		io->limit = UINT64_MAX;
 	else
 		io->limit = io->dec.consumed + max;
+}
+
+void frame_io_set_write_fd(struct frame_io *io, int wfd)
+{
+	struct stat st;
+
+	io->wfd = wfd;
+	io->is_socket = fstat(wfd, &st) == 0 && S_ISSOCK(st.st_mode);
 }
 
 bool frame_io_buffered(const struct frame_io *io)
@@ -173,9 +182,9 @@ int frame_io_write(struct frame_io *io, const void *buf, size_t len, int64_t dea
 		ssize_t n;
 
 		if (io->is_socket)
-			n = send(io->fd, p, len, MSG_NOSIGNAL);
+			n = send(io->wfd, p, len, MSG_NOSIGNAL);
 		else
-			n = write(io->fd, p, len);
+			n = write(io->wfd, p, len);
 		if (n > 0) {
 			p += n;
 			len -= (size_t)n;
@@ -184,7 +193,7 @@ int frame_io_write(struct frame_io *io, const void *buf, size_t len, int64_t dea
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-			int r = wait_fd(io->fd, POLLOUT, deadline, err);
+			int r = wait_fd(io->wfd, POLLOUT, deadline, err);
 			if (r < 0)
 				return r;
 			continue;

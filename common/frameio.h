@@ -21,8 +21,9 @@
 #include "frame.h"
 
 struct frame_io {
-	int fd;
-	bool is_socket; /* send(MSG_NOSIGNAL) instead of write() */
+	int fd;         /* read from */
+	int wfd;        /* written to: fd, unless frame_io_set_write_fd() gave another one */
+	bool is_socket; /* wfd is a socket: send(MSG_NOSIGNAL) instead of write() */
 	bool nonblock;  /* O_NONBLOCK when created: reads go first, poll() only on EAGAIN */
 	bool eof;
 	struct frame_decoder dec;
@@ -53,6 +54,12 @@ int frame_io_next(struct frame_io *io, int64_t deadline, enum frame_event *ret_e
 
 /* Allow max more bytes from now on (UINT64_MAX: no limit). */
 void frame_io_set_budget(struct frame_io *io, uint64_t max);
+
+/*
+ * Write to wfd instead of fd (borrowed too): an exec pipe's stdin and stdout are two
+ * descriptors carrying one stream.
+ */
+void frame_io_set_write_fd(struct frame_io *io, int wfd);
 
 /* Write all of buf before the deadline; -EPIPE when the peer is gone. */
 int frame_io_write(struct frame_io *io, const void *buf, size_t len, int64_t deadline,

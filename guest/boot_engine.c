@@ -37,7 +37,7 @@
 #include "supervisor.h"
 
 #define READY_BACKOFF_MIN_MS 1
-#define READY_BACKOFF_MAX_MS 50
+#define READY_BACKOFF_MAX_MS 5
 #define WRONG_LISTENER_GRACE_MS 1500
 
 static void procset_freep(struct procset **ps)
@@ -226,7 +226,7 @@ static void log_rescrub(const struct boot_plan *p, const char *path)
 		return;
 	clean = scrub_string(p->scrub, text, len, &clean_len);
 	if (clean && (clean_len != len || memcmp(clean, text, len) != 0))
-		(void)file_write_atomic(path, clean, clean_len, 0600, (uid_t)-1, (gid_t)-1, &e);
+		(void)file_write_replace(path, clean, clean_len, 0600, (uid_t)-1, (gid_t)-1, &e);
 }
 
 static int run_manifest(const struct step_context *ctx, char *const *env, struct boot_state *st,
@@ -287,6 +287,7 @@ static int wait_ready(const struct step_context *ctx, const struct supervisor_in
 	_cleanup_close_ int pidfd = (int)syscall(SYS_pidfd_open, sup->server_pid, 0);
 	unsigned backoff = READY_BACKOFF_MIN_MS;
 	uint64_t wrong_since = 0;
+	bool seen_listening = false;
 	enum listen_state last_state = LISTEN_NONE;
 	long last_status = 0;
 	char last_error[256] = "";
@@ -361,6 +362,10 @@ static int wait_ready(const struct step_context *ctx, const struct supervisor_in
 		}
 		if (state == LISTEN_OURS) {
 			long status = 0;
+			if (!seen_listening) {
+				seen_listening = true;
+				observe(ctx, "start", "listening", NULL);
+			}
 			if (ready_probe("127.0.0.1", (uint16_t)port, mcp_path, &status, &e) == 0 &&
 			    ready_status_ok(status))
 				return 0;
@@ -463,12 +468,14 @@ static int run_start(const struct step_context *ctx, char *const *env, unsigned 
 	st->server_start = info.server_start;
 	st->port = port;
 	save_state(p, st, "booting", "start");
-	procset_add_group(ctx->procs, info.server_pid, info.server_start);
+	if (procset_backend_of(ctx->procs) == PROCSET_NO_CGROUP)
+		procset_add_group(ctx->procs, info.server_pid, info.server_start);
 	procset_add_root(ctx->procs, info.supervisor_pid, info.supervisor_start);
 	observe(ctx, "start", "started", p->start.command);
 
 	if (wait_ready(ctx, &info, port, m->mcp_path, err) < 0)
 		return -1;
+	observe(ctx, "start", "answered", m->mcp_path);
 	if (check_start_url(p, port, err) < 0)
 		return -1;
 	if (p->check_up && p->listen_addr && check_up(p, err) < 0)

@@ -86,7 +86,7 @@ static int plan_session_id(struct boot_plan *p, const struct boot_options *o, st
 		return oom(err);
 	if (!o->dry_run && (!kept || strcmp(kept, p->session_id) != 0)) {
 		snprintf(line, sizeof(line), "%s\n", p->session_id);
-		if (file_write_atomic(path, line, strlen(line), 0600, (uid_t)-1, (gid_t)-1, err) <
+		if (file_write_replace(path, line, strlen(line), 0600, (uid_t)-1, (gid_t)-1, err) <
 		    0)
 			return err_wrap(err, "cannot keep the session id");
 	}

@@ -186,7 +186,7 @@ int boot_state_save(const char *state_dir, struct boot_state *s, struct err *err
 			return err_set(err, ERR_FAILED, ENOMEM, "out of memory");
 		memcpy(line, text, len);
 		line[len] = '\n';
-		return file_write_atomic(path, line, len + 1, 0600, (uid_t)-1, (gid_t)-1, err);
+		return file_write_replace(path, line, len + 1, 0600, (uid_t)-1, (gid_t)-1, err);
 	}
 }
 

@@ -173,7 +173,8 @@ static int step_execute(const struct step_context *ctx, const char *name, const 
 	}
 	closep(&out_w);
 	out_w = -1;
-	if (ctx->procs)
+	/* With a cgroup the group is in it already; the fallback must remember it. */
+	if (ctx->procs && procset_backend_of(ctx->procs) == PROCSET_NO_CGROUP)
 		procset_add_group(ctx->procs, pid, proc_start_time(pid));
 	pidfd = pidfd_open_compat(pid);
 	boot_observe(p, ctx->obs, name, "started", command);

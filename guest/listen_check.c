@@ -22,6 +22,9 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
+#include <linux/inet_diag.h>
+#include <linux/netlink.h>
+#include <linux/sock_diag.h>
 
 #include "cleanup.h"
 
@@ -126,6 +129,8 @@ static int parse_line(char *line, size_t addr_len, struct listener *ret)
 	return 1;
 }
 
+static int listeners_push(struct listeners *l, const struct listener *x);
+
 static int read_table(const char *path, size_t addr_len, struct listeners *l, bool missing_ok)
 {
 	_cleanup_fclose_ FILE *f = fopen(path, "re");
@@ -144,23 +149,101 @@ static int read_table(const char *path, size_t addr_len, struct listeners *l, bo
 		}
 		if (parse_line(line, addr_len, &x) <= 0)
 			continue;
-		if (l->n == l->cap) {
-			size_t nc = l->cap ? l->cap * 2 : 64;
-			struct listener *nv = realloc(l->v, nc * sizeof(*nv));
-
-			if (!nv)
-				return -ENOMEM;
-			l->v = nv;
-			l->cap = nc;
-		}
-		l->v[l->n++] = x;
+		if (listeners_push(l, &x) < 0)
+			return -ENOMEM;
 	}
 	return ferror(f) ? -EIO : 0;
 }
 
+static int listeners_push(struct listeners *l, const struct listener *x)
+{
+	if (l->n == l->cap) {
+		size_t nc = l->cap ? l->cap * 2 : 64;
+		struct listener *nv = realloc(l->v, nc * sizeof(*nv));
+
+		if (!nv)
+			return -ENOMEM;
+		l->v = nv;
+		l->cap = nc;
+	}
+	l->v[l->n++] = *x;
+	return 0;
+}
+
+/*
+ * The listening TCP sockets of one family from the kernel's sock_diag interface: it filters
+ * by state itself, so the answer stays small however many connections wait in TIME_WAIT
+ * (reading /proc/net/tcp walks every one of them). Returns -errno when unavailable.
+ */
+static int diag_listeners(int family, struct listeners *l)
+{
+	struct {
+		struct nlmsghdr nlh;
+		struct inet_diag_req_v2 req;
+	} q = {
+	    .nlh = {.nlmsg_len = sizeof(q),
+	            .nlmsg_type = SOCK_DIAG_BY_FAMILY,
+	            .nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP},
+	    .req = {.sdiag_family = (uint8_t)family,
+	            .sdiag_protocol = IPPROTO_TCP,
+	            .idiag_states = 1U << TCP_LISTEN},
+	};
+	struct sockaddr_nl nl = {.nl_family = AF_NETLINK};
+	_cleanup_close_ int fd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+	char buf[16384] __attribute__((aligned(NLMSG_ALIGNTO)));
+
+	if (fd < 0)
+		return -errno;
+	if (sendto(fd, &q, sizeof(q), 0, (struct sockaddr *)&nl, sizeof(nl)) < 0)
+		return -errno;
+	for (;;) {
+		ssize_t n = recv(fd, buf, sizeof(buf), 0);
+		struct nlmsghdr *h;
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		for (h = (struct nlmsghdr *)buf; NLMSG_OK(h, (size_t)n); h = NLMSG_NEXT(h, n)) {
+			const struct inet_diag_msg *m;
+			struct listener x;
+
+			if (h->nlmsg_type == NLMSG_DONE)
+				return 0;
+			if (h->nlmsg_type == NLMSG_ERROR) {
+				const struct nlmsgerr *e = NLMSG_DATA(h);
+				return e->error ? e->error : -EIO;
+			}
+			if (h->nlmsg_len < NLMSG_LENGTH(sizeof(*m)))
+				continue;
+			m = NLMSG_DATA(h);
+			if (m->idiag_state != TCP_LISTEN)
+				continue;
+			x.port = ntohs(m->id.idiag_sport);
+			x.kind = classify((const uint8_t *)m->id.idiag_src,
+			                  m->idiag_family == AF_INET ? 4 : 16);
+			x.inode = m->idiag_inode;
+			if (listeners_push(l, &x) < 0)
+				return -ENOMEM;
+		}
+		if (n == 0)
+			return 0;
+	}
+}
+
 static int read_listeners(struct listeners *l, struct err *err)
 {
-	int r = read_table("/proc/net/tcp", 4, l, false);
+	int r;
+
+	r = diag_listeners(AF_INET, l);
+	if (r == 0)
+		r = diag_listeners(AF_INET6, l);
+	if (r == 0)
+		return 0;
+	/* No sock_diag (a kernel without inet_diag): the /proc tables say the same. */
+	l->n = 0;
+	r = read_table("/proc/net/tcp", 4, l, false);
 
 	if (r < 0) {
 		errno = -r;

@@ -10,10 +10,13 @@
 #include "boot_cli.h"
 #include "log.h"
 #include "ready.h"
+#include "serve.h"
 
 static int usage(FILE *f)
 {
 	fputs("usage: sandbox-agent boot [OPTIONS] APP_DIR   (also installed as sandbox-app-boot)\n"
+	      "       sandbox-agent serve [OPTIONS]           the daemon sandbox-ctl talks to\n"
+	      "       sandbox-agent keygen [--key FILE]      print the guest's public key\n"
 	      "       sandbox-agent --version\n",
 	      f);
 	return f == stderr ? 2 : 0;
@@ -45,6 +48,10 @@ int main(int argc, char **argv)
 		return usage(stdout);
 	if (strcmp(argv[1], "boot") == 0)
 		return boot_cli_main(argc - 1, argv + 1);
+	if (strcmp(argv[1], "serve") == 0)
+		return serve_cli_main(argc - 1, argv + 1);
+	if (strcmp(argv[1], "keygen") == 0)
+		return keygen_cli_main(argc - 1, argv + 1);
 	fprintf(stderr, "sandbox-agent: unknown command '%s'\n", argv[1]);
 	return usage(stderr);
 }

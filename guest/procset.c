@@ -699,7 +699,11 @@ static int collect(const struct procset *ps, struct member_list *m, struct err *
 			}
 		}
 	}
-	if (ps->n_groups || (ps->backend == PROCSET_NO_CGROUP && ps->n_roots) || m->n) {
+	/*
+	 * A cgroup holds its members' descendants already (only root could move one out):
+	 * walking every process is needed for recorded groups and the fallback's roots.
+	 */
+	if (ps->n_groups || (ps->backend == PROCSET_NO_CGROUP && ps->n_roots)) {
 		r = walk_members(ps, m);
 		if (r < 0) {
 			errno = -r;

@@ -158,7 +158,7 @@ static void status_write(struct sup *s, bool final)
 	    o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &len);
 	err_clear(&e);
 	if (!text ||
-	    file_write_atomic(spec->status_path, text, len, 0600, (uid_t)-1, (gid_t)-1, &e) < 0)
+	    file_write_replace(spec->status_path, text, len, 0600, (uid_t)-1, (gid_t)-1, &e) < 0)
 		log_debug("supervisor: %s", e.msg);
 }
 
@@ -558,8 +558,8 @@ static int sup_setup(struct sup *s, int report_fd, struct err *err)
 	/* A first state before the server exists: proves status_path is writable. */
 	{
 		const char *text = "{\"state\":\"starting\"}";
-		if (file_write_atomic(spec->status_path, text, strlen(text), 0600, (uid_t)-1,
-		                      (gid_t)-1, err) < 0)
+		if (file_write_replace(spec->status_path, text, strlen(text), 0600, (uid_t)-1,
+		                       (gid_t)-1, err) < 0)
 			return -1;
 		s->status_written = true;
 	}

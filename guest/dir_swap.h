@@ -1,0 +1,92 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Swapping a directory built beside another one into its place (decisions.md, "Channel": "a
+ * checkout is swapped in with renameat2(RENAME_EXCHANGE) where the filesystem supports it, else
+ * two renames, with the window and the recovery documented"; docs/checkout.md).
+ *
+ * For the directory /workspace/app the new tree is built at /workspace/.app.checkout-new and
+ * the old one ends up at /workspace/.app.checkout-old, then removed. Git checkouts
+ * (checkout_stage.c) and pushed trees (tree_stage.c) use the same names, so a recovery by
+ * either finishes or undoes an interrupted swap of the other. The caller holds the app's boot
+ * lock: one swap of a directory at a time.
+ *
+ * Methods: no directory yet: one rename; renameat2(RENAME_EXCHANGE) where the filesystem has it;
+ * else two renames (app -> .app.checkout-old, stage -> app), between which the directory is
+ * missing: dir_swap_recover() closes that window after a crash. The directory is always a real
+ * directory, never a symbolic link. Nothing is ever followed through a symbolic link.
+ */
+#ifndef SA_DIR_SWAP_H
+#define SA_DIR_SWAP_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "err.h"
+
+#define DIR_SWAP_NEW_SUFFIX ".checkout-new"
+#define DIR_SWAP_OLD_SUFFIX ".checkout-old"
+/* Directory levels a walk descends, one open descriptor each. */
+#define DIR_SWAP_DEPTH_MAX 512
+
+enum dir_swap_flags {
+	/* Swap with two renames even where RENAME_EXCHANGE works (to test that path). */
+	DIR_SWAP_NO_EXCHANGE = 1 << 0,
+};
+
+enum dir_swap_method {
+	DIR_SWAP_FIRST = 1,    /* there was no directory: one rename */
+	DIR_SWAP_EXCHANGE = 2, /* renameat2(RENAME_EXCHANGE) */
+	DIR_SWAP_RENAMES = 3,  /* two renames (the filesystem cannot exchange) */
+};
+
+enum dir_swap_recovery {
+	DIR_SWAP_RECOVER_NONE = 0,     /* nothing was left over */
+	DIR_SWAP_RECOVER_CLEANED = 1,  /* the directory was whole; a stage or old tree removed */
+	DIR_SWAP_RECOVER_FINISHED = 2, /* an interrupted swap finished: the new tree is in place */
+	DIR_SWAP_RECOVER_RESTORED = 3, /* an interrupted swap undone: the old tree is back */
+};
+
+/* Called at "before-swap", "renamed-old" (two renames only) and "after-swap"; tests kill there. */
+typedef void (*dir_swap_hook_fn)(void *userdata, const char *point);
+
+struct dir_swap {
+	char *dir;      /* "/workspace/app", without trailing slashes */
+	char *parent;   /* "/workspace" */
+	char *base;     /* "app" */
+	char *new_name; /* ".app.checkout-new" */
+	char *old_name; /* ".app.checkout-old" */
+	char *new_path; /* "/workspace/.app.checkout-new" */
+	int parent_fd;
+	unsigned flags; /* enum dir_swap_flags */
+	dir_swap_hook_fn hook;
+	void *hook_userdata;
+};
+
+/* Split dir (absolute) into parent and name and open the parent. Nothing is changed on disk. */
+int dir_swap_init(struct dir_swap *s, const char *dir, unsigned flags, struct err *err);
+void dir_swap_dispose(struct dir_swap *s);
+
+/*
+ * Finish or undo an interrupted swap:
+ *   directory present: remove the stage and the old tree (CLEANED);
+ *   missing, with both: the swap was between its two renames and the stage was complete
+ *     (it is flushed before the directory moves): rename it in, remove the old one (FINISHED);
+ *   missing, with only the old tree: rename it back (RESTORED);
+ *   missing, with only the stage: a first swap that never finished: remove it.
+ * ret may be NULL.
+ */
+int dir_swap_recover(struct dir_swap *s, enum dir_swap_recovery *ret, struct err *err);
+
+/*
+ * Swap the (complete, flushed) stage in as the directory and remove the old tree. *ret_method
+ * says how; *ret_old_left is set when the old tree could not be removed yet (the next recovery
+ * retries). Any failure before the swap leaves the directory as it was.
+ */
+int dir_swap_exchange(struct dir_swap *s, int *ret_method, bool *ret_old_left, struct err *err);
+
+/* Remove name below dfd and everything in it, never following a link; -errno or 0. */
+int dir_swap_remove_tree(int dfd, const char *name);
+/* chown everything below the directory fd (which this takes over), never following a link. */
+int dir_swap_chown_tree(int fd, uid_t uid, gid_t gid);
+
+#endif

@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * `sandbox-agent serve`: the daemon the host's sandbox-ctl talks to (docs/protocol.md,
+ * docs/daemon.md). One single-threaded poll() loop serves every connection, on every transport
+ * at once (vsock, unix sockets, a virtio-serial port, or stdin/stdout); boots and stops run in
+ * child processes (the boot runner, a fresh `sandbox-agent serve --runner`) that report
+ * through a socket, so the daemon stays responsive and a boot outlives the connection that
+ * started it, and the daemon itself.
+ */
+#ifndef SA_SERVE_H
+#define SA_SERVE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "err.h"
+
+#define SERVE_VSOCK_PORT 7340 /* the agent's documented vsock port */
+#define SERVE_HOST_CID 2      /* VMADDR_CID_HOST: the only peer accepted by default */
+#define SERVE_DEFAULT_UNIX "/run/sandbox-agent/agent.sock"
+#define SERVE_DEFAULT_SERIAL "/dev/virtio-ports/org.sandbox-app-runtime.agent"
+#define SERVE_DEFAULT_AUTHKEYS "/etc/sandbox-agent/authorized_keys"
+#define SERVE_DEFAULT_AUTHKEYS_DIR "/etc/sandbox-agent/authorized_keys.d"
+#define SERVE_DEFAULT_KEY "/var/lib/sandbox-agent/guest_key"
+#define SERVE_DEFAULT_STATE_DIR "/run/sandbox-agent"
+
+struct serve_config {
+	char **unix_paths;        /* --unix PATH (repeatable) */
+	bool vsock;               /* --vsock */
+	unsigned vsock_port;      /* 0: SERVE_VSOCK_PORT */
+	uint32_t vsock_allow_cid; /* peer CID accepted on vsock (SERVE_HOST_CID) */
+	const char *serial_path;  /* --serial PATH */
+	bool stdio;               /* --stdio: one session on fds 0 and 1, then exit */
+	const char *authkeys_file;
+	const char *authkeys_dir;
+	const char *key_path;
+	const char *state_dir;
+	int handshake_timeout_ms;
+	/* What every boot gets (sandbox-app-boot's options of the same names). */
+	const char *user;
+	const char *listen_addr;
+	unsigned listen_port;
+	bool no_forward;
+	unsigned grace_ms;
+	const char *cache_root;
+	const char *runner; /* the executable run as the boot runner: /proc/self/exe */
+};
+
+/* Run the daemon until SIGTERM/SIGINT (or, with --stdio, the end of the session). */
+int serve_run(const struct serve_config *cfg, struct err *err);
+
+/* Load the guest's key from path, generating (and saving, 0600) one when there is none. */
+struct keypair;
+int serve_key_load_or_create(const char *path, struct keypair **ret, bool *ret_created,
+                             struct err *err);
+
+/* The command lines: `sandbox-agent serve ...`, `sandbox-agent keygen [--key FILE]`. */
+int serve_cli_main(int argc, char **argv);
+int keygen_cli_main(int argc, char **argv);
+
+/* The boot runner: the request arrives on fd (docs/daemon.md, "The boot runner"). */
+int serve_runner_main(int fd);
+
+#endif

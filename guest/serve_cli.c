@@ -1,0 +1,291 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The command lines of the daemon (`sandbox-agent serve`) and of the guest's key
+ * (`sandbox-agent keygen`). Like boot_cli.c, the only places here that choose exit codes and
+ * write to the user. docs/daemon.md describes every option.
+ */
+#include "serve.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "boot_plan.h"
+#include "keys.h"
+#include "log.h"
+#include "strv.h"
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+	        "usage: sandbox-agent serve [OPTIONS]\n"
+	        "\n"
+	        "The daemon sandbox-ctl talks to: an authenticated, encrypted channel\n"
+	        "(docs/protocol.md) that pushes trees and secrets, boots the app, and reports.\n"
+	        "\n"
+	        "Transports (default: --vsock, --unix %s, and --serial %s when it exists):\n"
+	        "  --vsock [PORT]              vsock, any CID, port %u by default\n"
+	        "  --vsock-allow-cid CID       the peer CID accepted on vsock (%u, the host)\n"
+	        "  --unix PATH                 a unix socket; peers must be root (repeatable)\n"
+	        "  --serial PATH               a virtio-serial port, one session at a time\n"
+	        "  --stdio                     one session on stdin/stdout, then exit\n"
+	        "Keys and state:\n"
+	        "  --authorized-keys FILE      host keys accepted (%s)\n"
+	        "  --authorized-keys-dir DIR   more, one *.pub file each (%s)\n"
+	        "  --key FILE                  the guest's key, made at first start (%s)\n"
+	        "  --state-dir DIR             the daemon's runtime state (%s)\n"
+	        "  --handshake-timeout MS      unauthenticated peers are cut off after this (%d)\n"
+	        "What boots get (as sandbox-app-boot's options):\n"
+	        "  --user NAME  --listen ADDR:PORT  --no-forward  --grace MS  --cache-root DIR\n"
+	        "  -v, --verbose  --help\n",
+	        SERVE_DEFAULT_UNIX, SERVE_DEFAULT_SERIAL, SERVE_VSOCK_PORT, SERVE_HOST_CID,
+	        SERVE_DEFAULT_AUTHKEYS, SERVE_DEFAULT_AUTHKEYS_DIR, SERVE_DEFAULT_KEY,
+	        SERVE_DEFAULT_STATE_DIR, 5000);
+}
+
+static int parse_uint(const char *s, unsigned long max, unsigned long *ret)
+{
+	char *end;
+	unsigned long v;
+
+	errno = 0;
+	if (!s || !*s || s[0] == '-')
+		return -1;
+	v = strtoul(s, &end, 10);
+	if (errno || *end || v > max)
+		return -1;
+	*ret = v;
+	return 0;
+}
+
+static int bad(const char *opt, const char *val, const char *what)
+{
+	fprintf(stderr, "sandbox-agent serve: %s takes %s, got '%s'\n", opt, what, val ? val : "");
+	return 2;
+}
+
+int serve_cli_main(int argc, char **argv)
+{
+	enum {
+		OPT_UNIX = 0x100,
+		OPT_VSOCK,
+		OPT_VSOCK_CID,
+		OPT_SERIAL,
+		OPT_STDIO,
+		OPT_AUTHKEYS,
+		OPT_AUTHKEYS_DIR,
+		OPT_KEY,
+		OPT_STATE_DIR,
+		OPT_HS_TIMEOUT,
+		OPT_USER,
+		OPT_LISTEN,
+		OPT_NO_FORWARD,
+		OPT_GRACE,
+		OPT_CACHE_ROOT,
+		OPT_RUNNER,
+	};
+	static const struct option longopts[] = {
+	    {"unix", required_argument, NULL, OPT_UNIX},
+	    {"vsock", optional_argument, NULL, OPT_VSOCK},
+	    {"vsock-allow-cid", required_argument, NULL, OPT_VSOCK_CID},
+	    {"serial", required_argument, NULL, OPT_SERIAL},
+	    {"stdio", no_argument, NULL, OPT_STDIO},
+	    {"authorized-keys", required_argument, NULL, OPT_AUTHKEYS},
+	    {"authorized-keys-dir", required_argument, NULL, OPT_AUTHKEYS_DIR},
+	    {"key", required_argument, NULL, OPT_KEY},
+	    {"state-dir", required_argument, NULL, OPT_STATE_DIR},
+	    {"handshake-timeout", required_argument, NULL, OPT_HS_TIMEOUT},
+	    {"user", required_argument, NULL, OPT_USER},
+	    {"listen", required_argument, NULL, OPT_LISTEN},
+	    {"no-forward", no_argument, NULL, OPT_NO_FORWARD},
+	    {"grace", required_argument, NULL, OPT_GRACE},
+	    {"cache-root", required_argument, NULL, OPT_CACHE_ROOT},
+	    {"runner", no_argument, NULL, OPT_RUNNER},
+	    {"verbose", no_argument, NULL, 'v'},
+	    {"help", no_argument, NULL, 'h'},
+	    {0},
+	};
+	_cleanup_strv_ char **unix_paths = NULL;
+	_cleanup_free_ char *listen_addr = NULL;
+	struct serve_config cfg = {
+	    .vsock_allow_cid = SERVE_HOST_CID,
+	    .authkeys_file = SERVE_DEFAULT_AUTHKEYS,
+	    .authkeys_dir = SERVE_DEFAULT_AUTHKEYS_DIR,
+	    .key_path = SERVE_DEFAULT_KEY,
+	    .state_dir = SERVE_DEFAULT_STATE_DIR,
+	    .handshake_timeout_ms = 5000,
+	    .runner = "/proc/self/exe",
+	};
+	bool transport = false;
+	unsigned long v;
+	struct err err;
+	int c;
+
+	/* A daemon's log is where connections and their keys are accounted for. */
+	if (!getenv("SANDBOX_LOG_LEVEL") && log_max_level < LOG_INFO)
+		log_max_level = LOG_INFO;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "vh", longopts, NULL)) != -1) {
+		switch (c) {
+		case OPT_UNIX:
+			if (strv_push(&unix_paths, optarg) < 0)
+				return 1;
+			transport = true;
+			break;
+		case OPT_VSOCK: {
+			const char *port = optarg;
+			/* `--vsock PORT` as well as `--vsock=PORT` */
+			if (!port && optind < argc && argv[optind][0] >= '0' &&
+			    argv[optind][0] <= '9')
+				port = argv[optind++];
+			if (port) {
+				if (parse_uint(port, 0xfffffffeUL, &v) < 0 || v == 0)
+					return bad("--vsock", port, "a port number");
+				cfg.vsock_port = (unsigned)v;
+			}
+			cfg.vsock = true;
+			transport = true;
+			break;
+		}
+		case OPT_VSOCK_CID:
+			if (parse_uint(optarg, 0xffffffffUL, &v) < 0)
+				return bad("--vsock-allow-cid", optarg, "a CID");
+			cfg.vsock_allow_cid = (uint32_t)v;
+			break;
+		case OPT_SERIAL:
+			cfg.serial_path = optarg;
+			transport = true;
+			break;
+		case OPT_STDIO:
+			cfg.stdio = true;
+			transport = true;
+			break;
+		case OPT_AUTHKEYS:
+			cfg.authkeys_file = optarg[0] ? optarg : NULL;
+			break;
+		case OPT_AUTHKEYS_DIR:
+			cfg.authkeys_dir = optarg[0] ? optarg : NULL;
+			break;
+		case OPT_KEY:
+			cfg.key_path = optarg;
+			break;
+		case OPT_STATE_DIR:
+			cfg.state_dir = optarg;
+			break;
+		case OPT_HS_TIMEOUT:
+			if (parse_uint(optarg, 600000, &v) < 0 || v == 0)
+				return bad("--handshake-timeout", optarg, "milliseconds");
+			cfg.handshake_timeout_ms = (int)v;
+			break;
+		case OPT_USER:
+			cfg.user = optarg;
+			break;
+		case OPT_LISTEN: {
+			const char *colon = strrchr(optarg, ':');
+			if (!colon || colon == optarg || parse_uint(colon + 1, 65535, &v) < 0 ||
+			    v == 0)
+				return bad("--listen", optarg, "ADDR:PORT");
+			free(listen_addr);
+			listen_addr = strndup(optarg, (size_t)(colon - optarg));
+			if (!listen_addr)
+				return 1;
+			cfg.listen_addr = listen_addr;
+			cfg.listen_port = (unsigned)v;
+			break;
+		}
+		case OPT_NO_FORWARD:
+			cfg.no_forward = true;
+			break;
+		case OPT_GRACE:
+			if (parse_uint(optarg, 3600 * 1000, &v) < 0)
+				return bad("--grace", optarg, "milliseconds");
+			cfg.grace_ms = (unsigned)v;
+			break;
+		case OPT_CACHE_ROOT:
+			cfg.cache_root = optarg;
+			break;
+		case OPT_RUNNER:
+			return serve_runner_main(3);
+		case 'v':
+			log_max_level = LOG_DEBUG;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind != argc) {
+		fprintf(stderr, "sandbox-agent serve: unexpected argument '%s'\n", argv[optind]);
+		return 2;
+	}
+	if (cfg.stdio && (unix_paths || cfg.vsock || cfg.serial_path)) {
+		fprintf(stderr, "sandbox-agent serve: --stdio serves one session alone; drop the "
+		                "other transports\n");
+		return 2;
+	}
+	if (!transport) {
+		struct stat st;
+		cfg.vsock = true;
+		if (strv_push(&unix_paths, SERVE_DEFAULT_UNIX) < 0)
+			return 1;
+		if (stat(SERVE_DEFAULT_SERIAL, &st) == 0)
+			cfg.serial_path = SERVE_DEFAULT_SERIAL;
+	}
+	cfg.unix_paths = unix_paths;
+	err_clear(&err);
+	if (keys_sodium_init(&err) < 0 || serve_run(&cfg, &err) < 0) {
+		fprintf(stderr, "sandbox-agent serve: %s\n", err.msg);
+		return err.cls == ERR_REFUSED ? 2 : 1;
+	}
+	return 0;
+}
+
+int keygen_cli_main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+	    {"key", required_argument, NULL, 'k'},
+	    {"help", no_argument, NULL, 'h'},
+	    {0},
+	};
+	_cleanup_keypair_ struct keypair *kp = NULL;
+	_cleanup_free_ char *line = NULL;
+	const char *path = SERVE_DEFAULT_KEY;
+	bool created = false;
+	struct err err;
+	int c;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'k':
+			path = optarg;
+			break;
+		case 'h':
+			printf("usage: sandbox-agent keygen [--key FILE]\n"
+			       "Prints the guest's public key (made first when there is none; "
+			       "default %s)\n",
+			       SERVE_DEFAULT_KEY);
+			return 0;
+		default:
+			return 2;
+		}
+	}
+	err_clear(&err);
+	if (keys_sodium_init(&err) < 0 || serve_key_load_or_create(path, &kp, &created, &err) < 0) {
+		fprintf(stderr, "sandbox-agent keygen: %s\n", err.msg);
+		return 1;
+	}
+	line = keys_format_public(kp->pk, kp->comment);
+	if (!line)
+		return 1;
+	if (created)
+		fprintf(stderr, "sandbox-agent keygen: made a new key in %s\n", path);
+	printf("%s\n", line);
+	return 0;
+}

@@ -1,0 +1,601 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * One connection: the guest's side of the handshake, driven by the loop without ever waiting
+ * (a peer that trickles bytes holds up nobody, and is dropped at its deadline), then the
+ * session: messages dispatched by stream (docs/protocol.md "Streams"), replies, and the
+ * operations' pumps.
+ */
+#include "serve_int.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "log.h"
+
+typedef int (*op_start_fn)(struct conn *c, struct stream *st, const struct msg *m);
+
+static op_start_fn op_for(uint16_t type)
+{
+	switch (type) {
+	case MSG_SECRETS_PUT:
+		return op_secrets_put;
+	case MSG_SECRETS_DROP:
+		return op_secrets_drop;
+	case MSG_TREE_PUSH_BEGIN:
+		return op_tree_push;
+	case MSG_BOOT_START:
+		return op_boot_start;
+	case MSG_STATUS:
+		return op_status;
+	case MSG_LOGS:
+		return op_logs;
+	case MSG_STOP:
+		return op_stop;
+	case MSG_RUNTIME_READ:
+		return op_runtime_read;
+	default:
+		return NULL;
+	}
+}
+
+struct conn *conn_find(struct serve *srv, uint64_t id)
+{
+	for (struct conn *c = srv->conns; c; c = c->next)
+		if (c->id == id && c->state != CONN_DEAD)
+			return c;
+	return NULL;
+}
+
+struct stream *stream_find(struct conn *c, uint32_t id)
+{
+	for (struct stream *st = c->streams; st; st = st->next)
+		if (st->id == id)
+			return st;
+	return NULL;
+}
+
+static void stream_free(struct stream *st)
+{
+	if (st->ops && st->ops->free && st->data)
+		st->ops->free(st->data);
+	free(st);
+}
+
+static void stream_remove(struct conn *c, struct stream *st)
+{
+	for (struct stream **p = &c->streams; *p; p = &(*p)->next) {
+		if (*p == st) {
+			*p = st->next;
+			c->n_streams--;
+			stream_free(st);
+			return;
+		}
+	}
+}
+
+/*
+ * Once our half is done nothing more happens on a stream: it is forgotten, and what the host
+ * still sends on it (the rest of a refused push, a cancel that crossed our last reply) is
+ * dropped as belonging to a finished stream.
+ */
+static void stream_maybe_free(struct conn *c, struct stream *st)
+{
+	if (st->done)
+		stream_remove(c, st);
+}
+
+void conn_kill(struct conn *c, const char *why)
+{
+	if (c->state == CONN_DEAD)
+		return;
+	if (c->state == CONN_SESSION)
+		log_info("connection %" PRIu64 " (%s, %s) ended: %s", c->id, c->peer,
+		         c->fingerprint, why);
+	c->state = CONN_DEAD;
+}
+
+void conn_free(struct conn *c)
+{
+	if (!c)
+		return;
+	while (c->streams) {
+		struct stream *st = c->streams;
+		c->streams = st->next;
+		stream_free(st);
+	}
+	job_unfollow_conn(c->srv, c->id);
+	channel_free(c->ch);
+	hs_free(c->hs);
+	if (c->owns_io)
+		frame_io_free(c->io);
+	if (c->owns_fds) {
+		if (c->wfd != c->fd && c->wfd >= 0)
+			close(c->wfd);
+		if (c->fd >= 0)
+			close(c->fd);
+	}
+	free(c);
+}
+
+int conn_send(struct conn *c, uint16_t type, uint16_t flags, uint32_t stream, json_object *json,
+              const void *data, size_t len)
+{
+	struct msg m = {.type = type,
+	                .flags = flags,
+	                .stream = stream,
+	                .json = json,
+	                .data = data,
+	                .data_len = len};
+	struct err err;
+	int r;
+
+	if (c->state != CONN_SESSION) {
+		json_object_put(json);
+		return -EPIPE;
+	}
+	r = channel_send(c->ch, &m, SERVE_SEND_TIMEOUT_MS, &err);
+	json_object_put(json);
+	if (r < 0)
+		conn_kill(c, err.msg);
+	return r;
+}
+
+void stream_finish(struct conn *c, struct stream *st)
+{
+	st->done = true;
+}
+
+int stream_ok(struct conn *c, struct stream *st, json_object *json)
+{
+	st->done = true;
+	return conn_send(c, MSG_OK, MSG_F_END, st->id, json ? json : json_object_new_object(), NULL,
+	                 0);
+}
+
+int stream_error(struct conn *c, struct stream *st, const struct err *e)
+{
+	struct msg m = {0};
+	struct err err;
+	int r;
+
+	st->done = true;
+	if (c->state != CONN_SESSION)
+		return -EPIPE;
+	log_debug("connection %" PRIu64 " stream %" PRIu32 ": %s", c->id, st->id, e->msg);
+	msg_error_from_err(&m, st->id, e, true);
+	r = channel_send(c->ch, &m, SERVE_SEND_TIMEOUT_MS, &err);
+	msg_dispose(&m);
+	if (r < 0)
+		conn_kill(c, err.msg);
+	return r;
+}
+
+static void error_on(struct conn *c, uint32_t stream, int code, const char *fmt, ...)
+    _printf_(4, 5);
+static void error_on(struct conn *c, uint32_t stream, int code, const char *fmt, ...)
+{
+	struct stream st = {.id = stream};
+	struct err e = {.cls = ERR_REFUSED, .code = code};
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(e.msg, sizeof(e.msg), fmt, ap);
+	va_end(ap);
+	stream_error(c, &st, &e);
+}
+
+const char *op_field_string(const struct msg *m, const char *key, bool required, struct err *err)
+{
+	json_object *v = NULL;
+	const char *s;
+
+	if (!m->json || !json_object_object_get_ex(m->json, key, &v) || !v) {
+		if (required)
+			err_set(err, ERR_REFUSED, EINVAL, "%s: \"%s\" is missing",
+			        msg_type_name(m->type) ?: "request", key);
+		return NULL;
+	}
+	if (!json_object_is_type(v, json_type_string)) {
+		err_set(err, ERR_REFUSED, EINVAL, "%s: \"%s\" must be a string",
+		        msg_type_name(m->type) ?: "request", key);
+		return NULL;
+	}
+	s = json_object_get_string(v);
+	if ((size_t)json_object_get_string_len(v) != strlen(s)) {
+		err_set(err, ERR_REFUSED, EINVAL, "%s: \"%s\" holds a NUL character",
+		        msg_type_name(m->type) ?: "request", key);
+		return NULL;
+	}
+	return s;
+}
+
+/* ---- the handshake ---- */
+
+static void hello_send(struct conn *c)
+{
+	json_object *o = json_object_new_object();
+	json_object *caps = json_object_new_array();
+	static const char *const names[] = {"secrets", "tree.push", "boot",        "status",
+	                                    "logs",    "stop",      "runtime.read"};
+
+	for (size_t i = 0; i < ELEMENTSOF(names); i++)
+		json_object_array_add(caps, json_object_new_string(names[i]));
+	json_object_object_add(o, "agent", json_object_new_string("sandbox-agent"));
+	json_object_object_add(o, "version", json_object_new_string(SA_VERSION));
+	json_object_object_add(o, "capabilities", caps);
+	json_object_object_add(o, "max_payload", json_object_new_int(FRAME_PLAINTEXT_MAX));
+	json_object_object_add(o, "instance", json_object_new_string(c->srv->instance));
+	conn_send(c, MSG_HELLO, 0, 0, o, NULL, 0);
+}
+
+static void hs_fail(struct conn *c, const struct err *e)
+{
+	const uint8_t *peer = c->hs ? hs_peer_key(c->hs) : NULL;
+
+	if (peer) {
+		keys_fingerprint(peer, c->fingerprint);
+		log_notice("connection %" PRIu64 " (%s): host key %s refused: %s", c->id, c->peer,
+		           c->fingerprint, e->msg);
+	} else if (c->listener && c->listener->kind == LISTEN_SERIAL && e->code == ECONNRESET) {
+		/* The port's host side is not connected: it is opened again every 250 ms. */
+		log_debug("connection %" PRIu64 " (%s): %s", c->id, c->peer, e->msg);
+	} else {
+		log_info("connection %" PRIu64 " (%s): handshake failed: %s", c->id, c->peer,
+		         e->msg);
+	}
+	c->state = CONN_DEAD;
+}
+
+static int hs_begin(struct conn *c)
+{
+	struct serve *srv = c->srv;
+	struct hs_config cfg = {
+	    .role = HS_GUEST,
+	    .identity = srv->key,
+	    .authorized = srv->authkeys,
+	};
+	struct err err;
+
+	/* Every connection sees the keys as they are now: added and revoked ones alike. */
+	if (authkeys_has_sources(srv->authkeys) && authkeys_reload(srv->authkeys, &err) < 0) {
+		err_wrap(&err, "cannot read the authorized keys, refusing every host");
+		hs_fail(c, &err);
+		return -1;
+	}
+	if (hs_new(&cfg, &c->hs, &err) < 0) {
+		hs_fail(c, &err);
+		return -1;
+	}
+	frame_decoder_set_mode(&c->io->dec, FRAME_HANDSHAKE_MAX, true);
+	frame_io_set_budget(c->io, CHANNEL_HANDSHAKE_MAX_BYTES);
+	c->hs_deadline = frame_io_deadline(srv->cfg->handshake_timeout_ms);
+	return 0;
+}
+
+static void hs_done(struct conn *c)
+{
+	const struct authkey *ak;
+	struct err err;
+
+	if (channel_from_handshake(c->io, c->hs, &c->ch, &err) < 0) {
+		hs_fail(c, &err);
+		return;
+	}
+	hs_free(c->hs);
+	c->hs = NULL;
+	c->state = CONN_SESSION;
+	snprintf(c->fingerprint, sizeof(c->fingerprint), "%s", channel_peer_fingerprint(c->ch));
+	ak = authkeys_find(c->srv->authkeys, channel_peer_key(c->ch));
+	log_info("connection %" PRIu64 " (%s): host key %s%s%s%s accepted, session %s", c->id,
+	         c->peer, c->fingerprint, ak && ak->comment && ak->comment[0] ? " (" : "",
+	         ak && ak->comment ? ak->comment : "",
+	         ak && ak->comment && ak->comment[0] ? ")" : "", channel_session_name(c->ch));
+	hello_send(c);
+}
+
+static void hs_step(struct conn *c)
+{
+	for (;;) {
+		struct hs_output out;
+		enum frame_event ev;
+		const uint8_t *body;
+		struct err err;
+		size_t len;
+		int r;
+
+		r = frame_io_next(c->io, frame_io_deadline(0), &ev, &err);
+		if (r == -ETIMEDOUT)
+			return;
+		if (r < 0) {
+			err_wrap(&err, "handshake");
+			hs_fail(c, &err);
+			return;
+		}
+		if (r == 0) {
+			err_set(&err, ERR_FAILED, ECONNRESET,
+			        "the peer closed the connection during the handshake");
+			hs_fail(c, &err);
+			return;
+		}
+		if (ev == FRAME_EV_MARKER) {
+			if (hs_on_marker(c->hs, &err) < 0) {
+				hs_fail(c, &err);
+				return;
+			}
+			continue;
+		}
+		body = frame_decoder_body(&c->io->dec, &len);
+		out.len = 0;
+		r = hs_on_frame(c->hs, body, len, &out, &err);
+		if (out.len > 0) {
+			struct err werr;
+			if (frame_io_write(c->io, out.buf, out.len, c->hs_deadline, &werr) < 0 &&
+			    r >= 0) {
+				hs_fail(c, &werr);
+				return;
+			}
+		}
+		if (r < 0) {
+			hs_fail(c, &err);
+			return;
+		}
+		if (r == HS_RESYNC) {
+			frame_decoder_set_mode(&c->io->dec, FRAME_HANDSHAKE_MAX, true);
+		} else if (r == HS_DONE) {
+			hs_done(c);
+			return;
+		}
+	}
+}
+
+struct conn *conn_new(struct serve *srv, int fd, int wfd, bool owns_fds, const char *peer,
+                      struct listener *l, struct frame_io *io)
+{
+	struct conn *c = calloc(1, sizeof(*c));
+	struct err err;
+
+	if (!c) {
+		log_err("out of memory for a connection from %s", peer);
+		if (owns_fds)
+			close(fd);
+		return NULL;
+	}
+	c->srv = srv;
+	c->id = ++srv->next_conn_id;
+	c->fd = fd;
+	c->wfd = wfd;
+	c->owns_fds = owns_fds;
+	c->listener = l;
+	snprintf(c->peer, sizeof(c->peer), "%s", peer);
+	c->state = CONN_HANDSHAKE;
+	if (io) {
+		c->io = io;
+	} else {
+		if (frame_io_new(fd, &c->io, &err) < 0) {
+			log_err("connection from %s: %s", peer, err.msg);
+			c->state = CONN_DEAD;
+		} else {
+			c->owns_io = true;
+			if (wfd != fd)
+				frame_io_set_write_fd(c->io, wfd);
+		}
+	}
+	c->next = srv->conns;
+	srv->conns = c;
+	log_debug("connection %" PRIu64 " from %s", c->id, peer);
+	if (c->state == CONN_HANDSHAKE && hs_begin(c) == 0)
+		hs_step(c); /* bytes may be buffered already (the serial port) */
+	return c;
+}
+
+/* ---- the session ---- */
+
+static void conn_level(struct conn *c, const struct msg *m)
+{
+	switch (m->type) {
+	case MSG_HELLO: {
+		const char *client = msg_get_string(m, "client");
+		const char *version = msg_get_string(m, "version");
+		log_debug("connection %" PRIu64 ": %s %s", c->id, client ? client : "?",
+		          version ? version : "?");
+		break;
+	}
+	case MSG_PING: {
+		json_object *o = json_object_new_object();
+		int64_t t = 0;
+		msg_get_int64(m, "t", &t);
+		json_object_object_add(o, "t", json_object_new_int64(t));
+		conn_send(c, MSG_PONG, 0, 0, o, NULL, 0);
+		break;
+	}
+	case MSG_ERROR: {
+		struct err e;
+		msg_error_to_err(m, &e);
+		log_info("connection %" PRIu64 ": the host reports: %s", c->id, e.msg);
+		break;
+	}
+	default:
+		break; /* stream 0 ignores what it does not know (a newer peer probing) */
+	}
+}
+
+static void dispatch(struct conn *c, const struct msg *m)
+{
+	struct stream *st;
+	op_start_fn start;
+
+	if (m->stream == 0) {
+		conn_level(c, m);
+		return;
+	}
+	st = stream_find(c, m->stream);
+	if (st) {
+		if (m->type == MSG_CANCEL) {
+			st->host_done = true;
+			if (!st->done) {
+				if (st->ops && st->ops->on_cancel) {
+					st->ops->on_cancel(c, st);
+				} else {
+					struct err e = {.cls = ERR_FAILED, .code = ECANCELED};
+					snprintf(e.msg, sizeof(e.msg), "cancelled by the host");
+					stream_error(c, st, &e);
+				}
+			}
+		} else if (st->host_done) {
+			log_debug("connection %" PRIu64 " stream %" PRIu32
+			          ": %s after its end, ignored",
+			          c->id, st->id, msg_type_name(m->type) ?: "?");
+			return;
+		} else {
+			if (m->flags & MSG_F_END)
+				st->host_done = true;
+			if (st->done) {
+				/* We ended it (an error): the host's rest is dropped. */
+			} else if (st->ops && st->ops->on_msg) {
+				st->ops->on_msg(c, st, m);
+			} else {
+				struct err e = {.cls = ERR_REFUSED, .code = EPROTO};
+				snprintf(e.msg, sizeof(e.msg), "%s does not belong on a %s stream",
+				         msg_type_name(m->type) ?: "an unknown message",
+				         msg_type_name(st->type) ?: "?");
+				stream_error(c, st, &e);
+			}
+		}
+		if (c->state != CONN_DEAD)
+			stream_maybe_free(c, st);
+		return;
+	}
+	if (m->stream <= c->last_stream) {
+		/* A stream that ended already (a cancel that crossed our final reply). */
+		log_debug("connection %" PRIu64 ": %s on finished stream %" PRIu32 ", ignored",
+		          c->id, msg_type_name(m->type) ?: "?", m->stream);
+		return;
+	}
+	if (!(m->stream & 1)) {
+		error_on(c, m->stream, EPROTO, "stream %" PRIu32 ": hosts open odd stream ids",
+		         m->stream);
+		return;
+	}
+	c->last_stream = m->stream;
+	if (m->type == MSG_CANCEL)
+		return;
+	if (c->n_streams >= SERVE_STREAMS_MAX) {
+		error_on(c, m->stream, EMFILE, "too many open streams (at most %d)",
+		         SERVE_STREAMS_MAX);
+		return;
+	}
+	start = op_for(m->type);
+	if (!start) {
+		error_on(c, m->stream, EOPNOTSUPP,
+		         "%s (type 0x%04x) is not supported by this agent",
+		         msg_type_name(m->type) ?: "this message", m->type);
+		return;
+	}
+	st = calloc(1, sizeof(*st));
+	if (!st) {
+		error_on(c, m->stream, ENOMEM, "out of memory");
+		return;
+	}
+	st->id = m->stream;
+	st->type = m->type;
+	st->host_done = (m->flags & MSG_F_END) != 0;
+	st->next = c->streams;
+	c->streams = st;
+	c->n_streams++;
+	start(c, st, m);
+	if (c->state != CONN_DEAD)
+		stream_maybe_free(c, st);
+}
+
+static void session_ended(struct conn *c, const struct err *e, bool clean)
+{
+	if (clean) {
+		struct err err;
+		channel_close(c->ch, 1000, &err);
+		conn_kill(c, "the host closed the session");
+		return;
+	}
+	conn_kill(c, e->msg);
+}
+
+static void session_step(struct conn *c)
+{
+	for (int i = 0; i < SERVE_BATCH && c->state == CONN_SESSION; i++) {
+		struct msg m;
+		struct err err;
+		int r = channel_recv(c->ch, &m, 0, &err);
+
+		if (r == -ETIMEDOUT)
+			return;
+		if (r <= 0) {
+			session_ended(c, &err, r == 0);
+			return;
+		}
+		dispatch(c, &m);
+		msg_dispose(&m);
+	}
+}
+
+void conn_ready(struct conn *c)
+{
+	if (c->state == CONN_HANDSHAKE)
+		hs_step(c);
+	else if (c->state == CONN_SESSION)
+		session_step(c);
+	if (c->state == CONN_HANDSHAKE && frame_io_now_ms() >= c->hs_deadline) {
+		struct err e;
+		err_set(&e, ERR_FAILED, ETIMEDOUT, "the handshake did not complete within %d ms",
+		        c->srv->cfg->handshake_timeout_ms);
+		hs_fail(c, &e);
+	}
+}
+
+int conn_pump(struct conn *c)
+{
+	int more = 0;
+
+	/* Streams a relayed result finished (serve_jobs.c) go now. */
+	for (struct stream *st = c->streams, *next; st; st = next) {
+		next = st->next;
+		stream_maybe_free(c, st);
+	}
+
+	for (struct stream *st = c->streams, *next; st && c->state == CONN_SESSION; st = next) {
+		next = st->next;
+		st->more = false;
+		if (st->done || !st->ops || !st->ops->pump)
+			continue;
+		st->more = st->ops->pump(c, st) > 0;
+		more |= st->more;
+		if (c->state == CONN_SESSION)
+			stream_maybe_free(c, st);
+	}
+	return more;
+}
+
+bool conn_has_pending(const struct conn *c)
+{
+	if (c->state == CONN_DEAD)
+		return false;
+	if (c->io && frame_io_buffered(c->io))
+		return true;
+	for (const struct stream *st = c->streams; st; st = st->next)
+		if (st->more)
+			return true;
+	return false;
+}
+
+bool conn_wants_timer(const struct conn *c)
+{
+	if (c->state == CONN_HANDSHAKE)
+		return true;
+	for (const struct stream *st = c->streams; st; st = st->next)
+		if (!st->done && st->ops && st->ops->pump)
+			return true;
+	return false;
+}

@@ -1,0 +1,156 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * status and runtime.read (docs/protocol.md "Status, logs, stop, runtime.json"): answered from
+ * the boot's state directory, so they work the same for boots this daemon started, boots a
+ * previous daemon started, and boots `sandbox-app-boot` ran.
+ */
+#include "serve_int.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <sodium.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "boot_state.h"
+#include "fileio.h"
+#include "log.h"
+#include "proc.h"
+
+#define RUNTIME_MAX (60 * 1024)
+
+/* Sizes of the boot's logs, rotated parts included: {"setup": N, "server": N, ...}. */
+static json_object *log_sizes(const char *state_dir)
+{
+	json_object *o = json_object_new_object();
+	char path[PATH_MAX];
+	_cleanup_closedir_ DIR *d = NULL;
+	struct dirent *de;
+
+	snprintf(path, sizeof(path), "%s/logs", state_dir);
+	d = opendir(path);
+	while (d && (de = readdir(d))) {
+		size_t n = strlen(de->d_name);
+		char full[PATH_MAX + 300], name[256];
+		struct stat st;
+		uint64_t size = 0;
+
+		if (de->d_name[0] == '.' || n < 5 || strcmp(de->d_name + n - 4, ".log") != 0)
+			continue;
+		snprintf(name, sizeof(name), "%.*s", (int)(n - 4), de->d_name);
+		snprintf(full, sizeof(full), "%s/%s", path, de->d_name);
+		if (lstat(full, &st) == 0 && S_ISREG(st.st_mode))
+			size += (uint64_t)st.st_size;
+		snprintf(full, sizeof(full), "%s/%s.1", path, de->d_name);
+		if (lstat(full, &st) == 0 && S_ISREG(st.st_mode))
+			size += (uint64_t)st.st_size;
+		json_object_object_add(o, name, json_object_new_int64((int64_t)size));
+	}
+	return o;
+}
+
+int op_status(struct conn *c, struct stream *st, const struct msg *m)
+{
+	_cleanup_free_ char *app_dir = NULL;
+	_cleanup_free_ char *state_dir = NULL;
+	struct boot_state s = {0};
+	const char *dir, *state, *reason = NULL;
+	bool in_progress;
+	json_object *o;
+	struct err err;
+	int r;
+
+	err_clear(&err);
+	dir = op_field_string(m, "app_dir", true, &err);
+	if (!dir || apps_normalize(dir, &app_dir, &err) < 0 ||
+	    apps_state_dir(c->srv, app_dir, &state_dir, &err) < 0)
+		return stream_error(c, st, &err);
+	in_progress = job_find(c->srv, JOB_BOOT, state_dir) != NULL;
+	r = boot_state_load(state_dir, &s, &err);
+	if (r < 0)
+		return stream_error(c, st, &err);
+	o = json_object_new_object();
+	json_object_object_add(o, "app_dir", json_object_new_string(app_dir));
+	if (r == 1) {
+		json_object_object_add(o, "state",
+		                       json_object_new_string(in_progress ? "booting" : "none"));
+		return stream_ok(c, st, o);
+	}
+	state = s.status ? s.status : "none";
+	if (strcmp(state, "booting") == 0 && !in_progress &&
+	    !(s.boot_pid > 1 && proc_is(s.boot_pid, s.boot_start))) {
+		state = "failed";
+		reason = "the boot was interrupted: its process is gone";
+	} else if (strcmp(state, "ready") == 0 && s.server_pid > 1 &&
+	           !proc_is(s.server_pid, s.server_start)) {
+		state = "failed";
+		reason = "the server exited after it was ready";
+	} else if (in_progress) {
+		state = "booting";
+	}
+	if (!reason && strcmp(state, "failed") == 0)
+		reason = s.reason;
+	json_object_object_add(o, "state", json_object_new_string(state));
+	if (s.step)
+		json_object_object_add(o, "phase", json_object_new_string(s.step));
+	json_object_object_add(o, "since", json_object_new_int64(s.updated_at * 1000));
+	if (reason)
+		json_object_object_add(o, "reason", json_object_new_string(reason));
+	if (s.port)
+		json_object_object_add(o, "port", json_object_new_int((int)s.port));
+	json_object_object_add(o, "logs", log_sizes(state_dir));
+	boot_state_dispose(&s);
+	return stream_ok(c, st, o);
+}
+
+int op_runtime_read(struct conn *c, struct stream *st, const struct msg *m)
+{
+	_cleanup_free_ char *app_dir = NULL;
+	_cleanup_free_ char *state_dir = NULL;
+	_cleanup_free_ char *path = NULL;
+	_cleanup_free_ char *buf = NULL;
+	struct boot_state s = {0};
+	json_object *rt, *o;
+	const char *dir;
+	struct err err;
+	size_t len = 0;
+	int r;
+
+	err_clear(&err);
+	dir = op_field_string(m, "app_dir", true, &err);
+	if (!dir || apps_normalize(dir, &app_dir, &err) < 0 ||
+	    apps_state_dir(c->srv, app_dir, &state_dir, &err) < 0)
+		return stream_error(c, st, &err);
+	if (boot_state_load(state_dir, &s, &err) == 0 && s.runtime_path)
+		path = strdup(s.runtime_path);
+	boot_state_dispose(&s);
+	if (!path) {
+		char *slash = strrchr(app_dir, '/');
+		if (asprintf(&path, "%.*s/runtime.json", (int)(slash - app_dir), app_dir) < 0)
+			path = NULL;
+	}
+	if (!path) {
+		err_set(&err, ERR_FAILED, ENOMEM, "out of memory");
+		return stream_error(c, st, &err);
+	}
+	r = file_read_capped(AT_FDCWD, path, RUNTIME_MAX, READ_NOFOLLOW | READ_MISSING_OK, &buf,
+	                     &len, &err);
+	if (r == 1 || (r == 0 && !buf))
+		err_set(&err, ERR_FAILED, ENOENT, "%s does not exist: the app is not ready", path);
+	if (r != 0 || !buf)
+		return stream_error(c, st, &err);
+	rt = json_tokener_parse(buf);
+	sodium_memzero(buf, len); /* it holds the app's MCP token */
+	if (!rt || !json_object_is_type(rt, json_type_object)) {
+		json_object_put(rt);
+		err_set(&err, ERR_FAILED, EBADMSG, "%s is not a JSON object", path);
+		return stream_error(c, st, &err);
+	}
+	o = json_object_new_object();
+	json_object_object_add(o, "runtime", rt);
+	return stream_ok(c, st, o);
+}

@@ -1,0 +1,218 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * tree.push (docs/protocol.md "Pushing a tree"): begin, entries with their data, end. The tree
+ * is staged beside the app directory (tree_stage.h) while the app's boot lock is held, so no
+ * boot starts on a half-swapped directory, and swapped in when the end arrives and the totals
+ * match. A server that runs keeps running in the old tree (its working directory): the reply
+ * says so ("server_running"), and the host restarts it with boot.start {"restart": true}.
+ */
+#include "serve_int.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "boot_plan.h"
+#include "boot_state.h"
+#include "fileio.h"
+#include "log.h"
+#include "proc.h"
+#include "tree_stage.h"
+
+struct tree_op {
+	struct tree_stage *stage;
+	int lock_fd;
+	char *app_dir;
+	char *state_dir;
+};
+
+static void tree_op_release(struct tree_op *op)
+{
+	tree_stage_free(op->stage);
+	op->stage = NULL;
+	if (op->lock_fd >= 0)
+		close(op->lock_fd);
+	op->lock_fd = -1;
+}
+
+static void tree_op_free(void *data)
+{
+	struct tree_op *op = data;
+
+	tree_op_release(op);
+	free(op->app_dir);
+	free(op->state_dir);
+	free(op);
+}
+
+static int fail(struct conn *c, struct stream *st, struct tree_op *op, struct err *err)
+{
+	log_info("connection %" PRIu64 ": tree push into %s refused: %s", c->id,
+	         op && op->app_dir ? op->app_dir : "?", err->msg);
+	if (op)
+		tree_op_release(op);
+	return stream_error(c, st, err);
+}
+
+static bool server_running(const char *state_dir)
+{
+	struct boot_state s;
+	struct err err;
+	bool running;
+
+	if (boot_state_load(state_dir, &s, &err) != 0)
+		return false;
+	running = s.server_pid > 1 && proc_is(s.server_pid, s.server_start);
+	boot_state_dispose(&s);
+	return running;
+}
+
+static int on_entry(struct conn *c, struct stream *st, struct tree_op *op, const struct msg *m)
+{
+	const char *path, *kind_name, *target = NULL;
+	int64_t mode = 0644, size = 0;
+	struct err err;
+	int kind;
+
+	err_clear(&err);
+	path = op_field_string(m, "path", true, &err);
+	if (!path)
+		return fail(c, st, op, &err);
+	kind_name = op_field_string(m, "kind", true, &err);
+	if (!kind_name)
+		return fail(c, st, op, &err);
+	kind = tree_entry_kind_from_string(kind_name);
+	if (kind < 0) {
+		err_set(&err, ERR_REFUSED, EINVAL,
+		        "tree entry \"%.200s\": the kind must be file, dir or symlink", path);
+		return fail(c, st, op, &err);
+	}
+	if (kind == TREE_ENTRY_DIR)
+		mode = 0755;
+	else if (kind == TREE_ENTRY_SYMLINK)
+		mode = 0777;
+	msg_get_int64(m, "mode", &mode);
+	if (kind == TREE_ENTRY_FILE && (!msg_get_int64(m, "size", &size) || size < 0)) {
+		err_set(&err, ERR_REFUSED, EINVAL, "tree entry \"%.200s\": a file needs its size",
+		        path);
+		return fail(c, st, op, &err);
+	}
+	if (kind == TREE_ENTRY_SYMLINK) {
+		target = op_field_string(m, "target", true, &err);
+		if (!target)
+			return fail(c, st, op, &err);
+	}
+	if (mode < 0 || mode > 07777) {
+		err_set(&err, ERR_REFUSED, EINVAL,
+		        "tree entry \"%.200s\": mode %" PRId64 " is invalid", path, mode);
+		return fail(c, st, op, &err);
+	}
+	if (tree_stage_entry(op->stage, path, (enum tree_entry_kind)kind, (unsigned)mode,
+	                     (uint64_t)size, target, &err) < 0)
+		return fail(c, st, op, &err);
+	return 0;
+}
+
+static int on_end(struct conn *c, struct stream *st, struct tree_op *op, const struct msg *m)
+{
+	struct tree_stage_result res;
+	int64_t entries = -1, bytes = -1;
+	json_object *o;
+	struct err err;
+
+	err_clear(&err);
+	if (!msg_get_int64(m, "entries", &entries) || !msg_get_int64(m, "bytes", &bytes) ||
+	    entries < 0 || bytes < 0) {
+		err_set(&err, ERR_REFUSED, EINVAL, "tree.push.end needs \"entries\" and \"bytes\"");
+		return fail(c, st, op, &err);
+	}
+	if (tree_stage_finish(op->stage, (uint64_t)entries, (uint64_t)bytes, &res, &err) < 0)
+		return fail(c, st, op, &err);
+	tree_op_release(op);
+	log_info("connection %" PRIu64 ": tree of %" PRIu64 " entries, %" PRIu64
+	         " bytes swapped into %s",
+	         c->id, res.entries, res.bytes, op->app_dir);
+	o = json_object_new_object();
+	json_object_object_add(o, "entries", json_object_new_int64((int64_t)res.entries));
+	json_object_object_add(o, "bytes", json_object_new_int64((int64_t)res.bytes));
+	json_object_object_add(o, "swapped", json_object_new_boolean(true));
+	json_object_object_add(o, "server_running",
+	                       json_object_new_boolean(server_running(op->state_dir)));
+	return stream_ok(c, st, o);
+}
+
+static int tree_on_msg(struct conn *c, struct stream *st, const struct msg *m)
+{
+	struct tree_op *op = st->data;
+	struct err err;
+
+	switch (m->type) {
+	case MSG_TREE_PUSH_ENTRY:
+		return on_entry(c, st, op, m);
+	case MSG_TREE_PUSH_DATA:
+		if (tree_stage_data(op->stage, m->data, m->data_len, &err) < 0)
+			return fail(c, st, op, &err);
+		return 0;
+	case MSG_TREE_PUSH_END:
+		return on_end(c, st, op, m);
+	default:
+		err_set(&err, ERR_REFUSED, EPROTO, "%s does not belong in a tree push",
+		        msg_type_name(m->type) ?: "an unknown message");
+		return fail(c, st, op, &err);
+	}
+}
+
+static const struct stream_ops tree_ops = {
+    .on_msg = tree_on_msg,
+    .free = tree_op_free,
+};
+
+/* The run user the tree is given to: --user, else `sandbox` when it exists, else root. */
+static void run_owner(const char *user, uid_t *uid, gid_t *gid)
+{
+	struct passwd *pw = getpwnam(user ? user : BOOT_DEFAULT_USER);
+
+	*uid = pw ? pw->pw_uid : (uid_t)-1;
+	*gid = pw ? pw->pw_gid : (gid_t)-1;
+}
+
+int op_tree_push(struct conn *c, struct stream *st, const struct msg *m)
+{
+	struct tree_op *op = calloc(1, sizeof(*op));
+	struct tree_stage_target t = {0};
+	const char *app_dir;
+	struct err err;
+
+	err_clear(&err);
+	if (!op) {
+		err_set(&err, ERR_FAILED, ENOMEM, "out of memory");
+		return stream_error(c, st, &err);
+	}
+	op->lock_fd = -1;
+	st->data = op;
+	st->ops = &tree_ops;
+	app_dir = op_field_string(m, "app_dir", true, &err);
+	if (!app_dir || apps_normalize(app_dir, &op->app_dir, &err) < 0 ||
+	    apps_state_dir(c->srv, op->app_dir, &op->state_dir, &err) < 0)
+		return fail(c, st, op, &err);
+	if (job_find(c->srv, JOB_BOOT, op->state_dir)) {
+		err_set(&err, ERR_REFUSED, EBUSY,
+		        "a boot of %s is in progress: push the tree when it has finished",
+		        op->app_dir);
+		return fail(c, st, op, &err);
+	}
+	/* The boot lock, as a boot takes it: no boot starts on a tree that is being swapped. */
+	if (mkdir_p(op->state_dir, 0700, &err) < 0 ||
+	    boot_lock_acquire(op->state_dir, &op->lock_fd, &err) < 0)
+		return fail(c, st, op, &err);
+	t.app_dir = op->app_dir;
+	run_owner(c->srv->cfg->user, &t.uid, &t.gid);
+	if (tree_stage_begin(&t, &op->stage, &err) < 0)
+		return fail(c, st, op, &err);
+	log_debug("connection %" PRIu64 ": tree push into %s", c->id, op->app_dir);
+	return 0;
+}

@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The subcommands of sandbox-ctl, one file each (cmd_<verb>.c). main.c parses the global
+ * options into a struct ctl and calls one of these with the command's own words (argv[0] is
+ * the command's name). A command returns the exit code (enum ctl_exit); it leaves its JSON
+ * document in ctl->result (on success, and for failures that have a document of their own,
+ * like a failed boot) and the reason of a failure in ctl->err. main.c prints both.
+ */
+#ifndef SA_HOST_CMD_H
+#define SA_HOST_CMD_H
+
+#include "connect.h"
+#include "connect_session.h"
+#include "output.h"
+
+#define CTL_DEFAULT_APP_DIR "/workspace/app"
+
+struct ctl {
+	struct session_options so; /* so.addr points at addr when --connect was given */
+	struct connect_addr addr;
+	struct output out;
+	struct json_object *result;
+	struct err err;
+};
+
+int cmd_keygen(struct ctl *ctl, int argc, char **argv);
+int cmd_hello(struct ctl *ctl, int argc, char **argv);
+int cmd_secrets(struct ctl *ctl, int argc, char **argv);
+int cmd_push(struct ctl *ctl, int argc, char **argv);
+int cmd_boot(struct ctl *ctl, int argc, char **argv);
+int cmd_status(struct ctl *ctl, int argc, char **argv);
+int cmd_logs(struct ctl *ctl, int argc, char **argv);
+int cmd_stop(struct ctl *ctl, int argc, char **argv);
+int cmd_runtime(struct ctl *ctl, int argc, char **argv);
+
+/* A usage error of a command: sets ctl->err and returns CTL_EXIT_REFUSED. */
+int cmd_usage(struct ctl *ctl, const char *usage, const char *fmt, ...) _printf_(3, 4);
+
+/* The usage error for what getopt_long() returned (':' a value is missing, else unknown). */
+int cmd_bad_option(struct ctl *ctl, const char *usage, int c, char **argv);
+
+/* Seconds as given on the command line ("30", "2.5") into milliseconds; -1 when invalid. */
+int cmd_parse_seconds(const char *s, int64_t max_ms, int64_t *ret_ms);
+
+/*
+ * Block SIGINT, SIGTERM and SIGHUP and return a signalfd that reads them (a command that waits
+ * on the agent polls it, so an interrupt ends the wait cleanly), or -1.
+ */
+int cmd_signalfd(void);
+
+#endif

@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Small helpers the subcommands share: usage errors, durations, interrupt handling.
+ */
+#include "cmd.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/signalfd.h>
+
+int cmd_usage(struct ctl *ctl, const char *usage, const char *fmt, ...)
+{
+	char what[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof(what), fmt, ap);
+	va_end(ap);
+	err_set(&ctl->err, ERR_REFUSED, EINVAL, "%s (usage: sandbox-ctl %s)", what, usage);
+	return CTL_EXIT_REFUSED;
+}
+
+int cmd_bad_option(struct ctl *ctl, const char *usage, int c, char **argv)
+{
+	const char *arg = optind > 0 ? argv[optind - 1] : "?";
+
+	if (c == ':')
+		return cmd_usage(ctl, usage, "%s needs a value", arg);
+	return cmd_usage(ctl, usage, "unknown option %s", arg);
+}
+
+int cmd_parse_seconds(const char *s, int64_t max_ms, int64_t *ret_ms)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || end == s || *end || !isfinite(v) || v <= 0 || v * 1000 > (double)max_ms)
+		return -1;
+	*ret_ms = (int64_t)(v * 1000);
+	if (*ret_ms == 0)
+		*ret_ms = 1;
+	return 0;
+}
+
+int cmd_signalfd(void)
+{
+	sigset_t set;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGHUP);
+	if (sigprocmask(SIG_BLOCK, &set, NULL) < 0)
+		return -1;
+	return signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+}

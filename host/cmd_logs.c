@@ -1,0 +1,256 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * sandbox-ctl logs --log NAME [--app-dir DIR] [--offset N] [--max N] [--follow] [--raw]
+ *
+ * A boot's log from a byte offset (docs/protocol.md §7.5). Offsets count the scrubbed bytes the
+ * agent keeps, so a controller that lost its connection asks again from the last next_offset
+ * it printed and misses nothing still kept.
+ *
+ * Output: one JSON document {"log", "offset", "next_offset", "skipped", "data"} (data as a
+ * string, invalid UTF-8 bytes as U+FFFD; offsets count the original bytes). With --follow, one
+ * such document per line as the bytes arrive (JSON Lines), until the boot ends or an
+ * interrupt (which cancels the stream cleanly). With --raw the bytes go to stdout as they are
+ * and the next offset is the last line on stderr.
+ */
+#include "cmd.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fileio.h"
+
+#define USAGE "logs --log NAME [--app-dir DIR] [--offset N] [--max N] [--follow] [--raw]"
+
+struct logs_view {
+	struct ctl *ctl;
+	const char *log;
+	bool follow, raw;
+	bool have_offset;
+	int64_t offset;      /* of the first byte shown */
+	int64_t next_offset; /* after the last byte received */
+	int64_t skipped;
+	char *data; /* collected (not following, not raw) */
+	size_t len, cap;
+};
+
+static int parse_count(const char *s, int64_t *ret)
+{
+	char *end;
+	long long v;
+
+	errno = 0;
+	v = strtoll(s, &end, 10);
+	if (errno || end == s || *end || v < 0)
+		return -1;
+	*ret = v;
+	return 0;
+}
+
+static struct json_object *chunk_doc(const struct logs_view *v, int64_t offset, int64_t next,
+                                     int64_t skipped, const char *data, size_t len)
+{
+	struct json_object *doc = json_object_new_object();
+
+	json_object_object_add(doc, "log", json_object_new_string(v->log));
+	json_object_object_add(doc, "offset", json_object_new_int64(offset));
+	json_object_object_add(doc, "next_offset", json_object_new_int64(next));
+	json_object_object_add(doc, "skipped", json_object_new_int64(skipped));
+	json_object_object_add(doc, "data", output_string_lossy(data ?: "", len));
+	return doc;
+}
+
+static int on_data(struct logs_view *v, const struct msg *m)
+{
+	int64_t offset = v->next_offset, skipped = 0;
+	struct err *err = &v->ctl->err;
+
+	msg_get_int64(m, "offset", &offset);
+	msg_get_int64(m, "skipped", &skipped);
+	if (!v->have_offset) {
+		v->offset = offset;
+		v->have_offset = true;
+	}
+	v->skipped += skipped;
+	v->next_offset = offset + (int64_t)m->data_len;
+	if (v->raw) {
+		if (m->data_len && write_all(STDOUT_FILENO, m->data, m->data_len) < 0) {
+			err_errno(err, "cannot write the log to stdout");
+			return CTL_EXIT_FAILED;
+		}
+		return 0;
+	}
+	if (v->follow) {
+		_cleanup_json_ struct json_object *doc = chunk_doc(
+		    v, offset, v->next_offset, skipped, (const char *)m->data, m->data_len);
+		/* One document per line, whatever the terminal. */
+		bool pretty = v->ctl->out.pretty;
+		v->ctl->out.pretty = false;
+		output_json(&v->ctl->out, doc);
+		v->ctl->out.pretty = pretty;
+		return 0;
+	}
+	if (v->len + m->data_len + 1 > v->cap) {
+		size_t cap = v->cap ? v->cap : 65536;
+		char *p;
+		while (cap < v->len + m->data_len + 1)
+			cap *= 2;
+		p = realloc(v->data, cap);
+		if (!p) {
+			err_set(err, ERR_FAILED, ENOMEM, "out of memory");
+			return CTL_EXIT_FAILED;
+		}
+		v->data = p;
+		v->cap = cap;
+	}
+	if (m->data_len)
+		memcpy(v->data + v->len, m->data, m->data_len);
+	v->len += m->data_len;
+	return 0;
+}
+
+static int receive(struct logs_view *v, struct session *s, uint32_t stream)
+{
+	_cleanup_close_ int sigfd = v->follow ? cmd_signalfd() : -1;
+	struct ctl *ctl = v->ctl;
+	bool cancelled = false;
+	int r;
+
+	for (;;) {
+		struct msg m;
+		/* Following waits as long as it takes; otherwise each message within --timeout. */
+		int64_t deadline = v->follow ? -1 : frame_io_deadline(s->timeout_ms);
+		int w = session_wait(s, cancelled ? -1 : sigfd, deadline);
+		if (w == 0) {
+			err_set(&ctl->err, ERR_FAILED, ETIMEDOUT,
+			        "the agent sent no more of the log within %d s (--timeout)",
+			        s->timeout_ms / 1000);
+			return CTL_EXIT_FAILED;
+		}
+		if (w == 2) {
+			/* Interrupted: cancel, then take what is still on its way. */
+			_cleanup_json_ struct json_object *empty = json_object_new_object();
+			r = session_send(s, MSG_CANCEL, MSG_F_END, stream, empty, NULL, 0,
+			                 &ctl->err);
+			if (r != 0)
+				return r;
+			cancelled = true;
+			continue;
+		}
+		r = session_recv(s, &m, frame_io_deadline(0), &ctl->err);
+		if (r == -ETIMEDOUT)
+			continue;
+		if (r != 1)
+			return r;
+		if (m.stream != stream) {
+			msg_dispose(&m);
+			continue;
+		}
+		if (m.type == MSG_LOGS_DATA) {
+			r = on_data(v, &m);
+			bool end = m.flags & MSG_F_END;
+			msg_dispose(&m);
+			if (r != 0 || end)
+				return r;
+			continue;
+		}
+		if (m.type == MSG_ERROR && cancelled) {
+			/* ECANCELED: the end we asked for. */
+			msg_dispose(&m);
+			return 0;
+		}
+		if (m.type == MSG_OK && (m.flags & MSG_F_END)) {
+			msg_dispose(&m);
+			return 0;
+		}
+		if (m.type == MSG_ERROR || (m.flags & MSG_F_END)) {
+			r = session_unexpected(&m, &ctl->err);
+			msg_dispose(&m);
+			return r;
+		}
+		msg_dispose(&m);
+	}
+}
+
+int cmd_logs(struct ctl *ctl, int argc, char **argv)
+{
+	static const struct option opts[] = {
+	    {"log", required_argument, NULL, 'l'},
+	    {"app-dir", required_argument, NULL, 'a'},
+	    {"offset", required_argument, NULL, 'o'},
+	    {"max", required_argument, NULL, 'm'},
+	    {"follow", no_argument, NULL, 'f'},
+	    {"raw", no_argument, NULL, 'r'},
+	    {0},
+	};
+	_cleanup_session_ struct session *s = NULL;
+	_cleanup_json_ struct json_object *req = json_object_new_object();
+	struct logs_view v = {.ctl = ctl};
+	const char *app_dir = CTL_DEFAULT_APP_DIR;
+	int64_t offset = 0, max = -1;
+	uint32_t stream;
+	int c, r;
+
+	optind = 0;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
+		switch (c) {
+		case 'l':
+			v.log = optarg;
+			break;
+		case 'a':
+			app_dir = optarg;
+			break;
+		case 'o':
+			if (parse_count(optarg, &offset) < 0)
+				return cmd_usage(ctl, USAGE, "--offset wants a byte count");
+			break;
+		case 'm':
+			if (parse_count(optarg, &max) < 0)
+				return cmd_usage(ctl, USAGE, "--max wants a byte count");
+			break;
+		case 'f':
+			v.follow = true;
+			break;
+		case 'r':
+			v.raw = true;
+			break;
+		default:
+			return cmd_bad_option(ctl, USAGE, c, argv);
+		}
+	}
+	if (optind != argc)
+		return cmd_usage(ctl, USAGE, "unexpected argument '%s'", argv[optind]);
+	if (!v.log || !v.log[0])
+		return cmd_usage(ctl, USAGE, "name the log: --log setup, manifest, server, ...");
+	v.next_offset = offset;
+	json_object_object_add(req, "app_dir", json_object_new_string(app_dir));
+	json_object_object_add(req, "log", json_object_new_string(v.log));
+	json_object_object_add(req, "offset", json_object_new_int64(offset));
+	json_object_object_add(req, "follow", json_object_new_boolean(v.follow));
+	if (max >= 0)
+		json_object_object_add(req, "max", json_object_new_int64(max));
+	r = session_open(&ctl->so, &s, &ctl->err);
+	if (r != 0)
+		return r;
+	if (!session_has_capability(s, "logs")) {
+		err_set(&ctl->err, ERR_REFUSED, EOPNOTSUPP, "the agent does not serve logs");
+		return CTL_EXIT_REFUSED;
+	}
+	stream = session_new_stream(s);
+	/* Following, our half stays open for the cancel that ends it. */
+	r = session_send(s, MSG_LOGS, v.follow ? 0 : MSG_F_END, stream, req, NULL, 0, &ctl->err);
+	if (r == 0)
+		r = receive(&v, s, stream);
+	if (!v.have_offset)
+		v.offset = offset;
+	if (r == 0 && v.raw)
+		output_note(&ctl->out, "next offset %" PRId64, v.next_offset);
+	else if (r == 0 && !v.follow)
+		ctl->result = chunk_doc(&v, v.offset, v.next_offset, v.skipped, v.data, v.len);
+	free(v.data);
+	return r;
+}

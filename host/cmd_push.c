@@ -1,0 +1,492 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * sandbox-ctl push DIR [--app-dir /workspace/app] [--include-git]: send a directory tree to the
+ * agent, which stages it beside the app directory and swaps it in with one rename
+ * (docs/protocol.md §7.3).
+ *
+ * What goes: directories, regular files and symbolic links, in a pre-order walk sorted by name
+ * (a parent before its children), with permission bits only (setuid, setgid and sticky are
+ * dropped). What does not: `.git` (a directory, or the file a worktree or submodule has) at
+ * any depth unless --include-git, since the checkout's git metadata can hold credentials and
+ * the app does not need it; sockets, FIFOs and devices (listed under "skipped"). Refused
+ * before anything is sent: a symbolic link whose target is absolute or climbs out of the tree,
+ * and names that are not UTF-8 (the protocol's paths are JSON strings). Links are never
+ * followed, and each file is checked again when it is sent: one that changed size meanwhile
+ * fails the push rather than sending something other than what was counted.
+ */
+#include "cmd.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define USAGE "push DIR [--app-dir DIR] [--include-git]"
+#define CHUNK (64 * 1024)
+#define PROGRESS_EVERY_MS 100
+
+enum kind { K_DIR, K_FILE, K_LINK };
+
+struct entry {
+	char *path;
+	enum kind kind;
+	mode_t mode;
+	off_t size;
+	char *target;
+};
+
+struct tree {
+	struct entry *v;
+	size_t n, cap;
+	uint64_t bytes;
+	struct json_object *skipped; /* paths left out */
+	bool include_git;
+};
+
+static void tree_dispose(struct tree *t)
+{
+	for (size_t i = 0; i < t->n; i++) {
+		free(t->v[i].path);
+		free(t->v[i].target);
+	}
+	free(t->v);
+	json_object_put(t->skipped);
+}
+
+static bool utf8_valid(const char *s)
+{
+	_cleanup_json_ struct json_object *j = output_string_lossy(s, strlen(s));
+
+	return j && json_object_get_string_len(j) == (int)strlen(s) &&
+	       strcmp(json_object_get_string(j), s) == 0;
+}
+
+/* Takes e's strings, also on failure; a missing one (strdup failed) is out of memory. */
+static int add(struct tree *t, struct entry e, struct err *err)
+{
+	if (!e.path || (e.kind == K_LINK && !e.target)) {
+		free(e.path);
+		free(e.target);
+		return err_set(err, ERR_FAILED, ENOMEM, "out of memory");
+	}
+	if (t->n == t->cap) {
+		size_t cap = t->cap ? t->cap * 2 : 256;
+		struct entry *v = reallocarray(t->v, cap, sizeof(*v));
+		if (!v) {
+			free(e.path);
+			free(e.target);
+			return err_set(err, ERR_FAILED, ENOMEM, "out of memory");
+		}
+		t->v = v;
+		t->cap = cap;
+	}
+	t->v[t->n++] = e;
+	return 0;
+}
+
+/*
+ * A link's target, resolved lexically from the link's directory (depth components below the
+ * root), must stay inside the tree: no absolute target, no ".." past the root.
+ */
+static bool target_inside(const char *target, int depth)
+{
+	const char *p = target;
+
+	if (target[0] == '/' || target[0] == '\0')
+		return false;
+	while (*p) {
+		size_t n = strcspn(p, "/");
+		if (n == 2 && p[0] == '.' && p[1] == '.') {
+			if (--depth < 0)
+				return false;
+		} else if (n > 0 && !(n == 1 && p[0] == '.')) {
+			depth++;
+		}
+		p += n;
+		while (*p == '/')
+			p++;
+	}
+	return true;
+}
+
+static int compare_names(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The names in a directory, sorted. */
+static int list_dir(int dirfd, char ***ret, size_t *ret_n, const char *shown, struct err *err)
+{
+	_cleanup_closedir_ DIR *d = NULL;
+	char **names = NULL;
+	size_t n = 0, cap = 0;
+	struct dirent *de;
+	int fd = dup(dirfd);
+
+	if (fd < 0 || !(d = fdopendir(fd))) {
+		if (fd >= 0)
+			close(fd);
+		return err_errno(err, "cannot read the directory %s", shown);
+	}
+	while ((errno = 0, de = readdir(d))) {
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		if (n == cap) {
+			char **v = reallocarray(names, cap = cap ? cap * 2 : 32, sizeof(*v));
+			if (!v)
+				goto out_nomem;
+			names = v;
+		}
+		if (!(names[n] = strdup(de->d_name)))
+			goto out_nomem;
+		n++;
+	}
+	if (errno) {
+		int e = errno;
+		for (size_t i = 0; i < n; i++)
+			free(names[i]);
+		free(names);
+		errno = e;
+		return err_errno(err, "cannot read the directory %s", shown);
+	}
+	if (n)
+		qsort(names, n, sizeof(*names), compare_names);
+	*ret = names;
+	*ret_n = n;
+	return 0;
+
+out_nomem:
+	for (size_t i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+	return err_set(err, ERR_FAILED, ENOMEM, "out of memory");
+}
+
+static int walk(struct tree *t, int dirfd, const char *rel, int depth, const char *root,
+                struct err *err)
+{
+	char **names = NULL;
+	size_t n = 0;
+	int r;
+
+	r = list_dir(dirfd, &names, &n, rel ? rel : root, err);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < n && r == 0; i++) {
+		struct entry e = {0};
+		struct stat st;
+		if (!t->include_git && strcmp(names[i], ".git") == 0)
+			continue;
+		if (rel ? asprintf(&e.path, "%s/%s", rel, names[i]) < 0
+		        : !(e.path = strdup(names[i]))) {
+			r = err_set(err, ERR_FAILED, ENOMEM, "out of memory");
+			break;
+		}
+		if (fstatat(dirfd, names[i], &st, AT_SYMLINK_NOFOLLOW) < 0) {
+			r = err_errno(err, "cannot stat %s/%s", root, e.path);
+			free(e.path);
+			break;
+		}
+		if (!utf8_valid(e.path)) {
+			r = err_set(err, ERR_REFUSED, EILSEQ,
+			            "cannot push %s/%s: the name is not UTF-8", root, e.path);
+			free(e.path);
+			break;
+		}
+		e.mode = st.st_mode & 0777;
+		if (S_ISDIR(st.st_mode)) {
+			int sub = openat(dirfd, names[i],
+			                 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			e.kind = K_DIR;
+			if (sub < 0) {
+				r = err_errno(err, "cannot open %s/%s", root, e.path);
+				free(e.path);
+				break;
+			}
+			/* The entry's own path moves with the vector: recurse with a copy. */
+			_cleanup_free_ char *sub_rel = strdup(e.path);
+			r = add(t, e, err);
+			if (r == 0 && !sub_rel)
+				r = err_set(err, ERR_FAILED, ENOMEM, "out of memory");
+			if (r == 0)
+				r = walk(t, sub, sub_rel, depth + 1, root, err);
+			close(sub);
+		} else if (S_ISREG(st.st_mode)) {
+			e.kind = K_FILE;
+			e.size = st.st_size;
+			t->bytes += (uint64_t)st.st_size;
+			r = add(t, e, err);
+		} else if (S_ISLNK(st.st_mode)) {
+			char buf[PATH_MAX];
+			ssize_t len = readlinkat(dirfd, names[i], buf, sizeof(buf) - 1);
+			e.kind = K_LINK;
+			if (len < 0) {
+				r = err_errno(err, "cannot read the link %s/%s", root, e.path);
+				free(e.path);
+				break;
+			}
+			buf[len] = '\0';
+			if (!target_inside(buf, depth) || !utf8_valid(buf)) {
+				r = err_set(
+				    err, ERR_REFUSED, EXDEV,
+				    "cannot push %s/%s: the link's target %s %s", root, e.path, buf,
+				    utf8_valid(buf) ? "leaves the tree (the agent refuses links "
+				                      "that leave the app directory)"
+				                    : "is not UTF-8");
+				free(e.path);
+				break;
+			}
+			e.target = strdup(buf);
+			r = add(t, e, err);
+		} else {
+			json_object_array_add(t->skipped, json_object_new_string(e.path));
+			free(e.path);
+		}
+	}
+	for (size_t i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+	return r;
+}
+
+struct push {
+	struct ctl *ctl;
+	struct session *s;
+	uint32_t stream;
+	const struct tree *t;
+	int root_fd;
+	size_t sent_entries;
+	uint64_t sent_bytes;
+	int64_t last_progress;
+};
+
+/* Between messages: an early error from the agent ends the push. */
+static int check_agent(struct push *p)
+{
+	while (session_wait(p->s, -1, frame_io_deadline(0)) == 1) {
+		struct msg m;
+		int r = session_recv(p->s, &m, frame_io_deadline(0), &p->ctl->err);
+		if (r == -ETIMEDOUT)
+			return 0;
+		if (r != 1)
+			return r;
+		if (m.stream == p->stream && (m.type == MSG_ERROR || (m.flags & MSG_F_END))) {
+			r = session_unexpected(&m, &p->ctl->err);
+			msg_dispose(&m);
+			return r;
+		}
+		msg_dispose(&m);
+	}
+	return 0;
+}
+
+static void progress(struct push *p, bool force)
+{
+	int64_t now = frame_io_now_ms();
+
+	if (!force && now - p->last_progress < PROGRESS_EVERY_MS)
+		return;
+	p->last_progress = now;
+	if (p->ctl->out.tty)
+		output_live(&p->ctl->out, "push: %zu/%zu entries, %.1f/%.1f MiB", p->sent_entries,
+		            p->t->n, (double)p->sent_bytes / 1048576.0,
+		            (double)p->t->bytes / 1048576.0);
+}
+
+static int send_file(struct push *p, const struct entry *e, uint8_t *buf)
+{
+	_cleanup_close_ int fd = -1;
+	struct err *err = &p->ctl->err;
+	off_t left = e->size;
+	struct stat st;
+	int r;
+
+	fd = openat(p->root_fd, e->path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &st) < 0) {
+		err_errno(err, "cannot read %s", e->path);
+		return CTL_EXIT_FAILED;
+	}
+	while (left > 0) {
+		size_t want = left > CHUNK ? CHUNK : (size_t)left;
+		ssize_t n = read(fd, buf, want);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			err_errno(err, "cannot read %s", e->path);
+			return CTL_EXIT_FAILED;
+		}
+		if (n == 0)
+			break;
+		r = session_send(p->s, MSG_TREE_PUSH_DATA, 0, p->stream, NULL, buf, (size_t)n, err);
+		if (r != 0)
+			return r;
+		left -= n;
+		p->sent_bytes += (uint64_t)n;
+		progress(p, false);
+	}
+	if (left != 0 || !S_ISREG(st.st_mode) || st.st_size != e->size) {
+		err_set(err, ERR_FAILED, EAGAIN,
+		        "%s changed while it was pushed (%lld bytes counted, %lld now): push again",
+		        e->path, (long long)e->size, (long long)st.st_size);
+		return CTL_EXIT_FAILED;
+	}
+	return 0;
+}
+
+static struct json_object *entry_json(const struct entry *e)
+{
+	static const char *const kinds[] = {"dir", "file", "symlink"};
+	struct json_object *j = json_object_new_object();
+
+	json_object_object_add(j, "path", json_object_new_string(e->path));
+	json_object_object_add(j, "kind", json_object_new_string(kinds[e->kind]));
+	json_object_object_add(j, "mode", json_object_new_int((int)e->mode));
+	if (e->kind == K_FILE)
+		json_object_object_add(j, "size", json_object_new_int64((int64_t)e->size));
+	if (e->kind == K_LINK)
+		json_object_object_add(j, "target", json_object_new_string(e->target));
+	return j;
+}
+
+static int send_tree(struct push *p, const char *app_dir, struct json_object **ret_reply)
+{
+	_cleanup_free_ uint8_t *buf = malloc(CHUNK);
+	struct err *err = &p->ctl->err;
+	_cleanup_json_ struct json_object *begin = json_object_new_object();
+	_cleanup_json_ struct json_object *end = json_object_new_object();
+	int64_t deadline;
+	int r;
+
+	if (!buf || !begin || !end) {
+		err_set(err, ERR_FAILED, ENOMEM, "out of memory");
+		return CTL_EXIT_FAILED;
+	}
+	p->stream = session_new_stream(p->s);
+	json_object_object_add(begin, "app_dir", json_object_new_string(app_dir));
+	json_object_object_add(begin, "entries", json_object_new_int64((int64_t)p->t->n));
+	json_object_object_add(begin, "bytes", json_object_new_int64((int64_t)p->t->bytes));
+	r = session_send(p->s, MSG_TREE_PUSH_BEGIN, 0, p->stream, begin, NULL, 0, err);
+	for (size_t i = 0; r == 0 && i < p->t->n; i++) {
+		_cleanup_json_ struct json_object *ej = entry_json(&p->t->v[i]);
+		r = check_agent(p);
+		if (r == 0)
+			r = session_send(p->s, MSG_TREE_PUSH_ENTRY, 0, p->stream, ej, NULL, 0, err);
+		if (r == 0 && p->t->v[i].kind == K_FILE)
+			r = send_file(p, &p->t->v[i], buf);
+		p->sent_entries++;
+		progress(p, false);
+	}
+	if (r != 0)
+		return r;
+	progress(p, true);
+	json_object_object_add(end, "entries", json_object_new_int64((int64_t)p->t->n));
+	json_object_object_add(end, "bytes", json_object_new_int64((int64_t)p->t->bytes));
+	r = session_send(p->s, MSG_TREE_PUSH_END, MSG_F_END, p->stream, end, NULL, 0, err);
+	if (r != 0)
+		return r;
+	output_live(&p->ctl->out, "push: %zu entries sent, waiting for the agent to swap them in",
+	            p->t->n);
+	deadline = frame_io_deadline(p->s->timeout_ms);
+	for (;;) {
+		struct msg m;
+		r = session_recv(p->s, &m, deadline, err);
+		if (r == -ETIMEDOUT) {
+			err_set(err, ERR_FAILED, ETIMEDOUT,
+			        "the agent did not confirm the push within %d s (--timeout)",
+			        p->s->timeout_ms / 1000);
+			return CTL_EXIT_FAILED;
+		}
+		if (r != 1)
+			return r;
+		if (m.stream == p->stream && m.type == MSG_OK) {
+			*ret_reply = m.json ? json_object_get(m.json) : json_object_new_object();
+			msg_dispose(&m);
+			return 0;
+		}
+		if (m.stream == p->stream && (m.type == MSG_ERROR || (m.flags & MSG_F_END))) {
+			r = session_unexpected(&m, err);
+			msg_dispose(&m);
+			return r;
+		}
+		msg_dispose(&m);
+	}
+}
+
+int cmd_push(struct ctl *ctl, int argc, char **argv)
+{
+	static const struct option opts[] = {
+	    {"app-dir", required_argument, NULL, 'a'},
+	    {"include-git", no_argument, NULL, 'g'},
+	    {0},
+	};
+	_cleanup_session_ struct session *s = NULL;
+	_cleanup_close_ int root_fd = -1;
+	const char *app_dir = CTL_DEFAULT_APP_DIR, *dir;
+	struct json_object *reply = NULL;
+	struct tree t = {0};
+	struct push p = {0};
+	int64_t start;
+	int c, r;
+
+	optind = 0;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
+		if (c == 'a')
+			app_dir = optarg;
+		else if (c == 'g')
+			t.include_git = true;
+		else
+			return cmd_bad_option(ctl, USAGE, c, argv);
+	}
+	if (argc - optind != 1)
+		return cmd_usage(ctl, USAGE, "name one directory to push");
+	dir = argv[optind];
+	if (app_dir[0] != '/')
+		return cmd_usage(ctl, USAGE, "--app-dir must be an absolute path in the guest");
+	root_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (root_fd < 0) {
+		err_errno(&ctl->err, "cannot push %s", dir);
+		ctl->err.cls = ERR_REFUSED;
+		return CTL_EXIT_REFUSED;
+	}
+	t.skipped = json_object_new_array();
+	r = walk(&t, root_fd, NULL, 0, dir, &ctl->err);
+	if (r < 0) {
+		tree_dispose(&t);
+		return ctl_exit_of(&ctl->err);
+	}
+	r = session_open(&ctl->so, &s, &ctl->err);
+	if (r == 0 && !session_has_capability(s, "tree.push")) {
+		err_set(&ctl->err, ERR_REFUSED, EOPNOTSUPP, "the agent does not take trees");
+		r = CTL_EXIT_REFUSED;
+	}
+	if (r != 0) {
+		tree_dispose(&t);
+		return r;
+	}
+	output_note(&ctl->out, "pushing %s to %s: %zu entries, %.1f MiB", dir, app_dir, t.n,
+	            (double)t.bytes / 1048576.0);
+	p = (struct push){.ctl = ctl, .s = s, .t = &t, .root_fd = root_fd};
+	start = frame_io_now_ms();
+	r = send_tree(&p, app_dir, &reply);
+	output_live_done(&ctl->out);
+	if (r != 0) {
+		err_wrap(&ctl->err, "cannot push %s to %s", dir, app_dir);
+		tree_dispose(&t);
+		return r;
+	}
+	/* The agent's reply, and what was left out and how long it took. */
+	json_object_object_add(reply, "app_dir", json_object_new_string(app_dir));
+	json_object_object_add(reply, "skipped", json_object_get(t.skipped));
+	json_object_object_add(reply, "seconds",
+	                       json_object_new_double((double)(frame_io_now_ms() - start) / 1000));
+	ctl->result = reply;
+	tree_dispose(&t);
+	return CTL_EXIT_OK;
+}

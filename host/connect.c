@@ -1,0 +1,134 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Opening a stream to the agent over any transport, and closing it again (for exec: waiting for
+ * the command, which sees end-of-file on its stdin and should exit on its own).
+ */
+#include "connect.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "frameio.h"
+
+bool connect_pause_until(int64_t deadline, int ms)
+{
+	int64_t now = frame_io_now_ms();
+	struct timespec ts;
+
+	if (deadline >= 0) {
+		if (now >= deadline)
+			return false;
+		if (deadline - now < ms)
+			ms = (int)(deadline - now);
+	}
+	ts.tv_sec = ms / 1000;
+	ts.tv_nsec = (long)(ms % 1000) * 1000000L;
+	nanosleep(&ts, NULL);
+	return true;
+}
+
+int connect_open(const struct connect_addr *a, int64_t deadline, struct connect_stream *ret,
+                 struct err *err)
+{
+	struct connect_stream s = {.fd = -1};
+	int r = 0;
+
+	s.what = connect_addr_format(a);
+	if (!s.what)
+		return err_set(err, ERR_FAILED, ENOMEM, "out of memory");
+	switch (a->kind) {
+	case CONNECT_VSOCK:
+		r = connect_vsock(a->cid, a->port, deadline, &s.fd, err);
+		break;
+	case CONNECT_UNIX:
+		r = connect_unix(a->path, deadline, &s.fd, err);
+		break;
+	case CONNECT_SERIAL:
+		r = connect_serial(a->path, deadline, &s.fd, err);
+		break;
+	case CONNECT_FC:
+		r = connect_fc(a->path, a->port, deadline, &s.fd, err);
+		break;
+	case CONNECT_EXEC:
+		r = connect_exec(a->argv, &s.fd, &s.child, err);
+		break;
+	}
+	if (r < 0) {
+		free(s.what);
+		return r;
+	}
+	*ret = s;
+	return 0;
+}
+
+/* Reap the command if it has exited; true when it has (now or before). */
+static bool reap(struct connect_stream *s, bool block)
+{
+	pid_t r;
+
+	if (s->child <= 0 || s->reaped)
+		return s->reaped;
+	do
+		r = waitpid(s->child, &s->wait_status, block ? 0 : WNOHANG);
+	while (r < 0 && errno == EINTR);
+	if (r == s->child || (r < 0 && errno == ECHILD))
+		s->reaped = true;
+	return s->reaped;
+}
+
+/* Wait up to ms for the command to exit. */
+static bool reap_within(struct connect_stream *s, int ms)
+{
+	int64_t deadline = frame_io_deadline(ms);
+
+	while (!reap(s, false))
+		if (!connect_pause_until(deadline, 10))
+			return reap(s, false);
+	return true;
+}
+
+int connect_stream_dispose(struct connect_stream *s, int grace_ms)
+{
+	int status = -1;
+
+	if (s->fd >= 0)
+		close(TAKE_FD(s->fd));
+	if (s->child > 0) {
+		if (!reap_within(s, grace_ms)) {
+			kill(s->child, SIGTERM);
+			if (!reap_within(s, 1000)) {
+				kill(s->child, SIGKILL);
+				reap(s, true);
+			}
+		}
+		if (s->reaped)
+			status = s->wait_status;
+		s->child = 0;
+	}
+	free(s->what);
+	s->what = NULL;
+	return status;
+}
+
+void connect_stream_explain(struct connect_stream *s, struct err *err)
+{
+	size_t n = strlen(err->msg);
+	int st;
+
+	/* The command may still be on its way out after closing its end: a moment's grace. */
+	if (s->child <= 0 || !reap_within(s, 200))
+		return;
+	st = s->wait_status;
+	if (WIFEXITED(st))
+		snprintf(err->msg + n, sizeof(err->msg) - n,
+		         " (the exec command exited with status %d)", WEXITSTATUS(st));
+	else if (WIFSIGNALED(st))
+		snprintf(err->msg + n, sizeof(err->msg) - n,
+		         " (the exec command was killed by signal %d)", WTERMSIG(st));
+}

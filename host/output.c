@@ -1,0 +1,217 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The JSON document on stdout and the progress on stderr. Text from the guest (log lines,
+ * error messages) reaches the terminal with control characters replaced, so a log line cannot
+ * move the cursor or retitle the window.
+ */
+#include "output.h"
+
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#define LINE_MAX_BYTES 4096
+
+int ctl_exit_of(const struct err *e)
+{
+	return e->cls == ERR_REFUSED ? CTL_EXIT_REFUSED : CTL_EXIT_FAILED;
+}
+
+void output_init(struct output *o, FILE *out, FILE *err, int level)
+{
+	struct winsize ws;
+
+	memset(o, 0, sizeof(*o));
+	o->out = out;
+	o->err = err;
+	o->level = level;
+	o->tty = isatty(fileno(err)) == 1;
+	o->pretty = isatty(fileno(out)) == 1;
+	o->columns = 80;
+	if (o->tty && ioctl(fileno(err), TIOCGWINSZ, &ws) == 0 && ws.ws_col > 10)
+		o->columns = ws.ws_col;
+}
+
+void output_json(struct output *o, struct json_object *doc)
+{
+	int flags = JSON_C_TO_STRING_NOSLASHESCAPE |
+	            (o->pretty ? JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED
+	                       : JSON_C_TO_STRING_PLAIN);
+
+	output_live_done(o);
+	fprintf(o->out, "%s\n", json_object_to_json_string_ext(doc, flags));
+	fflush(o->out);
+}
+
+/* Format into line, replacing control characters (and cutting at max bytes when max > 0). */
+static void format_line(char *line, size_t cap, size_t max, const char *fmt, va_list ap)
+{
+	size_t n;
+
+	vsnprintf(line, cap, fmt, ap);
+	for (char *p = line; *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			*p = *p == '\t' ? ' ' : '?';
+	n = strlen(line);
+	if (max > 0 && n > max) {
+		/* Cut on a character boundary: back off continuation bytes of UTF-8. */
+		n = max;
+		while (n > 0 && ((unsigned char)line[n] & 0xc0) == 0x80)
+			n--;
+		line[n] = '\0';
+	}
+}
+
+static void vprint(struct output *o, const char *fmt, va_list ap)
+{
+	char line[LINE_MAX_BYTES];
+
+	format_line(line, sizeof(line), 0, fmt, ap);
+	output_live_done(o);
+	fprintf(o->err, "sandbox-ctl: %s\n", line);
+	fflush(o->err);
+}
+
+void output_note(struct output *o, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (o->level < OUTPUT_NORMAL)
+		return;
+	va_start(ap, fmt);
+	vprint(o, fmt, ap);
+	va_end(ap);
+}
+
+void output_detail(struct output *o, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (o->level < OUTPUT_VERBOSE)
+		return;
+	va_start(ap, fmt);
+	vprint(o, fmt, ap);
+	va_end(ap);
+}
+
+void output_live(struct output *o, const char *fmt, ...)
+{
+	char line[LINE_MAX_BYTES];
+	va_list ap;
+
+	if (o->level < OUTPUT_NORMAL)
+		return;
+	va_start(ap, fmt);
+	if (!o->tty) {
+		vprint(o, fmt, ap);
+		va_end(ap);
+		return;
+	}
+	format_line(line, sizeof(line), (size_t)o->columns - 1, fmt, ap);
+	va_end(ap);
+	/* Back to the start of the line, write, clear what is left of the old one. */
+	fprintf(o->err, "\r%s\033[K", line);
+	fflush(o->err);
+	o->live = true;
+}
+
+void output_live_done(struct output *o)
+{
+	if (!o->live)
+		return;
+	fputc('\n', o->err);
+	fflush(o->err);
+	o->live = false;
+}
+
+void output_error(struct output *o, const struct err *e)
+{
+	char line[LINE_MAX_BYTES];
+
+	output_live_done(o);
+	snprintf(line, sizeof(line), "%s", e->msg[0] ? e->msg : "failed");
+	for (char *p = line; *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			*p = '?';
+	fprintf(o->err, "sandbox-ctl: %s\n", line);
+	fflush(o->err);
+}
+
+struct json_object *output_error_doc(const struct err *e)
+{
+	struct json_object *doc = json_object_new_object();
+	struct json_object *inner = json_object_new_object();
+
+	if (!doc || !inner) {
+		json_object_put(doc);
+		json_object_put(inner);
+		return NULL;
+	}
+	json_object_object_add(inner, "code", json_object_new_int(e->code));
+	json_object_object_add(
+	    inner, "class", json_object_new_string(e->cls == ERR_REFUSED ? "refused" : "failed"));
+	json_object_object_add(inner, "msg", json_object_new_string(e->msg));
+	json_object_object_add(doc, "error", inner);
+	return doc;
+}
+
+/* Length of the valid UTF-8 sequence at p (1-4), or 0 when it is not one. */
+static size_t utf8_seq(const unsigned char *p, size_t left)
+{
+	size_t n;
+	uint32_t cp;
+
+	if (p[0] < 0x80)
+		return 1;
+	if (p[0] >= 0xc2 && p[0] <= 0xdf)
+		n = 2, cp = p[0] & 0x1f;
+	else if (p[0] >= 0xe0 && p[0] <= 0xef)
+		n = 3, cp = p[0] & 0x0f;
+	else if (p[0] >= 0xf0 && p[0] <= 0xf4)
+		n = 4, cp = p[0] & 0x07;
+	else
+		return 0;
+	if (left < n)
+		return 0;
+	for (size_t i = 1; i < n; i++) {
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+		cp = (cp << 6) | (p[i] & 0x3f);
+	}
+	/* overlong forms, surrogates, beyond U+10FFFF */
+	if ((n == 3 && cp < 0x800) || (n == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
+	    (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;
+	return n;
+}
+
+struct json_object *output_string_lossy(const char *buf, size_t len)
+{
+	const unsigned char *p = (const unsigned char *)buf;
+	struct json_object *s;
+	char *clean, *q;
+
+	/* Each invalid byte (1) becomes U+FFFD (3). */
+	clean = malloc(len * 3 + 1);
+	if (!clean)
+		return NULL;
+	q = clean;
+	for (size_t i = 0; i < len;) {
+		size_t n = utf8_seq(p + i, len - i);
+		if (n == 0) {
+			memcpy(q, "\xef\xbf\xbd", 3);
+			q += 3;
+			i++;
+			continue;
+		}
+		memcpy(q, p + i, n);
+		q += n;
+		i += n;
+	}
+	s = json_object_new_string_len(clean, (int)(q - clean));
+	free(clean);
+	return s;
+}

@@ -1,0 +1,609 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * A minimal guest for the sandbox-ctl tests, built from common/channel.h: the real handshake
+ * and encrypted channel, and just enough of each operation (docs/protocol.md §7) to check what
+ * sandbox-ctl sends and how it reads the answers. It is no stand-in for the daemon's logic:
+ * boots are scripted by the app directory's name, logs are a fixed text.
+ *
+ *   fg_serve_unix()   a unix socket server, one session per connection (a forked process)
+ *   fg_serve_fc()     the same behind a Firecracker-like socket: reads "CONNECT <port>\n",
+ *                     closes silently the first N times, then answers "OK <n>\n"
+ *   fg_serve_serial() a qemu-like chardev socket in front of one stream without connection
+ *                     boundaries, with noise injected before each session
+ *   fg_stdio_main()   sessions on stdin/stdout (sandbox-ctl's exec transport)
+ *   fg_relay_main()   copies stdin/stdout to a unix socket (an exec command that relays)
+ *
+ * Every step is reported as a line on report_fd: "hello ...", "secret NAME SCOPE VALUE",
+ * "boot {...}", "push-end N B", ... Header-only, included by test_ctl_*.c.
+ */
+#ifndef SA_TEST_CTL_GUEST_H
+#define SA_TEST_CTL_GUEST_H
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "authkeys.h"
+#include "channel.h"
+#include "fileio.h"
+#include "frameio.h"
+#include "keys.h"
+#include "msg.h"
+
+#define FG_TIMEOUT_MS 10000
+#define FG_LOG_LINES 9000 /* "setup line NNNNNN\n": 18 bytes each, 162000 bytes */
+#define FG_LOG_LINE_LEN 18
+#define FG_CHUNK (64 * 1024)
+
+struct fg_config {
+	const struct keypair *key; /* the guest's identity */
+	const uint8_t *host_pk;    /* the one host key it accepts */
+	const char *tree_dir;      /* where a push lands */
+	int report_fd;
+};
+
+struct fg_state {
+	const struct fg_config *cfg;
+	uint32_t push_stream;
+	int file_fd;
+	int64_t file_left;
+	int64_t entries, bytes;
+	char staging[PATH_MAX];
+	char names[32][64];
+	size_t n_names;
+};
+
+static inline void fg_report(const struct fg_config *cfg, const char *fmt, ...) _printf_(2, 3);
+static inline void fg_report(const struct fg_config *cfg, const char *fmt, ...)
+{
+	char line[8192];
+	va_list ap;
+	int n;
+
+	if (cfg->report_fd < 0)
+		return;
+	va_start(ap, fmt);
+	n = vsnprintf(line, sizeof(line) - 1, fmt, ap);
+	va_end(ap);
+	if (n < 0 || n > (int)sizeof(line) - 2)
+		n = (int)sizeof(line) - 2;
+	line[n++] = '\n';
+	(void)write_all(cfg->report_fd, line, (size_t)n);
+}
+
+static inline void fg_log_text(char *buf)
+{
+	for (int i = 0; i < FG_LOG_LINES; i++)
+		snprintf(buf + (size_t)i * FG_LOG_LINE_LEN, FG_LOG_LINE_LEN + 1,
+		         "setup line %06d\n", i);
+}
+
+static inline int fg_send(struct channel *ch, uint16_t type, uint16_t flags, uint32_t stream,
+                          struct json_object *json, const void *data, size_t len)
+{
+	struct msg m = {.type = type,
+	                .flags = flags,
+	                .stream = stream,
+	                .json = json,
+	                .data = data,
+	                .data_len = len};
+	struct err e;
+	int r = channel_send(ch, &m, FG_TIMEOUT_MS, &e);
+
+	json_object_put(json);
+	return r;
+}
+
+static inline struct json_object *fg_obj(const char *json_text)
+{
+	return json_tokener_parse(json_text);
+}
+
+static inline int fg_error(struct channel *ch, uint32_t stream, int code, const char *cls,
+                           const char *text)
+{
+	struct json_object *j = json_object_new_object();
+
+	json_object_object_add(j, "code", json_object_new_int(code));
+	json_object_object_add(j, "class", json_object_new_string(cls));
+	json_object_object_add(j, "msg", json_object_new_string(text));
+	return fg_send(ch, MSG_ERROR, MSG_F_END, stream, j, NULL, 0);
+}
+
+/* Pushes land in staging beside tree_dir and are swapped in at the end. */
+static inline int fg_push_msg(struct channel *ch, struct fg_state *st, const struct msg *m)
+{
+	const struct fg_config *cfg = st->cfg;
+	char path[PATH_MAX * 2];
+	int64_t v;
+
+	switch (m->type) {
+	case MSG_TREE_PUSH_BEGIN:
+		st->push_stream = m->stream;
+		st->entries = st->bytes = 0;
+		st->file_fd = -1;
+		snprintf(st->staging, sizeof(st->staging), "%s.staging", cfg->tree_dir);
+		snprintf(path, sizeof(path), "rm -rf '%s' && mkdir -p '%s'", st->staging,
+		         st->staging);
+		if (system(path) != 0)
+			return fg_error(ch, m->stream, EIO, "failed", "cannot stage");
+		fg_report(cfg, "push-begin %s",
+		          json_object_to_json_string_ext(m->json, JSON_C_TO_STRING_PLAIN));
+		return 0;
+	case MSG_TREE_PUSH_ENTRY: {
+		const char *p = msg_get_string(m, "path"), *kind = msg_get_string(m, "kind");
+		int64_t mode = 0644;
+		msg_get_int64(m, "mode", &mode);
+		if (!p || !kind || strstr(p, "..") || p[0] == '/')
+			return fg_error(ch, m->stream, EINVAL, "refused", "bad entry");
+		snprintf(path, sizeof(path), "%s/%s", st->staging, p);
+		st->entries++;
+		if (strcmp(kind, "dir") == 0) {
+			if (mkdir(path, (mode_t)mode) < 0 || chmod(path, (mode_t)mode) < 0)
+				return fg_error(ch, m->stream, errno, "failed", "mkdir");
+		} else if (strcmp(kind, "symlink") == 0) {
+			if (symlink(msg_get_string(m, "target") ?: "", path) < 0)
+				return fg_error(ch, m->stream, errno, "failed", "symlink");
+		} else {
+			if (st->file_fd >= 0)
+				close(st->file_fd);
+			st->file_fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+			if (st->file_fd < 0 || fchmod(st->file_fd, (mode_t)mode) < 0)
+				return fg_error(ch, m->stream, errno, "failed", "create");
+			st->file_left = 0;
+			msg_get_int64(m, "size", &st->file_left);
+		}
+		return 0;
+	}
+	case MSG_TREE_PUSH_DATA:
+		if (st->file_fd < 0 || (int64_t)m->data_len > st->file_left ||
+		    write_all(st->file_fd, m->data, m->data_len) < 0)
+			return fg_error(ch, m->stream, EPROTO, "failed", "data out of place");
+		st->file_left -= (int64_t)m->data_len;
+		st->bytes += (int64_t)m->data_len;
+		return 0;
+	case MSG_TREE_PUSH_END: {
+		struct json_object *ok = json_object_new_object();
+		if (st->file_fd >= 0)
+			close(st->file_fd);
+		st->file_fd = -1;
+		if (!msg_get_int64(m, "entries", &v) || v != st->entries ||
+		    !msg_get_int64(m, "bytes", &v) || v != st->bytes) {
+			json_object_put(ok);
+			return fg_error(ch, m->stream, EPROTO, "failed", "counts differ");
+		}
+		snprintf(path, sizeof(path), "rm -rf '%s' && mv '%s' '%s'", cfg->tree_dir,
+		         st->staging, cfg->tree_dir);
+		if (system(path) != 0) {
+			json_object_put(ok);
+			return fg_error(ch, m->stream, EIO, "failed", "cannot swap");
+		}
+		fg_report(cfg, "push-end %lld %lld", (long long)st->entries, (long long)st->bytes);
+		json_object_object_add(ok, "entries", json_object_new_int64(st->entries));
+		json_object_object_add(ok, "bytes", json_object_new_int64(st->bytes));
+		json_object_object_add(ok, "swapped", json_object_new_boolean(true));
+		return fg_send(ch, MSG_OK, MSG_F_END, m->stream, ok, NULL, 0);
+	}
+	}
+	return 0;
+}
+
+static inline int fg_event(struct channel *ch, uint32_t stream, const char *phase, const char *step,
+                           const char *status)
+{
+	struct json_object *j = json_object_new_object();
+
+	json_object_object_add(j, "phase", json_object_new_string(phase));
+	if (step)
+		json_object_object_add(j, "step", json_object_new_string(step));
+	json_object_object_add(j, "status", json_object_new_string(status));
+	json_object_object_add(j, "at", json_object_new_int64(1700000000000));
+	return fg_send(ch, MSG_BOOT_EVENT, 0, stream, j, NULL, 0);
+}
+
+/* Boots are scripted by the app directory's name: *fail*, *refuse*, else ready. */
+static inline int fg_boot(struct channel *ch, struct fg_state *st, const struct msg *m)
+{
+	const char *app = msg_get_string(m, "app_dir") ?: "spec";
+	static const char log[] = "$ echo hi\nhi\n";
+	uint32_t s = m->stream;
+
+	fg_report(st->cfg, "boot %s",
+	          json_object_to_json_string_ext(m->json, JSON_C_TO_STRING_PLAIN));
+	if (strstr(app, "refuse"))
+		return fg_error(ch, s, EBUSY, "refused",
+		                "a boot of /workspace/app is already in progress");
+	fg_event(ch, s, "config", NULL, "started");
+	fg_event(ch, s, "config", NULL, "done");
+	fg_event(ch, s, "setup", "echo", "started");
+	fg_send(ch, MSG_BOOT_LOG, 0, s, fg_obj("{\"log\": \"setup\", \"offset\": 0}"), log,
+	        sizeof(log) - 1);
+	if (strstr(app, "fail")) {
+		fg_event(ch, s, "setup", "echo", "failed");
+		return fg_send(ch, MSG_BOOT_RESULT, MSG_F_END, s,
+		               fg_obj("{\"status\": \"failed\", \"exit\": 1, \"reason\": \"`false` "
+		                      "exited with status 1\"}"),
+		               NULL, 0);
+	}
+	fg_event(ch, s, "setup", "echo", "done");
+	fg_event(ch, s, "server", NULL, "started");
+	fg_event(ch, s, "ready", NULL, "done");
+	return fg_send(ch, MSG_BOOT_RESULT, MSG_F_END, s,
+	               fg_obj("{\"status\": \"ready\", \"exit\": 0, \"runtime\": {\"mcp_url\": "
+	                      "\"http://10.0.0.2:8080/mcp\", \"mcp_path\": \"/mcp\"}}"),
+	               NULL, 0);
+}
+
+/* The log from an offset in chunks; following, wait for the cancel. */
+static inline int fg_logs(struct channel *ch, struct fg_state *st, const struct msg *m)
+{
+	static char text[FG_LOG_LINES * FG_LOG_LINE_LEN + 1];
+	int64_t offset = 0, max = -1, total = FG_LOG_LINES * FG_LOG_LINE_LEN;
+	struct json_object *follow_j = NULL;
+	bool follow = false;
+	int r;
+
+	fg_log_text(text);
+	msg_get_int64(m, "offset", &offset);
+	msg_get_int64(m, "max", &max);
+	if (m->json && json_object_object_get_ex(m->json, "follow", &follow_j))
+		follow = json_object_get_boolean(follow_j);
+	fg_report(st->cfg, "logs %s",
+	          json_object_to_json_string_ext(m->json, JSON_C_TO_STRING_PLAIN));
+	if (offset > total)
+		offset = total;
+	if (max >= 0 && offset + max < total)
+		total = offset + max;
+	do {
+		int64_t n = total - offset > FG_CHUNK ? FG_CHUNK : total - offset;
+		struct json_object *j = json_object_new_object();
+		bool last = offset + n >= total && !follow;
+		json_object_object_add(j, "log", json_object_new_string("setup"));
+		json_object_object_add(j, "offset", json_object_new_int64(offset));
+		json_object_object_add(j, "skipped", json_object_new_int64(0));
+		r = fg_send(ch, MSG_LOGS_DATA, last ? MSG_F_END : 0, m->stream, j, text + offset,
+		            (size_t)n);
+		offset += n;
+	} while (r == 0 && offset < total);
+	return r;
+}
+
+static inline int fg_message(struct channel *ch, struct fg_state *st, const struct msg *m)
+{
+	const struct fg_config *cfg = st->cfg;
+	char value[256];
+
+	switch (m->type) {
+	case MSG_HELLO:
+		fg_report(cfg, "hello %s",
+		          json_object_to_json_string_ext(m->json, JSON_C_TO_STRING_PLAIN));
+		return 0;
+	case MSG_PING:
+		return fg_send(ch, MSG_PONG, 0, 0, json_object_get(m->json), NULL, 0);
+	case MSG_SECRETS_PUT: {
+		const char *name = msg_get_string(m, "name"), *scope = msg_get_string(m, "scope");
+		struct json_object *ok = json_object_new_object(), *pe = NULL;
+		bool replaced = false;
+		if (!name || !scope) {
+			json_object_put(ok);
+			return fg_error(ch, m->stream, EINVAL, "refused", "name and scope, please");
+		}
+		for (size_t i = 0; i < st->n_names; i++)
+			replaced |= strcmp(st->names[i], name) == 0;
+		if (!replaced && st->n_names < 32)
+			snprintf(st->names[st->n_names++], sizeof(st->names[0]), "%s", name);
+		snprintf(value, sizeof(value), "%.*s", (int)(m->data_len > 200 ? 200 : m->data_len),
+		         m->data ? (const char *)m->data : "");
+		json_object_object_get_ex(m->json, "pass_env", &pe);
+		fg_report(cfg, "secret %s %s %s pass_env=%d json=%s", name, scope, value,
+		          pe ? json_object_get_boolean(pe) : -1,
+		          json_object_to_json_string_ext(m->json, JSON_C_TO_STRING_PLAIN));
+		json_object_object_add(ok, "name", json_object_new_string(name));
+		json_object_object_add(ok, "scope", json_object_new_string(scope));
+		json_object_object_add(ok, "replaced", json_object_new_boolean(replaced));
+		return fg_send(ch, MSG_OK, MSG_F_END, m->stream, ok, NULL, 0);
+	}
+	case MSG_SECRETS_DROP:
+		fg_report(cfg, "drop %s",
+		          json_object_to_json_string_ext(m->json, JSON_C_TO_STRING_PLAIN));
+		return fg_send(ch, MSG_OK, MSG_F_END, m->stream, fg_obj("{\"dropped\": 1}"), NULL,
+		               0);
+	case MSG_TREE_PUSH_BEGIN:
+	case MSG_TREE_PUSH_ENTRY:
+	case MSG_TREE_PUSH_DATA:
+	case MSG_TREE_PUSH_END:
+		return fg_push_msg(ch, st, m);
+	case MSG_BOOT_START:
+		return fg_boot(ch, st, m);
+	case MSG_STATUS:
+		fg_report(cfg, "status %s",
+		          json_object_to_json_string_ext(m->json, JSON_C_TO_STRING_PLAIN));
+		return fg_send(ch, MSG_OK, MSG_F_END, m->stream,
+		               fg_obj("{\"state\": \"ready\", \"phase\": \"ready\", \"since\": 1, "
+		                      "\"logs\": {\"setup\": 162000}}"),
+		               NULL, 0);
+	case MSG_LOGS:
+		return fg_logs(ch, st, m);
+	case MSG_CANCEL:
+		fg_report(cfg, "cancel %u", m->stream);
+		return fg_error(ch, m->stream, ECANCELED, "failed", "cancelled");
+	case MSG_STOP:
+		fg_report(cfg, "stop %s",
+		          json_object_to_json_string_ext(m->json, JSON_C_TO_STRING_PLAIN));
+		return fg_send(ch, MSG_OK, MSG_F_END, m->stream, fg_obj("{\"stopped\": true}"),
+		               NULL, 0);
+	case MSG_RUNTIME_READ:
+		return fg_send(ch, MSG_OK, MSG_F_END, m->stream,
+		               fg_obj("{\"runtime\": {\"mcp_url\": \"http://10.0.0.2:8080/mcp\", "
+		                      "\"mcp_token\": \"aa_token\"}}"),
+		               NULL, 0);
+	default:
+		if (m->stream == 0)
+			return 0;
+		return fg_error(ch, m->stream, EOPNOTSUPP, "refused", "not supported");
+	}
+}
+
+/* One session after the handshake: hello, then messages until close. */
+static inline void fg_session(struct channel *ch, struct fg_state *st)
+{
+	struct err e;
+
+	fg_send(ch, MSG_HELLO, 0, 0,
+	        fg_obj("{\"agent\": \"sandbox-agent\", \"version\": \"0.1.0-test\", "
+	               "\"capabilities\": [\"secrets\", \"tree.push\", \"boot\", \"status\", "
+	               "\"logs\", \"stop\", \"runtime.read\"], \"max_payload\": 1048576, "
+	               "\"instance\": \"fake\"}"),
+	        NULL, 0);
+	for (;;) {
+		struct msg m;
+		int r = channel_recv(ch, &m, -1, &e);
+		if (r == 0) {
+			fg_report(st->cfg, "closed");
+			channel_close(ch, FG_TIMEOUT_MS, &e);
+			return;
+		}
+		if (r < 0) {
+			fg_report(st->cfg, "err %s", e.msg);
+			return;
+		}
+		r = fg_message(ch, st, &m);
+		msg_dispose(&m);
+		if (r < 0) {
+			fg_report(st->cfg, "send-err");
+			return;
+		}
+	}
+}
+
+/* Handshakes and sessions on one descriptor, `sessions` times (-1: until it ends). */
+static inline void fg_serve_fd(int fd, const struct fg_config *cfg, int sessions)
+{
+	struct fg_state st = {.cfg = cfg, .file_fd = -1};
+	struct authkeys *ak = NULL;
+	struct frame_io *io = NULL;
+	struct err e;
+
+	if (authkeys_new(NULL, NULL, &ak, &e) < 0 ||
+	    authkeys_add(ak, cfg->host_pk, "host", &e) < 0 || frame_io_new(fd, &io, &e) < 0) {
+		fg_report(cfg, "setup-err %s", e.msg);
+		authkeys_free(ak);
+		return;
+	}
+	for (int i = 0; sessions < 0 || i < sessions; i++) {
+		struct channel *ch = NULL;
+		char fp[KEYS_FINGERPRINT_MAX];
+		if (channel_handshake_guest(io, cfg->key, ak, FG_TIMEOUT_MS, &ch, fp, &e) < 0) {
+			fg_report(cfg, "hs-err %s [%s]", e.msg, fp);
+			if (io->eof || sessions >= 0)
+				break;
+			continue;
+		}
+		fg_report(cfg, "hs-ok %s", channel_peer_fingerprint(ch));
+		fg_session(ch, &st);
+		channel_free(ch);
+		if (io->eof)
+			break;
+	}
+	frame_io_free(io);
+	authkeys_free(ak);
+}
+
+static inline int fg_listen(const char *path)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	unlink(path);
+	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 16) < 0)
+		return -1;
+	return fd;
+}
+
+/* A unix socket server: one session per connection, until killed. Returns its pid. */
+static inline pid_t fg_serve_unix(const char *path, const struct fg_config *cfg)
+{
+	int lfd = fg_listen(path);
+	pid_t pid;
+
+	if (lfd < 0)
+		return -1;
+	pid = fork();
+	if (pid != 0) {
+		close(lfd);
+		return pid;
+	}
+	for (;;) {
+		int c = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+		if (c < 0)
+			continue;
+		fg_serve_fd(c, cfg, 1);
+		close(c);
+	}
+}
+
+/* Firecracker's side of a host-initiated vsock connection: CONNECT, then OK (or silence). */
+static inline pid_t fg_serve_fc(const char *path, const struct fg_config *cfg, int silent_closes,
+                                const char *reply)
+{
+	int lfd = fg_listen(path);
+	pid_t pid;
+
+	if (lfd < 0)
+		return -1;
+	pid = fork();
+	if (pid != 0) {
+		close(lfd);
+		return pid;
+	}
+	for (int n = 0;; n++) {
+		char line[128];
+		size_t len = 0;
+		int c = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+		if (c < 0)
+			continue;
+		while (len < sizeof(line) - 1 && read(c, line + len, 1) == 1 && line[len++] != '\n')
+			;
+		line[len] = '\0';
+		fg_report(cfg, "fc %.*s", (int)(len ? len - 1 : 0), line);
+		if (n < silent_closes) {
+			close(c); /* nothing listens on that port yet */
+			continue;
+		}
+		(void)write_all(c, reply, strlen(reply));
+		if (strncmp(reply, "OK ", 3) == 0)
+			fg_serve_fd(c, cfg, 1);
+		close(c);
+	}
+}
+
+/* Copy what is readable from one descriptor to another; false at the end. */
+static inline bool fg_pump(int from, int to)
+{
+	char buf[65536];
+	ssize_t n = read(from, buf, sizeof(buf));
+
+	if (n <= 0)
+		return n < 0 && errno == EINTR;
+	return write_all(to, buf, (size_t)n) == 0;
+}
+
+/*
+ * qemu's chardev socket in front of a virtio-serial port: the guest serves sessions on one
+ * stream for as long as it runs; each client that connects is relayed to it, and noise (a
+ * cut frame, a banner) goes into the port before each session, as a dropped session leaves.
+ */
+static inline pid_t fg_serve_serial(const char *path, const struct fg_config *cfg)
+{
+	static const char noise[] = "\x00\x00\x00\x30garbage of a session that was cut off\r\n";
+	int lfd = fg_listen(path), port[2];
+	pid_t pid, guest;
+
+	if (lfd < 0 || socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, port) < 0)
+		return -1;
+	pid = fork();
+	if (pid != 0) {
+		close(lfd);
+		close(port[0]);
+		close(port[1]);
+		return pid;
+	}
+	guest = fork();
+	if (guest == 0) {
+		close(lfd);
+		close(port[0]);
+		fg_serve_fd(port[1], cfg, -1);
+		_exit(0);
+	}
+	close(port[1]);
+	for (;;) {
+		int c = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+		if (c < 0)
+			continue;
+		(void)write_all(port[0], noise, sizeof(noise) - 1);
+		(void)write_all(c, "login: ", 7);
+		for (;;) {
+			struct pollfd p[2] = {{.fd = c, .events = POLLIN},
+			                      {.fd = port[0], .events = POLLIN}};
+			if (poll(p, 2, -1) < 0)
+				continue;
+			if (p[0].revents && !fg_pump(c, port[0]))
+				break;
+			if (p[1].revents && !fg_pump(port[0], c))
+				break;
+		}
+		close(c);
+	}
+}
+
+/* Keys for a guest run as its own program: DIR/guest_key and DIR/host.pub. */
+static inline int fg_stdio_main(const char *dir, const char *report)
+{
+	char path[PATH_MAX];
+	struct keypair *kp = NULL;
+	_cleanup_free_ char *line = NULL;
+	uint8_t host_pk[KEYS_PUBLIC_LEN];
+	struct fg_config cfg;
+	char tree[PATH_MAX];
+	size_t len;
+	struct err e;
+
+	snprintf(path, sizeof(path), "%s/guest_key", dir);
+	if (keys_load(path, &kp, &e) < 0) {
+		fprintf(stderr, "fake guest: %s\n", e.msg);
+		return 1;
+	}
+	snprintf(path, sizeof(path), "%s/host.pub", dir);
+	if (file_read_capped(AT_FDCWD, path, 4096, 0, &line, &len, &e) < 0 ||
+	    keys_parse_public(line, host_pk, NULL, &e) < 0) {
+		fprintf(stderr, "fake guest: %s\n", e.msg);
+		return 1;
+	}
+	snprintf(tree, sizeof(tree), "%s/tree", dir);
+	cfg = (struct fg_config){.key = kp, .host_pk = host_pk, .tree_dir = tree};
+	cfg.report_fd = open(report, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+	fprintf(stderr, "fake guest: serving on stdin/stdout\n");
+	fg_serve_fd(STDIN_FILENO, &cfg, 1);
+	keypair_free(kp);
+	return 0;
+}
+
+/* An exec command that relays its stdin and stdout to a unix socket. */
+static inline int fg_relay_main(const char *path)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	bool in_open = true;
+
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	if (s < 0 || connect(s, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		perror("relay");
+		return 1;
+	}
+	for (;;) {
+		struct pollfd p[2] = {{.fd = in_open ? STDIN_FILENO : -1, .events = POLLIN},
+		                      {.fd = s, .events = POLLIN}};
+		if (poll(p, 2, -1) < 0)
+			continue;
+		if (p[0].revents && !fg_pump(STDIN_FILENO, s)) {
+			in_open = false;
+			shutdown(s, SHUT_WR);
+		}
+		if (p[1].revents && !fg_pump(s, STDOUT_FILENO))
+			return 0;
+	}
+}
+
+#endif

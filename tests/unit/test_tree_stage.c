@@ -1,0 +1,332 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <check.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fileio.h"
+#include "tree_stage.h"
+
+static char root[PATH_MAX];
+static char app[PATH_MAX + 16];
+
+static void setup(void)
+{
+	snprintf(root, sizeof(root), "/tmp/test_tree_stage.XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(root));
+	snprintf(app, sizeof(app), "%s/app", root);
+}
+
+static void teardown(void)
+{
+	char cmd[PATH_MAX + 32];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
+	ck_assert_int_eq(system(cmd), 0);
+}
+
+static void put_file(const char *rel, const char *content)
+{
+	char path[PATH_MAX * 2];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", root, rel);
+	f = fopen(path, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs(content, f);
+	fclose(f);
+}
+
+static bool exists(const char *rel)
+{
+	char path[PATH_MAX * 2];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "%s/%s", root, rel);
+	return lstat(path, &st) == 0;
+}
+
+static char *slurp(const char *rel)
+{
+	char path[PATH_MAX * 2];
+	static char buf[4096];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%s", root, rel);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	buf[n > 0 ? n : 0] = '\0';
+	return buf;
+}
+
+static struct tree_stage *begin(unsigned flags)
+{
+	struct tree_stage_target t = {
+	    .app_dir = app, .uid = (uid_t)-1, .gid = (gid_t)-1, .flags = flags};
+	struct tree_stage *s = NULL;
+	struct err err;
+
+	ck_assert_msg(tree_stage_begin(&t, &s, &err) == 0, "%s", err.msg);
+	return s;
+}
+
+static void push_normal(struct tree_stage *s)
+{
+	struct err err;
+
+	ck_assert_msg(tree_stage_entry(s, "config", TREE_ENTRY_DIR, 0750, 0, NULL, &err) == 0, "%s",
+	              err.msg);
+	ck_assert_int_eq(
+	    tree_stage_entry(s, "config/app.yml", TREE_ENTRY_FILE, 0640, 11, NULL, &err), 0);
+	ck_assert_int_eq(tree_stage_data(s, "hello ", 6, &err), 0);
+	ck_assert_int_eq(tree_stage_data(s, "world", 5, &err), 0);
+	ck_assert_int_eq(tree_stage_entry(s, "bin/run", TREE_ENTRY_FILE, 0755, 0, NULL, &err), 0);
+	ck_assert_int_eq(
+	    tree_stage_entry(s, "link", TREE_ENTRY_SYMLINK, 0777, 0, "config/app.yml", &err), 0);
+	ck_assert_int_eq(
+	    tree_stage_entry(s, "config/up", TREE_ENTRY_SYMLINK, 0777, 0, "../bin", &err), 0);
+}
+
+START_TEST(test_push_and_swap)
+{
+	struct tree_stage *s;
+	struct tree_stage_result res;
+	struct stat st;
+	struct err err;
+
+	ck_assert_int_eq(mkdir(app, 0711), 0);
+	put_file("app/old.txt", "old");
+	s = begin(0);
+	push_normal(s);
+	/* Nothing is visible before the end. */
+	ck_assert(exists("app/old.txt"));
+	ck_assert(!exists("app/link"));
+	ck_assert_msg(tree_stage_finish(s, 5, 11, &res, &err) == 0, "%s", err.msg);
+	tree_stage_free(s);
+	ck_assert_int_eq(res.method, DIR_SWAP_EXCHANGE);
+	ck_assert(!res.old_tree_left);
+	ck_assert(!exists("app/old.txt"));
+	ck_assert_str_eq(slurp("app/config/app.yml"), "hello world");
+	ck_assert_str_eq(slurp("app/link"), "hello world");
+	ck_assert_int_eq(lstat(strcat(strcpy((char[PATH_MAX + 32]){0}, app), "/config"), &st), 0);
+	ck_assert_uint_eq(st.st_mode & 07777, 0750);
+	ck_assert_int_eq(
+	    lstat(strcat(strcpy((char[PATH_MAX + 32]){0}, app), "/config/app.yml"), &st), 0);
+	ck_assert_uint_eq(st.st_mode & 07777, 0640);
+	ck_assert_int_eq(lstat(strcat(strcpy((char[PATH_MAX + 32]){0}, app), "/bin"), &st), 0);
+	ck_assert(S_ISDIR(st.st_mode));
+	/* The app directory keeps its mode and is a real directory. */
+	ck_assert_int_eq(lstat(app, &st), 0);
+	ck_assert(S_ISDIR(st.st_mode));
+	ck_assert_uint_eq(st.st_mode & 07777, 0711);
+	ck_assert(!exists(".app" DIR_SWAP_NEW_SUFFIX));
+	ck_assert(!exists(".app" DIR_SWAP_OLD_SUFFIX));
+}
+END_TEST
+
+START_TEST(test_first_push_and_renames)
+{
+	struct tree_stage *s;
+	struct tree_stage_result res;
+	struct err err;
+
+	s = begin(0);
+	push_normal(s);
+	ck_assert_int_eq(tree_stage_finish(s, 5, 11, &res, &err), 0);
+	tree_stage_free(s);
+	ck_assert_int_eq(res.method, DIR_SWAP_FIRST);
+	ck_assert_str_eq(slurp("app/config/app.yml"), "hello world");
+
+	s = begin(DIR_SWAP_NO_EXCHANGE);
+	ck_assert_int_eq(tree_stage_entry(s, "new", TREE_ENTRY_FILE, 0644, 2, NULL, &err), 0);
+	ck_assert_int_eq(tree_stage_data(s, "ok", 2, &err), 0);
+	ck_assert_int_eq(tree_stage_finish(s, 1, 2, &res, &err), 0);
+	tree_stage_free(s);
+	ck_assert_int_eq(res.method, DIR_SWAP_RENAMES);
+	ck_assert_str_eq(slurp("app/new"), "ok");
+	ck_assert(!exists("app/config"));
+	ck_assert(!exists(".app" DIR_SWAP_OLD_SUFFIX));
+}
+END_TEST
+
+/* Each refusal leaves the app directory as it was and no stage behind. */
+static void expect_refused(const char *path, enum tree_entry_kind kind, unsigned mode,
+                           const char *target)
+{
+	struct tree_stage *s = begin(0);
+	struct err err;
+
+	ck_assert_int_lt(tree_stage_entry(s, path, kind, mode, 0, target, &err), 0);
+	ck_assert_int_eq(err.cls, ERR_REFUSED);
+	ck_assert_ptr_nonnull(strstr(err.msg, "tree entry"));
+	/* Unusable afterwards. */
+	ck_assert_int_lt(tree_stage_entry(s, "fine", TREE_ENTRY_DIR, 0755, 0, NULL, &err), 0);
+	tree_stage_free(s);
+	ck_assert_str_eq(slurp("app/keep"), "keep");
+	ck_assert(!exists(".app" DIR_SWAP_NEW_SUFFIX));
+}
+
+START_TEST(test_refusals)
+{
+	ck_assert_int_eq(mkdir(app, 0755), 0);
+	put_file("app/keep", "keep");
+	expect_refused("/etc/passwd", TREE_ENTRY_FILE, 0644, NULL);
+	expect_refused("../escape", TREE_ENTRY_FILE, 0644, NULL);
+	expect_refused("a/../../escape", TREE_ENTRY_FILE, 0644, NULL);
+	expect_refused("a/./b", TREE_ENTRY_FILE, 0644, NULL);
+	expect_refused("a//b", TREE_ENTRY_FILE, 0644, NULL);
+	expect_refused("a/", TREE_ENTRY_DIR, 0755, NULL);
+	expect_refused("", TREE_ENTRY_FILE, 0644, NULL);
+	expect_refused("suid", TREE_ENTRY_FILE, 04755, NULL);
+	expect_refused("sgid", TREE_ENTRY_DIR, 02755, NULL);
+	expect_refused("sticky", TREE_ENTRY_DIR, 01777, NULL);
+	expect_refused("abs", TREE_ENTRY_SYMLINK, 0777, "/etc/passwd");
+	expect_refused("up", TREE_ENTRY_SYMLINK, 0777, "..");
+	expect_refused("a/b/up", TREE_ENTRY_SYMLINK, 0777, "../../../etc");
+	expect_refused("a/b/up", TREE_ENTRY_SYMLINK, 0777, "x/../../../../etc");
+	expect_refused("empty", TREE_ENTRY_SYMLINK, 0777, "");
+	expect_refused("what", 9, 0644, NULL);
+}
+END_TEST
+
+START_TEST(test_refused_mid_push)
+{
+	struct tree_stage *s;
+	struct err err;
+
+	ck_assert_int_eq(mkdir(app, 0755), 0);
+	put_file("app/keep", "keep");
+
+	/* Nothing is written through a link of the tree. */
+	s = begin(0);
+	ck_assert_int_eq(tree_stage_entry(s, "sub", TREE_ENTRY_DIR, 0755, 0, NULL, &err), 0);
+	ck_assert_int_eq(tree_stage_entry(s, "l", TREE_ENTRY_SYMLINK, 0777, 0, "sub", &err), 0);
+	ck_assert_int_lt(tree_stage_entry(s, "l/f", TREE_ENTRY_FILE, 0644, 0, NULL, &err), 0);
+	ck_assert_int_eq(err.cls, ERR_REFUSED);
+	tree_stage_free(s);
+
+	/* A duplicate. */
+	s = begin(0);
+	ck_assert_int_eq(tree_stage_entry(s, "f", TREE_ENTRY_FILE, 0644, 0, NULL, &err), 0);
+	ck_assert_int_lt(tree_stage_entry(s, "f", TREE_ENTRY_FILE, 0644, 0, NULL, &err), 0);
+	tree_stage_free(s);
+
+	/* Too much data, too little, wrong totals. */
+	s = begin(0);
+	ck_assert_int_eq(tree_stage_entry(s, "f", TREE_ENTRY_FILE, 0644, 2, NULL, &err), 0);
+	ck_assert_int_lt(tree_stage_data(s, "abc", 3, &err), 0);
+	tree_stage_free(s);
+	s = begin(0);
+	ck_assert_int_eq(tree_stage_entry(s, "f", TREE_ENTRY_FILE, 0644, 2, NULL, &err), 0);
+	ck_assert_int_eq(tree_stage_data(s, "a", 1, &err), 0);
+	ck_assert_int_lt(tree_stage_entry(s, "g", TREE_ENTRY_FILE, 0644, 0, NULL, &err), 0);
+	tree_stage_free(s);
+	s = begin(0);
+	ck_assert_int_eq(tree_stage_entry(s, "f", TREE_ENTRY_FILE, 0644, 2, NULL, &err), 0);
+	ck_assert_int_eq(tree_stage_data(s, "a", 1, &err), 0);
+	ck_assert_int_lt(tree_stage_finish(s, 1, 2, NULL, &err), 0);
+	tree_stage_free(s);
+	s = begin(0);
+	ck_assert_int_eq(tree_stage_entry(s, "f", TREE_ENTRY_FILE, 0644, 1, NULL, &err), 0);
+	ck_assert_int_eq(tree_stage_data(s, "a", 1, &err), 0);
+	ck_assert_int_lt(tree_stage_finish(s, 2, 1, NULL, &err), 0);
+	ck_assert_ptr_nonnull(strstr(err.msg, "announced"));
+	tree_stage_free(s);
+
+	/* A link that leaves the tree only through another link: caught by the kernel's check. */
+	s = begin(0);
+	ck_assert_int_eq(tree_stage_entry(s, "a/up", TREE_ENTRY_SYMLINK, 0777, 0, "..", &err), 0);
+	ck_assert_int_eq(tree_stage_entry(s, "b", TREE_ENTRY_SYMLINK, 0777, 0, "a/up/..", &err), 0);
+	ck_assert_int_lt(tree_stage_finish(s, 2, 0, NULL, &err), 0);
+	ck_assert_int_eq(err.cls, ERR_REFUSED);
+	ck_assert_ptr_nonnull(strstr(err.msg, "out of the tree"));
+	tree_stage_free(s);
+
+	ck_assert_str_eq(slurp("app/keep"), "keep");
+	ck_assert(!exists(".app" DIR_SWAP_NEW_SUFFIX));
+	ck_assert(!exists(".app" DIR_SWAP_OLD_SUFFIX));
+}
+END_TEST
+
+/* A swap interrupted between its two renames is undone (or finished) by the next push. */
+START_TEST(test_recovery)
+{
+	struct tree_stage *s;
+	struct err err;
+
+	ck_assert_int_eq(mkdir(app, 0755), 0);
+	put_file("app/keep", "keep");
+	ck_assert_int_eq(rename(app, strcat(strcpy((char[PATH_MAX + 32]){0}, root),
+	                                    "/.app" DIR_SWAP_OLD_SUFFIX)),
+	                 0);
+	s = begin(0);
+	ck_assert_str_eq(slurp("app/keep"), "keep");
+	tree_stage_free(s);
+
+	/* Both sides present, app missing: the stage was complete, it goes in. */
+	ck_assert_int_eq(rename(app, strcat(strcpy((char[PATH_MAX + 32]){0}, root),
+	                                    "/.app" DIR_SWAP_OLD_SUFFIX)),
+	                 0);
+	ck_assert_int_eq(
+	    mkdir(strcat(strcpy((char[PATH_MAX + 32]){0}, root), "/.app" DIR_SWAP_NEW_SUFFIX),
+	          0755),
+	    0);
+	put_file(".app" DIR_SWAP_NEW_SUFFIX "/new", "new");
+	s = begin(0);
+	ck_assert_str_eq(slurp("app/new"), "new");
+	ck_assert(!exists(".app" DIR_SWAP_OLD_SUFFIX));
+	tree_stage_free(s);
+	(void)err;
+}
+END_TEST
+
+START_TEST(test_target_inside)
+{
+	ck_assert(tree_stage_target_inside("a", "b"));
+	ck_assert(tree_stage_target_inside("a/b", "../c"));
+	ck_assert(tree_stage_target_inside("a/b", "./c/../d"));
+	ck_assert(tree_stage_target_inside("a", "."));
+	ck_assert(!tree_stage_target_inside("a", ".."));
+	ck_assert(!tree_stage_target_inside("a/b", "../../c"));
+	ck_assert(!tree_stage_target_inside("a/b", "c/../../../d"));
+	ck_assert(!tree_stage_target_inside("a", "/etc"));
+	ck_assert(!tree_stage_target_inside("a", ""));
+	ck_assert_int_eq(tree_entry_kind_from_string("symlink"), TREE_ENTRY_SYMLINK);
+	ck_assert_int_eq(tree_entry_kind_from_string("fifo"), -1);
+}
+END_TEST
+
+static Suite *tree_stage_suite(void)
+{
+	Suite *s = suite_create("tree_stage");
+	TCase *tc = tcase_create("core");
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, test_push_and_swap);
+	tcase_add_test(tc, test_first_push_and_renames);
+	tcase_add_test(tc, test_refusals);
+	tcase_add_test(tc, test_refused_mid_push);
+	tcase_add_test(tc, test_recovery);
+	tcase_add_test(tc, test_target_inside);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(tree_stage_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
