@@ -22,8 +22,8 @@ answer:
               --connect serial:WORK_DIR/agent.sock and the key WORK_DIR/host_key (listed in
               the guest's authorized_keys): hello (pinning the guest's key), the same with
               WORK_DIR/stranger_key (not listed: refused), secrets put (a boot and a fetch
-              secret), push of tests/vm/app to app_dir, boot --pass-env (the boot secret)
-              --wait to ready, runtime, logs (the secret scrubbed),
+              secret), push of tests/vm/app to app_dir, boot --wait to ready (no --pass-env:
+              every boot secret reaches the app), runtime, logs (the secret scrubbed),
               status; then "RUNNING boot_secret fetch_secret": the guest looks for the values
               where they must be and must not be, and answers "CHECKED ok" or "CHECKED fail
               why"; then stop. Last answer: "RESULT ok" or "RESULT fail why".
@@ -192,9 +192,8 @@ def ctl_scenario(ctl, port, app_dir):
             stdin=json.dumps({"VMTEST_FETCH_TOKEN": fetch_secret}))
 
     ctl.run("push", APP_TREE, "--app-dir", app_dir)
-    # --pass-env: the boot secrets the app gets (sandbox-ctl passes none unless named).
-    doc, _ = ctl.run("boot", "--app-dir", app_dir, "--pass-env", "VMTEST_BOOT_SECRET", "--wait",
-                     "--deadline", "120")
+    # No --pass-env: every boot secret reaches the app (the in-guest scenario names it).
+    doc, _ = ctl.run("boot", "--app-dir", app_dir, "--wait", "--deadline", "120")
     if doc.get("status") != "ready":
         raise Failed(f"boot --wait: {doc}")
     doc, _ = ctl.run("runtime", "--app-dir", app_dir)

@@ -32,13 +32,6 @@ command -v qemu-system-x86_64 >/dev/null ||
 for b in sandbox-agent sandbox-ctl tests/vsock_echo; do
 	[ -x "$STATIC/$b" ] || die "$STATIC/$b is missing: run make test-vm (it builds make static first)"
 done
-have_serve=0
-"$STATIC/sandbox-agent" serve --help >/dev/null 2>&1 && have_serve=1
-if [ -z "${VM_TESTS:-}" ] && [ $have_serve = 0 ]; then
-	# Only until the daemon is merged: without `serve` the sandbox-ctl scenarios cannot run.
-	echo "test-vm: this sandbox-agent has no serve command: ctl_serial and ctl_vsock not run"
-	EXPECTED=version,vsock,serial,raw,boot
-fi
 mkdir -p "$OUT"
 work=$(mktemp -d /tmp/sandbox-vm.XXXXXX)
 qemu_pid=
@@ -62,19 +55,16 @@ echo "test-vm: kernel $(cat "$kernel/package") ($(since "$t"))"
 # This run's keys: the host key the guest lists in authorized_keys (also the in-guest
 # sandbox-ctl's key, for the vsock loopback scenario) and a stranger's key it does not list.
 overlay=$work/overlay
-mkdir -p "$overlay"
-if [ $have_serve = 1 ]; then
-	mkdir -p "$overlay/etc/sandbox-agent" "$overlay/root/.config/sandbox-ctl"
-	for k in host_key stranger_key; do
-		"$STATIC/sandbox-ctl" keygen --out "$work/$k" --comment "vmtest-$k" >/dev/null ||
-			die "sandbox-ctl keygen failed"
-	done
-	install -m 0600 "$work/host_key.pub" "$overlay/etc/sandbox-agent/authorized_keys"
-	install -m 0600 "$work/host_key" "$overlay/root/.config/sandbox-ctl/key"
-	install -m 0644 "$work/host_key.pub" "$overlay/root/.config/sandbox-ctl/key.pub"
-	install -m 0600 "$work/stranger_key" "$overlay/root/stranger_key"
-	install -m 0644 "$work/stranger_key.pub" "$overlay/root/stranger_key.pub"
-fi
+mkdir -p "$overlay/etc/sandbox-agent" "$overlay/root/.config/sandbox-ctl"
+for k in host_key stranger_key; do
+	"$STATIC/sandbox-ctl" keygen --out "$work/$k" --comment "vmtest-$k" >/dev/null ||
+		die "sandbox-ctl keygen failed"
+done
+install -m 0600 "$work/host_key.pub" "$overlay/etc/sandbox-agent/authorized_keys"
+install -m 0600 "$work/host_key" "$overlay/root/.config/sandbox-ctl/key"
+install -m 0644 "$work/host_key.pub" "$overlay/root/.config/sandbox-ctl/key.pub"
+install -m 0600 "$work/stranger_key" "$overlay/root/stranger_key"
+install -m 0644 "$work/stranger_key.pub" "$overlay/root/stranger_key.pub"
 
 t=$(now)
 tests/vm/build-initrd.sh "$kernel" "$STATIC" "$OUT/initrd.cpio.gz" "$overlay" ||
