@@ -98,6 +98,8 @@ static int plan_user(struct boot_plan *p, const struct boot_options *o, const ch
 {
 	const char *name = o->user;
 
+	/* Replaces the caller identity boot_plan_build starts with. */
+	run_user_dispose(&p->user);
 	if (!name && spec_user_given)
 		name = spec_user ? spec_user : "";
 	if (name && *name)
