@@ -11,10 +11,24 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "git_pack.h"
 #include "log.h"
+
+#ifndef RENAME_NOREPLACE
+#define RENAME_NOREPLACE (1 << 0)
+#endif
+#ifndef RENAME_EXCHANGE
+#define RENAME_EXCHANGE (1 << 1)
+#endif
+
+/* renameat2(2) through the system call: musl (the static build) has no wrapper. */
+static int rename2(int olddfd, const char *oldname, int newdfd, const char *newname, unsigned flags)
+{
+	return (int)syscall(SYS_renameat2, olddfd, oldname, newdfd, newname, flags);
+}
 
 #define STAGE_SUFFIX ".checkout-new"
 #define OLD_SUFFIX ".checkout-old"
@@ -218,13 +232,13 @@ static int recover_at(int parent_fd, const char *app_dir, const char *base, cons
 	if (!have_app && have_new && have_old) {
 		/* Between the two renames of a swap: the stage was complete (it was fsync'ed
 		 * before the app directory moved). Finish the swap. */
-		if (renameat2(parent_fd, stage, parent_fd, base, RENAME_NOREPLACE) < 0)
+		if (rename2(parent_fd, stage, parent_fd, base, RENAME_NOREPLACE) < 0)
 			return err_errno(err, "finishing the interrupted swap of %s", app_dir);
 		action = CHECKOUT_RECOVER_FINISHED;
 		have_app = true;
 		have_new = false;
 	} else if (!have_app && have_old) {
-		if (renameat2(parent_fd, old, parent_fd, base, RENAME_NOREPLACE) < 0)
+		if (rename2(parent_fd, old, parent_fd, base, RENAME_NOREPLACE) < 0)
 			return err_errno(err, "restoring %s after an interrupted swap", app_dir);
 		action = CHECKOUT_RECOVER_RESTORED;
 		have_app = true;
@@ -692,20 +706,20 @@ static int swap_renames(struct checkout_stage *s, struct err *err)
 {
 	int r;
 
-	if (renameat2(s->parent_fd, s->base, s->parent_fd, s->old_name, RENAME_NOREPLACE) < 0)
+	if (rename2(s->parent_fd, s->base, s->parent_fd, s->old_name, RENAME_NOREPLACE) < 0)
 		return err_errno(err, "moving %s aside", s->app_dir);
 	/* The window: the app directory is missing until the next rename. */
 	r = fsync_dir(s->parent_fd, "the app directory's parent", err);
 	if (r < 0)
 		goto undo;
 	hook(s, "renamed-old");
-	if (renameat2(s->parent_fd, s->stage_name, s->parent_fd, s->base, RENAME_NOREPLACE) < 0) {
+	if (rename2(s->parent_fd, s->stage_name, s->parent_fd, s->base, RENAME_NOREPLACE) < 0) {
 		r = err_errno(err, "moving the new tree into %s", s->app_dir);
 		goto undo;
 	}
 	return 0;
 undo:
-	if (renameat2(s->parent_fd, s->old_name, s->parent_fd, s->base, RENAME_NOREPLACE) < 0)
+	if (rename2(s->parent_fd, s->old_name, s->parent_fd, s->base, RENAME_NOREPLACE) < 0)
 		log_debug("putting %s back: %m", s->app_dir);
 	return r;
 }
@@ -721,12 +735,12 @@ int checkout_stage_swap(struct checkout_stage *s, struct checkout_result *ret, s
 	res.commit = s->commit;
 	hook(s, "before-swap");
 	if (!exists_at(s->parent_fd, s->base, NULL)) {
-		if (renameat2(s->parent_fd, s->stage_name, s->parent_fd, s->base,
-		              RENAME_NOREPLACE) < 0)
+		if (rename2(s->parent_fd, s->stage_name, s->parent_fd, s->base, RENAME_NOREPLACE) <
+		    0)
 			return err_errno(err, "moving the new tree into %s", s->app_dir);
 		res.method = CHECKOUT_SWAP_FIRST;
 	} else if (!(s->flags & CHECKOUT_NO_EXCHANGE) &&
-	           renameat2(s->parent_fd, s->stage_name, s->parent_fd, s->base, RENAME_EXCHANGE) ==
+	           rename2(s->parent_fd, s->stage_name, s->parent_fd, s->base, RENAME_EXCHANGE) ==
 	               0) {
 		res.method = CHECKOUT_SWAP_EXCHANGE;
 	} else {
@@ -746,8 +760,7 @@ int checkout_stage_swap(struct checkout_stage *s, struct checkout_result *ret, s
 
 	/* After an exchange the stage's name holds the old tree: give it the old tree's name. */
 	if (res.method == CHECKOUT_SWAP_EXCHANGE &&
-	    renameat2(s->parent_fd, s->stage_name, s->parent_fd, s->old_name, RENAME_NOREPLACE) <
-	        0) {
+	    rename2(s->parent_fd, s->stage_name, s->parent_fd, s->old_name, RENAME_NOREPLACE) < 0) {
 		log_debug("renaming the old tree of %s: %m", s->app_dir);
 		if (remove_tree(s->parent_fd, s->stage_name) < 0)
 			res.old_tree_left = true;
