@@ -29,14 +29,12 @@
 #include <malloc.h>
 #endif
 
+#include "json_util.h"
 #include "fileio.h"
 #include "forward.h"
 #include "log.h"
 #include "logfile.h"
 #include "procset.h"
-
-DEFINE_TRIVIAL_CLEANUP_FUNC(struct json_object *, json_object_put)
-#define _cleanup_json_ _cleanup_(json_object_putp)
 
 #define container_of(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
 
