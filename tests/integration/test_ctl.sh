@@ -109,6 +109,17 @@ check "no token unless asked" [ "$(json "$OUT" '"mcp_token" in d["runtime"]')" =
 check "the phases were shown" grep -q 'sandbox-ctl: setup' "$ERR"
 check "/up answers through the forwarder" [ "$(http_status "http://127.0.0.1:$LISTEN_PORT/up")" = 200 ]
 
+echo "--- the Firecracker transport: CONNECT/OK in front of the same daemon"
+/usr/bin/python3 "$ROOT/tests/data/fc_vsock_relay.py" "$TMP/fc.sock" "$TMP/agent.sock" &
+on_exit "kill $!"
+for _ in $(seq 50); do [ -S "$TMP/fc.sock" ] && break; sleep 0.1; done
+ctl boot --app-dir "$APP" --restart --wait --deadline 60 --connect "fc:$TMP/fc.sock:7340" \
+	--instance "$A"
+check "boot --restart over fc: (after two silent closes) exits 0" [ "$RC" -eq 0 ]
+[ "$RC" -eq 0 ] || cat "$ERR"
+check "ready over fc:" [ "$(json "$OUT" 'd["status"]')" = ready ]
+check "/up after the boot over fc:" [ "$(http_status "http://127.0.0.1:$LISTEN_PORT/up")" = 200 ]
+
 echo "--- status, runtime, logs"
 ctl status --app-dir "$APP" --connect "$A"
 check "status says ready" [ "$(json "$OUT" 'd["state"]')" = ready ]
