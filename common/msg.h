@@ -61,6 +61,10 @@ enum msg_type {
 	MSG_LOGS_DATA = 0x0051,
 	MSG_STOP = 0x0060,
 	MSG_RUNTIME_READ = 0x0070,
+	/* checkouts: a commit as a pack stream, or fetched by the guest */
+	MSG_CHECKOUT_PACK = 0x0090,
+	MSG_CHECKOUT_PACK_DATA = 0x0091,
+	MSG_CHECKOUT_FETCH = 0x0092,
 	/* coding sessions (reserved, see docs/protocol.md) */
 	MSG_SESSION_START = 0x0080,
 	MSG_SESSION_EVENT = 0x0081,

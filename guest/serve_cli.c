@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 
 #include "boot_plan.h"
+#include "git_fetch.h"
 #include "keys.h"
 #include "log.h"
 #include "strv.h"
@@ -239,7 +240,14 @@ int serve_cli_main(int argc, char **argv)
 	}
 	cfg.unix_paths = unix_paths;
 	err_clear(&err);
-	if (keys_sodium_init(&err) < 0 || serve_run(&cfg, &err) < 0) {
+	/* libgit2 for checkout.pack (its wiping allocator first, before any other use). */
+	if (keys_sodium_init(&err) < 0 || git_fetch_global_init(NULL, &err) < 0) {
+		fprintf(stderr, "sandbox-agent serve: %s\n", err.msg);
+		return 1;
+	}
+	int r = serve_run(&cfg, &err);
+	git_fetch_global_shutdown();
+	if (r < 0) {
 		fprintf(stderr, "sandbox-agent serve: %s\n", err.msg);
 		return err.cls == ERR_REFUSED ? 2 : 1;
 	}

@@ -52,6 +52,7 @@ static int record_send(int fd, const struct msg *m, struct err *err)
 
 struct secret_send {
 	int fd;
+	const char *only; /* checkout.fetch: the one secret it names */
 	struct err *err;
 };
 
@@ -63,11 +64,20 @@ static int send_secret(void *userdata, const char *name, enum secret_scope scope
 	struct msg m = {.type = MSG_SECRETS_PUT, .json = o, .data = value, .data_len = len};
 	int r;
 
+	if (ss->only && strcmp(name, ss->only) != 0) {
+		json_object_put(o);
+		return 0;
+	}
 	json_object_object_add(o, "name", json_object_new_string(name));
 	json_object_object_add(o, "scope", json_object_new_string(secret_scope_name(scope)));
 	r = record_send(ss->fd, &m, ss->err);
 	json_object_put(o);
 	return r;
+}
+
+static const char *job_kind_name(enum job_kind kind)
+{
+	return kind == JOB_BOOT ? "boot" : kind == JOB_STOP ? "stop" : "checkout";
 }
 
 static _noreturn_ void runner_exec(struct serve *srv, int sock)
@@ -105,7 +115,8 @@ int job_spawn(struct serve *srv, enum job_kind kind, json_object *request, bool 
 {
 	struct job *j;
 	struct msg m = {.type = kind == JOB_BOOT ? MSG_BOOT_START : MSG_STOP, .json = request};
-	struct secret_send ss;
+	struct secret_send ss = {0};
+	json_object *only;
 	int sv[2], fl;
 	pid_t pid;
 
@@ -149,6 +160,12 @@ int job_spawn(struct serve *srv, enum job_kind kind, json_object *request, bool 
 	/* The request, the secrets the runner needs, then the end of the request. */
 	ss.fd = j->fd;
 	ss.err = err;
+	if (kind == JOB_CHECKOUT) {
+		m.type = MSG_CHECKOUT_FETCH;
+		ss.only = json_object_object_get_ex(request, "secret", &only)
+		              ? json_object_get_string(only)
+		              : "";
+	}
 	if (record_send(j->fd, &m, err) < 0 ||
 	    (with_secrets &&
 	     secrets_store_visit(srv->secrets, SECRET_SCOPE_ANY, send_secret, &ss) < 0)) {
@@ -162,7 +179,7 @@ int job_spawn(struct serve *srv, enum job_kind kind, json_object *request, bool 
 	}
 	fl = fcntl(j->fd, F_GETFL);
 	fcntl(j->fd, F_SETFL, fl | O_NONBLOCK);
-	log_debug("runner %d: %s of %s", (int)pid, kind == JOB_BOOT ? "boot" : "stop", app_dir);
+	log_debug("runner %d: %s of %s", (int)pid, job_kind_name(kind), app_dir);
 	*ret = j;
 	return 0;
 }
@@ -238,7 +255,7 @@ static void job_check_done(struct serve *srv, struct job *j)
 
 		snprintf(reason, sizeof(reason),
 		         "the %s of %s ended without a result: its process %s",
-		         j->kind == JOB_BOOT ? "boot" : "stop", j->app_dir, how);
+		         job_kind_name(j->kind), j->app_dir, how);
 		if (j->kind == JOB_BOOT) {
 			m.type = MSG_BOOT_RESULT;
 			json_object_object_add(o, "status", json_object_new_string("failed"));

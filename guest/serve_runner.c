@@ -46,7 +46,7 @@ struct runner {
 	int fd;
 	bool gone; /* the daemon went away: stop reporting */
 	json_object *req;
-	uint16_t kind; /* MSG_BOOT_START or MSG_STOP */
+	uint16_t kind; /* MSG_BOOT_START, MSG_STOP or MSG_CHECKOUT_FETCH */
 	struct secrets_store *secrets;
 	struct boot_plan *plan;
 	char last_step[64];
@@ -116,6 +116,7 @@ static int request_read(struct runner *r, struct err *err)
 		switch (m.type) {
 		case MSG_BOOT_START:
 		case MSG_STOP:
+		case MSG_CHECKOUT_FETCH:
 			r->kind = m.type;
 			r->req = json_object_get(m.json);
 			break;
@@ -570,6 +571,21 @@ static int run_stop(struct runner *r)
 	return 0;
 }
 
+/* checkout.fetch (serve_ops_checkout.c): ok with the commit, or the error. */
+static int run_checkout_fetch(struct runner *r)
+{
+	json_object *reply = NULL;
+	struct err err;
+
+	err_clear(&err);
+	if (serve_checkout_fetch_run(r->req, r->secrets, &reply, &err) == 0) {
+		say(r, MSG_OK, reply, NULL, 0);
+		return 0;
+	}
+	stop_error(r, &err);
+	return 1;
+}
+
 int serve_runner_main(int fd)
 {
 	struct runner r = {.fd = fd};
@@ -585,7 +601,10 @@ int serve_runner_main(int fd)
 		json_object_put(r.req);
 		return 2;
 	}
-	rc = r.kind == MSG_STOP ? run_stop(&r) : run_boot(&r);
+	if (r.kind == MSG_CHECKOUT_FETCH)
+		rc = run_checkout_fetch(&r);
+	else
+		rc = r.kind == MSG_STOP ? run_stop(&r) : run_boot(&r);
 	secrets_store_free(r.secrets);
 	json_object_put(r.req);
 #ifdef __SANITIZE_ADDRESS__

@@ -38,6 +38,7 @@ static const char usage_text[] =
     "  logs --log NAME [--app-dir DIR] [--offset N] [--max N] [--follow] [--raw]\n"
     "  stop [--app-dir DIR] [--discard] [--grace S]\n"
     "  runtime [--app-dir DIR]\n"
+    "  checkout --spec FILE|- [--app-dir DIR] [--guest-fetch]\n"
     "\n"
     "Options (before or after the command):\n"
     "  --connect ADDR          vsock:CID[:PORT] | unix:PATH | serial:PATH | fc:PATH[:PORT]\n"
@@ -62,9 +63,10 @@ struct command {
 };
 
 static const struct command commands[] = {
-    {"keygen", cmd_keygen, false}, {"hello", cmd_hello, true}, {"secrets", cmd_secrets, true},
-    {"push", cmd_push, true},      {"boot", cmd_boot, true},   {"status", cmd_status, true},
-    {"logs", cmd_logs, true},      {"stop", cmd_stop, true},   {"runtime", cmd_runtime, true},
+    {"keygen", cmd_keygen, false},    {"hello", cmd_hello, true}, {"secrets", cmd_secrets, true},
+    {"push", cmd_push, true},         {"boot", cmd_boot, true},   {"status", cmd_status, true},
+    {"logs", cmd_logs, true},         {"stop", cmd_stop, true},   {"runtime", cmd_runtime, true},
+    {"checkout", cmd_checkout, true},
 };
 
 /* $XDG_CONFIG_HOME/sandbox-ctl/NAME, else ~/.config/sandbox-ctl/NAME. */
