@@ -86,15 +86,18 @@ unit: $(UNIT_BIN) all
 replay: $(REPLAY_BIN)
 
 # The README's test command. Prints "N passed, N failed, N skipped" last.
-test: all $(UNIT_BIN) $(REPLAY_BIN)
-	$(MAKE) BUILD=build-san SAN=1 unit replay
+# Builds run on every core; the tests themselves run one after another.
+NPROC := $(shell nproc 2>/dev/null || echo 2)
+test:
+	$(MAKE) -j$(NPROC) all $(UNIT_BIN) $(REPLAY_BIN)
+	$(MAKE) -j$(NPROC) BUILD=build-san SAN=1 unit replay
 	tests/run.sh --all
 
 check: all $(UNIT_BIN) $(REPLAY_BIN)
 	tests/run.sh --unit
 
 unit-san:
-	$(MAKE) BUILD=build-san SAN=1 unit replay
+	$(MAKE) -j$(NPROC) BUILD=build-san SAN=1 unit replay
 	tests/run.sh --unit --build build-san
 
 demo: all

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "json_util.h"
 #include "frame.h"
 
 static const struct {
@@ -128,8 +129,6 @@ ssize_t msg_encode(const struct msg *m, uint8_t *buf, size_t cap, struct err *er
 }
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(json_tokener *, json_tokener_free)
-DEFINE_TRIVIAL_CLEANUP_FUNC(json_object *, json_object_put)
-#define _cleanup_json_ _cleanup_(json_object_putp)
 
 static int parse_json(const char *text, size_t len, struct json_object **ret, struct err *err)
 {

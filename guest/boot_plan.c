@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "json_util.h"
 #include "boot_spec.h"
 #include "child_env.h"
 #include "fileio.h"
@@ -25,9 +26,6 @@
 #include "log.h"
 #include "sandbox_config.h"
 #include "strv.h"
-
-DEFINE_TRIVIAL_CLEANUP_FUNC(json_object *, json_object_put)
-#define _cleanup_json_ _cleanup_(json_object_putp)
 
 static char *path_join(const char *a, const char *b)
 {

@@ -18,11 +18,9 @@
 
 #include <json-c/json.h>
 
+#include "json_util.h"
 #include "log.h"
 #include "strv.h"
-
-DEFINE_TRIVIAL_CLEANUP_FUNC(struct json_object *, json_object_put)
-#define _cleanup_json_ _cleanup_(json_object_putp)
 
 /* Largest integer env value turned into a string: exact in every JSON implementation. */
 #define SPEC_ENV_INT_MAX 9007199254740992LL
@@ -758,23 +756,6 @@ static int spec_from_object(struct json_object *obj, struct boot_spec *s, struct
 	return r;
 }
 
-/*
- * Offset of the first \u0000 escape, or -1. In valid JSON a backslash appears only inside
- * strings and always starts an escape, so stepping over each escape finds them all; json-c
- * would otherwise cut an object key short at the NUL.
- */
-static ssize_t spec_find_nul_escape(const char *buf, size_t len)
-{
-	for (size_t i = 0; i + 1 < len; i++) {
-		if (buf[i] != '\\')
-			continue;
-		if (buf[i + 1] == 'u' && i + 6 <= len && memcmp(buf + i + 2, "0000", 4) == 0)
-			return (ssize_t)i;
-		i++;
-	}
-	return -1;
-}
-
 int boot_spec_parse(const char *buf, size_t len, struct boot_spec *ret, struct err *err)
 {
 	_cleanup_json_ struct json_object *obj = NULL;
@@ -794,7 +775,7 @@ int boot_spec_parse(const char *buf, size_t len, struct boot_spec *ret, struct e
 		return err_set(err, ERR_REFUSED, EINVAL,
 		               "spec is not valid JSON (a NUL byte at offset %zu)",
 		               (size_t)((const char *)nul - buf));
-	esc = spec_find_nul_escape(buf, len);
+	esc = json_find_nul_escape(buf, len);
 	if (esc >= 0)
 		return err_set(err, ERR_REFUSED, EINVAL,
 		               "spec is not valid JSON for us (\\u0000 at offset %zd)", esc);

@@ -11,14 +11,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "json_util.h"
 #include "fileio.h"
 #include "log.h"
 #include "strv.h"
 
 #define BOOT_STATE_MAX (256 * 1024)
-
-DEFINE_TRIVIAL_CLEANUP_FUNC(json_object *, json_object_put)
-#define _cleanup_json_ _cleanup_(json_object_putp)
 
 int boot_state_set(char **field, const char *value)
 {

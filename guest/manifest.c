@@ -14,11 +14,9 @@
 
 #include <json-c/json.h>
 
+#include "json_util.h"
 #include "fileio.h"
 #include "log.h"
-
-DEFINE_TRIVIAL_CLEANUP_FUNC(struct json_object *, json_object_put)
-#define _cleanup_json_ _cleanup_(json_object_putp)
 
 static int manifest_fail(struct err *err, const char *msg)
 {
@@ -105,23 +103,6 @@ static int manifest_token_check(struct json_object *obj, char **ret, struct err 
 	return 0;
 }
 
-/*
- * Offset of the first \u0000 escape, or -1. In valid JSON a backslash appears only inside
- * strings and always starts an escape, so stepping over each escape finds them all; json-c
- * would otherwise cut an object key short at the NUL ("mcp_path\u0000x" read as mcp_path).
- */
-static ssize_t manifest_find_nul_escape(const char *buf, size_t len)
-{
-	for (size_t i = 0; i + 1 < len; i++) {
-		if (buf[i] != '\\')
-			continue;
-		if (buf[i + 1] == 'u' && i + 6 <= len && memcmp(buf + i + 2, "0000", 4) == 0)
-			return (ssize_t)i;
-		i++;
-	}
-	return -1;
-}
-
 /* Only JSON whitespace (buf need not be NUL-terminated). */
 static bool manifest_blank(const char *buf, size_t len)
 {
@@ -150,7 +131,7 @@ int manifest_parse(const char *buf, size_t len, struct manifest *ret, struct err
 		return err_set(err, ERR_FAILED, EINVAL,
 		               "the manifest is not valid JSON (a NUL byte at offset %zu)",
 		               (size_t)(nul - buf));
-	esc = manifest_find_nul_escape(buf, len);
+	esc = json_find_nul_escape(buf, len);
 	if (esc >= 0)
 		return err_set(err, ERR_FAILED, EINVAL,
 		               "the manifest holds a NUL character (\\u0000 at offset %zd)", esc);

@@ -187,7 +187,7 @@ static int poll_timeout(struct serve *srv)
 	}
 	for (size_t i = 0; i < srv->n_listeners; i++) {
 		struct listener *l = &srv->listeners[i];
-		if (l->kind == LISTEN_SERIAL && !l->busy && l->fd < 0) {
+		if (l->kind == LISTEN_SERIAL && !l->busy) {
 			int64_t left = l->retry_at - now;
 			if (t < 0 || left < t)
 				t = left < 0 ? 0 : left;

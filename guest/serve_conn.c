@@ -242,7 +242,7 @@ static void hs_fail(struct conn *c, const struct err *e)
 		log_notice("connection %" PRIu64 " (%s): host key %s refused: %s", c->id, c->peer,
 		           c->fingerprint, e->msg);
 	} else if (c->listener && c->listener->kind == LISTEN_SERIAL && e->code == ECONNRESET) {
-		/* The port's host side is not connected: it is opened again every 250 ms. */
+		/* The port's host side is not connected: it is read again every 250 ms. */
 		log_debug("connection %" PRIu64 " (%s): %s", c->id, c->peer, e->msg);
 	} else {
 		log_info("connection %" PRIu64 " (%s): handshake failed: %s", c->id, c->peer,

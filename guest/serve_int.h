@@ -19,6 +19,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "json_util.h"
 #include "authkeys.h"
 #include "channel.h"
 #include "err.h"
@@ -34,11 +35,8 @@
 #define SERVE_CHUNK (64 * 1024)
 #define SERVE_BATCH 64            /* messages read from one connection per pass */
 #define SERVE_FOLLOW_MS 100       /* how often followed logs are looked at */
-#define SERVE_SERIAL_RETRY_MS 250 /* reopening the serial port after its peer went away */
+#define SERVE_SERIAL_RETRY_MS 250 /* reading the serial port again after its peer went away */
 #define SERVE_LISTENERS_MAX 16
-
-DEFINE_TRIVIAL_CLEANUP_FUNC(json_object *, json_object_put)
-#define _cleanup_json_ _cleanup_(json_object_putp)
 
 struct serve;
 struct conn;

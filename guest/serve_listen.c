@@ -147,13 +147,12 @@ static int serial_open(struct serve *srv, struct listener *l, struct err *err)
 	return 0;
 }
 
-static void serial_close(struct listener *l)
+/*
+ * The host went away: keep the port open and read it again later. Closing it would lose bytes:
+ * the guest kernel drops what a new host sends between our last read and the close.
+ */
+static void serial_park(struct listener *l)
 {
-	frame_io_free(l->io);
-	l->io = NULL;
-	if (l->fd >= 0)
-		close(l->fd);
-	l->fd = -1;
 	l->busy = false;
 	l->retry_at = frame_io_now_ms() + SERVE_SERIAL_RETRY_MS;
 }
@@ -262,6 +261,13 @@ void listener_ready(struct serve *srv, struct listener *l)
 {
 	if (l->kind == LISTEN_SERIAL) {
 		struct err err;
+		if (!l->busy && l->fd >= 0 && frame_io_now_ms() >= l->retry_at) {
+			/* Parked: a new session on the port still open. */
+			l->io->eof = false;
+			l->retry_at = 0;
+			serial_session(srv, l);
+			return;
+		}
 		if (!l->busy && l->fd < 0 && frame_io_now_ms() >= l->retry_at &&
 		    serial_open(srv, l, &err) < 0) {
 			log_debug("%s", err.msg);
@@ -305,8 +311,8 @@ void listener_session_ended(struct serve *srv, struct listener *l, bool eof)
 	l->busy = false;
 	p = (struct pollfd){.fd = l->fd, .events = POLLIN};
 	if (eof || (poll(&p, 1, 0) > 0 && (p.revents & (POLLHUP | POLLERR | POLLNVAL)))) {
-		/* The host went away: open the port again once it may be back. */
-		serial_close(l);
+		/* The host went away: read again once it may be back. */
+		serial_park(l);
 		return;
 	}
 	/* The next session on the same bytes: what was read past the last one is kept. */

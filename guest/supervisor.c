@@ -29,14 +29,12 @@
 #include <malloc.h>
 #endif
 
+#include "json_util.h"
 #include "fileio.h"
 #include "forward.h"
 #include "log.h"
 #include "logfile.h"
 #include "procset.h"
-
-DEFINE_TRIVIAL_CLEANUP_FUNC(struct json_object *, json_object_put)
-#define _cleanup_json_ _cleanup_(json_object_putp)
 
 #define container_of(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
 
@@ -227,13 +225,25 @@ static void log_note_error(struct sup *s)
 	status_write(s, false);
 }
 
+/*
+ * The scrub stream's sink. A failed write (a full disk) is recorded by the logfile and noted
+ * in supervisor.json, but not passed on: a stream error is sticky, and the server's output
+ * must reach the log again once there is room.
+ */
+static int output_sink(void *userdata, const char *buf, size_t len)
+{
+	(void)logfile_sink(userdata, buf, len);
+	return 0;
+}
+
 static void output_write(struct sup *s, const char *buf, size_t len)
 {
 	int r =
 	    s->stream ? scrub_stream_write(s->stream, buf, len) : logfile_sink(s->log, buf, len);
+	const struct err *e = logfile_last_error(s->log);
 
 	/* A full disk: recorded; reading goes on so that the server never blocks on us. */
-	if (r < 0)
+	if (r < 0 || (e && e->cls != ERR_NONE))
 		log_note_error(s);
 }
 
@@ -546,7 +556,7 @@ static int sup_setup(struct sup *s, int report_fd, struct err *err)
 	    0)
 		return -1;
 	if (spec->scrub) {
-		s->stream = scrub_stream_new(spec->scrub, logfile_sink, s->log);
+		s->stream = scrub_stream_new(spec->scrub, output_sink, s->log);
 		if (!s->stream)
 			return err_set(err, ERR_FAILED, ENOMEM, "supervisor: out of memory");
 	}

@@ -12,10 +12,8 @@
 
 #include <json-c/json.h>
 
+#include "json_util.h"
 #include "err.h"
-
-DEFINE_TRIVIAL_CLEANUP_FUNC(struct json_object *, json_object_put)
-#define _cleanup_json_ _cleanup_(json_object_putp)
 
 /* Exit codes of sandbox-ctl (docs/sandbox-ctl.md). */
 enum ctl_exit {

@@ -48,52 +48,9 @@ struct wd_record {
 	uint64_t start;
 };
 
-static char owner_env[64];
+#include "test_watchdog.h"
+
 static int wd_fd = -1;
-
-static bool environ_has(pid_t pid, const char *entry)
-{
-	char path[64], buf[65536];
-	size_t len = 0, want = strlen(entry) + 1;
-	ssize_t n;
-	int fd;
-
-	snprintf(path, sizeof(path), "/proc/%d/environ", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return false;
-	while (len < sizeof(buf) - 1 && (n = read(fd, buf + len, sizeof(buf) - 1 - len)) > 0)
-		len += (size_t)n;
-	close(fd);
-	for (size_t off = 0; off < len; off += strnlen(buf + off, len - off) + 1)
-		if (len - off >= want && !memcmp(buf + off, entry, want))
-			return true;
-	return false;
-}
-
-static void kill_owned(void)
-{
-	for (int round = 0; round < 50; round++) {
-		DIR *d = opendir("/proc");
-		struct dirent *de;
-		bool any = false;
-
-		if (!d)
-			return;
-		while ((de = readdir(d))) {
-			pid_t pid = (pid_t)atoi(de->d_name);
-
-			if (pid > 1 && pid != getpid() && environ_has(pid, owner_env)) {
-				kill(pid, SIGKILL);
-				any = true;
-			}
-		}
-		closedir(d);
-		if (!any)
-			return;
-		usleep(20000);
-	}
-}
 
 static void watchdog_setup(void)
 {
@@ -118,7 +75,7 @@ static void watchdog_setup(void)
 		for (size_t i = 0; i < n; i++)
 			if (proc_is(recs[i].pid, recs[i].start))
 				kill(recs[i].pid, SIGKILL);
-		kill_owned();
+		kill_owned(owner_env);
 		_exit(0);
 	}
 	close(p[0]);
