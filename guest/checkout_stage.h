@@ -7,10 +7,12 @@
  * from the host through checkout_stage_repo() and git_pack_receiver_*, or a fetch of its own
  * through checkout_fetch()), is checked out at the commit with a detached HEAD and `origin` set
  * to the clone URL without credentials, is given to the run user, fsync'ed, and then swapped
- * with the app directory: renameat2(RENAME_EXCHANGE) where the filesystem has it, else two
- * renames (app -> .app.checkout-old, stage -> app) with a window in which the app directory
- * is missing, which checkout_recover() closes. The old tree ends up at .app.checkout-old and
- * is removed. The app directory is always a real directory, never a symbolic link.
+ * with the app directory by dir_swap.h (the names beside it, the swap and its recovery are
+ * dir_swap's, shared with pushed trees): renameat2(RENAME_EXCHANGE) where the filesystem has
+ * it, else two renames (app -> .app.checkout-old, stage -> app) with a window in which the app
+ * directory is missing, which checkout_recover() closes. The old tree ends up at
+ * .app.checkout-old and is removed. The app directory is always a real directory, never a
+ * symbolic link.
  *
  * Before anything is written, the commit's tree is checked: no entry may lie beneath a
  * symbolic link of the same tree (compared case-insensitively), no name may be "", ".", "..",
@@ -27,21 +29,22 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
+#include "dir_swap.h"
 #include "err.h"
 #include "git_fetch.h"
 
 enum checkout_flags {
 	/* Swap with two renames even where RENAME_EXCHANGE works (to test that path). */
-	CHECKOUT_NO_EXCHANGE = 1 << 0,
+	CHECKOUT_NO_EXCHANGE = DIR_SWAP_NO_EXCHANGE,
 };
 
 /*
  * Test hook, called at the named points: "staged" (tree checked out, owned, moded),
- * "fsynced" (and flushed to disk), "before-swap", "renamed-old" (two-rename swap only: the app
- * directory has just been renamed away), "after-swap" (the new tree is the app directory; the
- * old one is not removed yet). A test kills the process there.
+ * "fsynced" (and flushed to disk), then dir_swap's: "before-swap", "renamed-old" (two-rename
+ * swap only: the app directory has just been renamed away), "after-swap" (the new tree is the
+ * app directory; the old one is not removed yet). A test kills the process there.
  */
-typedef void (*checkout_hook_fn)(void *userdata, const char *point);
+typedef dir_swap_hook_fn checkout_hook_fn;
 /* A ready hook: raise(SIGKILL) when point equals the string userdata. */
 void checkout_hook_kill_at(void *userdata, const char *point);
 
@@ -56,10 +59,11 @@ struct checkout_target {
 	void *hook_userdata;
 };
 
+/* dir_swap's methods and recoveries under the names the checkout API has always used. */
 enum checkout_swap_method {
-	CHECKOUT_SWAP_FIRST = 1,    /* there was no app directory: one rename */
-	CHECKOUT_SWAP_EXCHANGE = 2, /* renameat2(RENAME_EXCHANGE) */
-	CHECKOUT_SWAP_RENAMES = 3,  /* two renames (the filesystem cannot exchange) */
+	CHECKOUT_SWAP_FIRST = DIR_SWAP_FIRST,       /* there was no app directory: one rename */
+	CHECKOUT_SWAP_EXCHANGE = DIR_SWAP_EXCHANGE, /* renameat2(RENAME_EXCHANGE) */
+	CHECKOUT_SWAP_RENAMES = DIR_SWAP_RENAMES,   /* two renames (no exchange there) */
 };
 
 struct checkout_result {
@@ -69,10 +73,10 @@ struct checkout_result {
 };
 
 enum checkout_recovery {
-	CHECKOUT_RECOVER_NONE = 0,    /* nothing was left over */
-	CHECKOUT_RECOVER_CLEANED = 1, /* the app directory was whole; a stage or old tree removed */
-	CHECKOUT_RECOVER_FINISHED = 2, /* an interrupted swap finished: the new tree is in place */
-	CHECKOUT_RECOVER_RESTORED = 3, /* an interrupted swap undone: the old tree is back */
+	CHECKOUT_RECOVER_NONE = DIR_SWAP_RECOVER_NONE,
+	CHECKOUT_RECOVER_CLEANED = DIR_SWAP_RECOVER_CLEANED,
+	CHECKOUT_RECOVER_FINISHED = DIR_SWAP_RECOVER_FINISHED,
+	CHECKOUT_RECOVER_RESTORED = DIR_SWAP_RECOVER_RESTORED,
 };
 
 struct checkout_stage;
@@ -110,14 +114,9 @@ int checkout_fetch(const struct checkout_target *t, const struct git_fetch_spec 
                    struct err *err);
 
 /*
- * Finish or undo an interrupted checkout of app_dir (a later run calls it before anything
- * else touches the app directory; checkout_stage_begin does):
- *   app directory present: remove .app.checkout-new and .app.checkout-old (CLEANED);
- *   missing, with both: the swap was between its two renames and the new tree is complete:
- *     rename it in, remove the old one (FINISHED);
- *   missing, with only .app.checkout-old: rename it back (RESTORED);
- *   missing, with only .app.checkout-new: a first checkout that never finished: remove it.
- * Nothing is followed through a symbolic link. ret may be NULL.
+ * Finish or undo an interrupted checkout (or tree push) of app_dir: dir_swap_recover() for
+ * app_dir (see there). A later run calls it before anything else touches the app directory;
+ * checkout_stage_begin does. ret may be NULL.
  */
 int checkout_recover(const char *app_dir, enum checkout_recovery *ret, struct err *err);
 

@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "dir_swap.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -12,6 +11,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "fs_safe.h"
 #include "log.h"
 
 #ifndef RENAME_NOREPLACE
@@ -27,116 +27,31 @@ static int rename2(int olddfd, const char *oldname, int newdfd, const char *newn
 	return (int)syscall(SYS_renameat2, olddfd, oldname, newdfd, newname, flags);
 }
 
-static void hook(struct dir_swap *s, const char *point)
+static void call_hook(struct dir_swap *s, const char *point)
 {
 	log_debug("swap of %s: %s", s->dir, point);
 	if (s->hook)
 		s->hook(s->hook_userdata, point);
 }
 
-/*
- * Every directory is opened with O_NOFOLLOW relative to its parent's descriptor, so a link
- * swapped in by the tree's owner is unlinked, never entered. Does not cross into another
- * filesystem (EXDEV) and gives up below DIR_SWAP_DEPTH_MAX levels (ELOOP). A missing name is fine.
- */
-static int remove_tree_at(int dfd, const char *name, dev_t dev, int depth)
+/* Remove name beside the directory; on failure say what it was, with err's message. */
+static int remove_beside(struct dir_swap *s, const char *name, const char *what, struct err *err)
 {
-	_cleanup_close_ int fd = -1;
-	DIR *d;
-	struct dirent *de;
-	struct stat st;
-	int r = 0;
-
-	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-		return errno == ENOENT ? 0 : -errno;
-	if (!S_ISDIR(st.st_mode))
-		return unlinkat(dfd, name, 0) < 0 && errno != ENOENT ? -errno : 0;
-	if (st.st_dev != dev)
-		return -EXDEV;
-	if (depth >= DIR_SWAP_DEPTH_MAX)
-		return -ELOOP;
-	fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0) {
-		if (errno == ENOTDIR || errno == ELOOP) /* replaced meanwhile */
-			return unlinkat(dfd, name, 0) < 0 && errno != ENOENT ? -errno : 0;
-		return errno == ENOENT ? 0 : -errno;
-	}
-	/* A read-only directory (a module cache) must be writable to be emptied; no-op as root. */
-	if ((st.st_mode & 0700) != 0700 && fchmod(fd, (st.st_mode | 0700) & 07777) < 0)
-		log_debug("making %s writable to remove it: %m", name);
-	d = fdopendir(fd);
-	if (!d)
-		return -errno;
-	fd = -1;
-	while ((de = readdir(d))) {
-		int k;
-
-		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-			continue;
-		k = remove_tree_at(dirfd(d), de->d_name, dev, depth + 1);
-		if (k < 0 && r == 0)
-			r = k;
-	}
-	closedir(d);
-	if (r < 0)
-		return r;
-	if (unlinkat(dfd, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
-		return -errno;
+	if (fs_tree_remove_at(s->parent_fd, name, err) < 0)
+		return err_wrap(err, "removing %s %s beside %s", what, name, s->dir);
 	return 0;
 }
 
-int dir_swap_remove_tree(int dfd, const char *name)
+/* The same where a failure only leaves the tree for the next recovery: true if it did. */
+static bool remove_left(struct dir_swap *s, const char *name)
 {
-	struct stat st;
+	struct err e;
 
-	if (fstat(dfd, &st) < 0)
-		return -errno;
-	return remove_tree_at(dfd, name, st.st_dev, 0);
-}
-
-static int chown_tree_at(int fd, uid_t uid, gid_t gid, int depth)
-{
-	DIR *d;
-	struct dirent *de;
-	int r = 0;
-
-	if (depth >= DIR_SWAP_DEPTH_MAX) {
-		close(fd);
-		return -ELOOP;
+	if (fs_tree_remove_at(s->parent_fd, name, &e) < 0) {
+		log_debug("removing %s beside %s: %s", name, s->dir, e.msg);
+		return true;
 	}
-	d = fdopendir(fd);
-	if (!d) {
-		r = -errno;
-		close(fd);
-		return r;
-	}
-	while ((de = readdir(d)) && r == 0) {
-		struct stat st;
-		int sub;
-
-		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-			continue;
-		if (fchownat(dirfd(d), de->d_name, uid, gid, AT_SYMLINK_NOFOLLOW) < 0 ||
-		    fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
-			r = -errno;
-			break;
-		}
-		if (!S_ISDIR(st.st_mode))
-			continue;
-		sub = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		if (sub < 0) {
-			r = -errno;
-			break;
-		}
-		r = chown_tree_at(sub, uid, gid, depth + 1);
-	}
-	closedir(d);
-	return r;
-}
-
-int dir_swap_chown_tree(int fd, uid_t uid, gid_t gid)
-{
-	return chown_tree_at(fd, uid, gid, 0);
+	return false;
 }
 
 void dir_swap_dispose(struct dir_swap *s)
@@ -153,7 +68,8 @@ void dir_swap_dispose(struct dir_swap *s)
 	s->parent_fd = -1;
 }
 
-int dir_swap_init(struct dir_swap *s, const char *dir, unsigned flags, struct err *err)
+int dir_swap_init(struct dir_swap *s, const char *dir, unsigned flags, dir_swap_hook_fn hook,
+                  void *hook_userdata, struct err *err)
 {
 	char *slash;
 	size_t n;
@@ -161,6 +77,8 @@ int dir_swap_init(struct dir_swap *s, const char *dir, unsigned flags, struct er
 	memset(s, 0, sizeof(*s));
 	s->parent_fd = -1;
 	s->flags = flags;
+	s->hook = hook;
+	s->hook_userdata = hook_userdata;
 	if (!dir || dir[0] != '/')
 		return err_set(err, ERR_REFUSED, EINVAL,
 		               "the app directory must be an absolute path");
@@ -235,23 +153,12 @@ int dir_swap_recover(struct dir_swap *s, enum dir_swap_recovery *ret, struct err
 		action = DIR_SWAP_RECOVER_RESTORED;
 		have_old = false;
 	}
-	if (have_new) {
-		r = dir_swap_remove_tree(s->parent_fd, s->new_name);
-		if (r < 0) {
-			errno = -r;
-			return err_errno(err, "removing the unfinished tree %s beside %s",
-			                 s->new_name, s->dir);
-		}
-		if (action == DIR_SWAP_RECOVER_NONE)
-			action = DIR_SWAP_RECOVER_CLEANED;
-	}
-	if (have_old) {
-		r = dir_swap_remove_tree(s->parent_fd, s->old_name);
-		if (r < 0) {
-			errno = -r;
-			return err_errno(err, "removing the old tree %s beside %s", s->old_name,
-			                 s->dir);
-		}
+	if (have_new || have_old) {
+		r = have_new ? remove_beside(s, s->new_name, "the unfinished tree", err) : 0;
+		if (r >= 0 && have_old)
+			r = remove_beside(s, s->old_name, "the old tree", err);
+		if (r < 0)
+			return r;
 		if (action == DIR_SWAP_RECOVER_NONE)
 			action = DIR_SWAP_RECOVER_CLEANED;
 	}
@@ -266,6 +173,41 @@ int dir_swap_recover(struct dir_swap *s, enum dir_swap_recovery *ret, struct err
 	return 0;
 }
 
+int dir_swap_stage_create(struct dir_swap *s, mode_t want, mode_t mode_bits, mode_t *ret_mode,
+                          int *ret_stage_fd, struct err *err)
+{
+	mode_t mode = want & mode_bits;
+	struct stat st;
+	int r, fd;
+
+	r = dir_swap_recover(s, NULL, err);
+	if (r < 0)
+		return r;
+	if (fstatat(s->parent_fd, s->base, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+		if (!S_ISDIR(st.st_mode))
+			return err_set(
+			    err, ERR_REFUSED, ENOTDIR,
+			    "%s is not a directory (a symbolic link?): refusing to replace it",
+			    s->dir);
+		if (!mode)
+			mode = st.st_mode & mode_bits;
+	}
+	if (mkdirat(s->parent_fd, s->new_name, 0700) < 0)
+		return err_errno(err, "creating the stage %s", s->new_path);
+	fd = openat(s->parent_fd, s->new_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return err_errno(err, "opening the stage %s", s->new_path);
+	*ret_mode = mode ? mode : 0755;
+	*ret_stage_fd = fd;
+	return 0;
+}
+
+void dir_swap_stage_discard(struct dir_swap *s)
+{
+	if (s->parent_fd >= 0 && s->new_name && remove_left(s, s->new_name))
+		log_debug("the stage %s is left for the next recovery", s->new_path);
+}
+
 static int swap_renames(struct dir_swap *s, struct err *err)
 {
 	int r;
@@ -276,7 +218,7 @@ static int swap_renames(struct dir_swap *s, struct err *err)
 	r = fsync_parent(s, err);
 	if (r < 0)
 		goto undo;
-	hook(s, "renamed-old");
+	call_hook(s, "renamed-old");
 	if (rename2(s->parent_fd, s->new_name, s->parent_fd, s->base, RENAME_NOREPLACE) < 0) {
 		r = err_errno(err, "moving the new tree into %s", s->dir);
 		goto undo;
@@ -294,7 +236,7 @@ int dir_swap_exchange(struct dir_swap *s, int *ret_method, bool *ret_old_left, s
 	bool old_left = false;
 	int method, r;
 
-	hook(s, "before-swap");
+	call_hook(s, "before-swap");
 	if (fstatat(s->parent_fd, s->base, &st, AT_SYMLINK_NOFOLLOW) < 0) {
 		if (errno != ENOENT)
 			return err_errno(err, "examining %s", s->dir);
@@ -321,23 +263,16 @@ int dir_swap_exchange(struct dir_swap *s, int *ret_method, bool *ret_old_left, s
 	/* The swap is done whatever fsync says; a failure only weakens it against power loss. */
 	if (fsync(s->parent_fd) < 0)
 		log_debug("flushing the parent of %s: %m", s->dir);
-	hook(s, "after-swap");
+	call_hook(s, "after-swap");
 
 	/* After an exchange the stage's name holds the old tree: give it the old tree's name. */
 	if (method == DIR_SWAP_EXCHANGE &&
 	    rename2(s->parent_fd, s->new_name, s->parent_fd, s->old_name, RENAME_NOREPLACE) < 0) {
 		log_debug("renaming the old tree of %s: %m", s->dir);
-		if (dir_swap_remove_tree(s->parent_fd, s->new_name) < 0)
-			old_left = true;
+		old_left = remove_left(s, s->new_name);
 	}
-	if (method != DIR_SWAP_FIRST) {
-		r = dir_swap_remove_tree(s->parent_fd, s->old_name);
-		if (r < 0) {
-			log_debug("removing the old tree %s beside %s: %s", s->old_name, s->dir,
-			          strerror(-r));
-			old_left = true;
-		}
-	}
+	if (method != DIR_SWAP_FIRST && remove_left(s, s->old_name))
+		old_left = true;
 	if (ret_method)
 		*ret_method = method;
 	if (ret_old_left)

@@ -25,8 +25,6 @@
 
 #define DIR_SWAP_NEW_SUFFIX ".checkout-new"
 #define DIR_SWAP_OLD_SUFFIX ".checkout-old"
-/* Directory levels a walk descends, one open descriptor each. */
-#define DIR_SWAP_DEPTH_MAX 512
 
 enum dir_swap_flags {
 	/* Swap with two renames even where RENAME_EXCHANGE works (to test that path). */
@@ -62,8 +60,12 @@ struct dir_swap {
 	void *hook_userdata;
 };
 
-/* Split dir (absolute) into parent and name and open the parent. Nothing is changed on disk. */
-int dir_swap_init(struct dir_swap *s, const char *dir, unsigned flags, struct err *err);
+/*
+ * Split dir (absolute) into parent and name and open the parent. Nothing is changed on disk.
+ * hook (tests only) may be NULL.
+ */
+int dir_swap_init(struct dir_swap *s, const char *dir, unsigned flags, dir_swap_hook_fn hook,
+                  void *hook_userdata, struct err *err);
 void dir_swap_dispose(struct dir_swap *s);
 
 /*
@@ -78,15 +80,22 @@ void dir_swap_dispose(struct dir_swap *s);
 int dir_swap_recover(struct dir_swap *s, enum dir_swap_recovery *ret, struct err *err);
 
 /*
+ * Recover (dir_swap_recover), refuse a directory that is not a real directory, and create the
+ * stage, root's and 0700 while it is built; *ret_stage_fd is it, opened. *ret_mode is the mode
+ * the new tree gets: want & mode_bits, else the directory's & mode_bits, else 0755.
+ */
+int dir_swap_stage_create(struct dir_swap *s, mode_t want, mode_t mode_bits, mode_t *ret_mode,
+                          int *ret_stage_fd, struct err *err);
+/* Remove a stage that is not to be swapped in (a failure is only logged). */
+void dir_swap_stage_discard(struct dir_swap *s);
+
+/*
  * Swap the (complete, flushed) stage in as the directory and remove the old tree. *ret_method
  * says how; *ret_old_left is set when the old tree could not be removed yet (the next recovery
  * retries). Any failure before the swap leaves the directory as it was.
  */
 int dir_swap_exchange(struct dir_swap *s, int *ret_method, bool *ret_old_left, struct err *err);
 
-/* Remove name below dfd and everything in it, never following a link; -errno or 0. */
-int dir_swap_remove_tree(int dfd, const char *name);
-/* chown everything below the directory fd (which this takes over), never following a link. */
-int dir_swap_chown_tree(int fd, uid_t uid, gid_t gid);
+/* Trees are removed with fs_tree_remove_at() (fs_safe.h): never through a link. */
 
 #endif

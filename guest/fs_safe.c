@@ -11,6 +11,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "log.h"
+
 #define FS_MAX_DEPTH 512
 
 static int open_dir_at(int dirfd, const char *name)
@@ -119,77 +121,125 @@ static int chown_below(struct chown_walk *w, int fd, unsigned depth)
 	return r;
 }
 
+int fs_tree_chown_fd(int fd, uid_t uid, gid_t gid, const char *what, struct err *err)
+{
+	struct chown_walk w = {.uid = uid, .gid = gid, .root = what, .err = err};
+	int walk_fd;
+
+	if (fchown(fd, uid, gid) < 0)
+		return err_errno(err, "cannot give %s to uid %u", what, (unsigned)uid);
+	walk_fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	if (walk_fd < 0)
+		return err_errno(err, "cannot read %s", what);
+	return chown_below(&w, walk_fd, 0);
+}
+
 int fs_tree_chown(const char *root, uid_t uid, gid_t gid, struct err *err)
 {
-	struct chown_walk w = {.uid = uid, .gid = gid, .root = root, .err = err};
-	int fd = open(root, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	_cleanup_close_ int fd = open(root, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 
 	if (fd < 0)
 		return err_errno(err, "cannot open %s", root);
-	if (fchown(fd, uid, gid) < 0) {
-		close(fd);
-		return err_errno(err, "cannot give %s to uid %u", root, (unsigned)uid);
-	}
-	return chown_below(&w, fd, 0);
+	return fs_tree_chown_fd(fd, uid, gid, root, err);
 }
 
-static int remove_below(int fd, dev_t dev, const char *top, unsigned depth, struct err *err)
+static int unlink_missing_ok(int dfd, const char *name, int flags)
 {
+	return unlinkat(dfd, name, flags) < 0 && errno != ENOENT ? -errno : 0;
+}
+
+/* fs_tree_remove_at's walk: -errno of the first failure, or 0. */
+static int remove_at(int dfd, const char *name, dev_t dev, unsigned depth)
+{
+	_cleanup_close_ int fd = -1;
 	DIR *d;
 	struct dirent *de;
+	struct stat st;
 	int r = 0;
 
-	if (depth > FS_MAX_DEPTH) {
-		close(fd);
-		return err_set(err, ERR_FAILED, ELOOP, "%s is nested too deep", top);
+	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return errno == ENOENT ? 0 : -errno;
+	if (!S_ISDIR(st.st_mode))
+		return unlink_missing_ok(dfd, name, 0);
+	if (st.st_dev != dev)
+		return -EXDEV;
+	if (depth >= FS_MAX_DEPTH)
+		return -ELOOP;
+	fd = open_dir_at(dfd, name);
+	if (fd < 0) {
+		if (errno == ENOTDIR || errno == ELOOP) /* replaced meanwhile */
+			return unlink_missing_ok(dfd, name, 0);
+		return errno == ENOENT ? 0 : -errno;
 	}
+	/* A read-only directory (a module cache) must be writable to be emptied; no-op as root. */
+	if ((st.st_mode & 0700) != 0700 && fchmod(fd, (st.st_mode | 0700) & 07777) < 0)
+		log_debug("making %s writable to remove it: %m", name);
 	d = fdopendir(fd);
-	if (!d) {
-		close(fd);
-		return err_errno(err, "cannot read a directory below %s", top);
-	}
+	if (!d)
+		return -errno;
+	fd = -1;
 	while ((de = readdir(d))) {
-		struct stat st;
+		int k;
 
 		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
 			continue;
-		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-			continue;
-		if (S_ISDIR(st.st_mode)) {
-			int sub;
-			if (st.st_dev != dev)
-				continue; /* a mount point: never cross it */
-			sub = open_dir_at(dirfd(d), de->d_name);
-			if (sub >= 0 && remove_below(sub, dev, top, depth + 1, err) < 0)
-				r = -1;
-			if (unlinkat(dirfd(d), de->d_name, AT_REMOVEDIR) < 0 && errno != ENOENT)
-				r = err_errno(err, "cannot remove %s below %s", de->d_name, top);
-		} else if (unlinkat(dirfd(d), de->d_name, 0) < 0 && errno != ENOENT) {
-			r = err_errno(err, "cannot remove %s below %s", de->d_name, top);
-		}
+		k = remove_at(dirfd(d), de->d_name, dev, depth + 1);
+		if (k < 0 && r == 0)
+			r = k;
 	}
 	closedir(d);
-	return r;
+	if (r < 0)
+		return r;
+	return unlink_missing_ok(dfd, name, AT_REMOVEDIR);
+}
+
+int fs_tree_remove_at(int dfd, const char *name, struct err *err)
+{
+	struct stat st;
+	int r;
+
+	if (fstat(dfd, &st) < 0)
+		return err_errno(err, "cannot examine the directory holding %s", name);
+	r = remove_at(dfd, name, st.st_dev, 0);
+	if (r < 0) {
+		errno = -r;
+		return err_errno(err, "cannot remove %s", name);
+	}
+	return 0;
 }
 
 int fs_tree_remove(const char *path, struct err *err)
 {
-	struct stat st;
-	int fd;
+	_cleanup_free_ char *copy = NULL;
+	_cleanup_close_ int dfd = -1;
+	const char *name;
+	char *slash;
+	size_t n;
 
-	if (lstat(path, &st) < 0)
-		return errno == ENOENT ? 0 : err_errno(err, "cannot stat %s", path);
-	if (!S_ISDIR(st.st_mode))
-		return unlink(path) < 0 && errno != ENOENT
-		           ? err_errno(err, "cannot remove %s", path)
-		           : 0;
-	fd = open_dir_at(AT_FDCWD, path);
-	if (fd < 0)
-		return err_errno(err, "cannot open %s", path);
-	if (remove_below(fd, st.st_dev, path, 0, err) < 0)
-		return -1;
-	if (rmdir(path) < 0 && errno != ENOENT)
-		return err_errno(err, "cannot remove %s", path);
+	copy = strdup(path);
+	if (!copy)
+		return err_set(err, ERR_FAILED, ENOMEM, "out of memory");
+	n = strlen(copy);
+	while (n > 1 && copy[n - 1] == '/')
+		copy[--n] = '\0';
+	slash = strrchr(copy, '/');
+	name = slash ? slash + 1 : copy;
+	if (!*name || strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+		return err_set(err, ERR_REFUSED, EINVAL, "refusing to remove %s", path);
+	if (!slash)
+		dfd = open(".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	else if (slash == copy)
+		dfd = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	else {
+		*slash = '\0';
+		dfd = open(copy, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	}
+	if (dfd < 0)
+		return errno == ENOENT
+		           ? 0
+		           : err_errno(err, "cannot open the directory holding %s", path);
+	if (fs_tree_remove_at(dfd, name, err) < 0)
+		return err_reword(err, "cannot remove %s: %s", path, strerror(err->code));
 	return 0;
 }
 

@@ -21,11 +21,21 @@ int fs_dir_ensure(const char *path, uid_t uid, gid_t gid, mode_t mode, struct er
 /*
  * Give every entry below root (and root) to uid:gid, never following links; a regular file
  * with more than one hard link that uid does not already own is left alone (it may be a
- * link to a file outside the tree).
+ * link to a file outside the tree). uid or gid -1 leaves that part as it is.
  */
 int fs_tree_chown(const char *root, uid_t uid, gid_t gid, struct err *err);
+/* The same for the open directory fd (which stays the caller's); what names it in errors. */
+int fs_tree_chown_fd(int fd, uid_t uid, gid_t gid, const char *what, struct err *err);
 
-/* Remove path and everything below it, never following links or crossing mounts. */
+/*
+ * Remove name below the directory dfd and everything in it. Every directory is opened with
+ * O_NOFOLLOW relative to its parent's descriptor, so a link swapped in by the tree's owner is
+ * unlinked, never entered; read-only directories are made writable before they are emptied; a
+ * directory on another filesystem than dfd's is refused (EXDEV), as is nesting deeper than 512
+ * levels (ELOOP). Keeps removing after a failure and reports the first. A missing name is fine.
+ */
+int fs_tree_remove_at(int dfd, const char *name, struct err *err);
+/* The same for an absolute or relative path (links in its parent directories are followed). */
 int fs_tree_remove(const char *path, struct err *err);
 
 /*

@@ -66,11 +66,8 @@ void tree_stage_free(struct tree_stage *s)
 		close(s->file_fd);
 	if (s->stage_fd >= 0)
 		close(s->stage_fd);
-	if (!s->swapped && s->sw.parent_fd >= 0 && s->sw.new_name) {
-		int r = dir_swap_remove_tree(s->sw.parent_fd, s->sw.new_name);
-		if (r < 0)
-			log_debug("removing the stage %s: %s", s->sw.new_path, strerror(-r));
-	}
+	if (!s->swapped)
+		dir_swap_stage_discard(&s->sw);
 	dir_swap_dispose(&s->sw);
 	free(s->file_path);
 	strv_free(s->links);
@@ -80,7 +77,6 @@ void tree_stage_free(struct tree_stage *s)
 int tree_stage_begin(const struct tree_stage_target *t, struct tree_stage **ret, struct err *err)
 {
 	_cleanup_(tree_stage_freep) struct tree_stage *s = calloc(1, sizeof(*s));
-	struct stat st;
 	int r;
 
 	if (!s)
@@ -90,33 +86,13 @@ int tree_stage_begin(const struct tree_stage_target *t, struct tree_stage **ret,
 	s->sw.parent_fd = -1;
 	s->uid = t->uid;
 	s->gid = t->gid;
-	r = dir_swap_init(&s->sw, t->app_dir, t->flags, err);
+	r = dir_swap_init(&s->sw, t->app_dir, t->flags, t->hook, t->hook_userdata, err);
 	if (r < 0)
 		return r;
-	s->sw.hook = t->hook;
-	s->sw.hook_userdata = t->hook_userdata;
-	r = dir_swap_recover(&s->sw, NULL, err);
-	if (r < 0)
-		return r;
-	s->mode = t->mode & 0777;
-	if (fstatat(s->sw.parent_fd, s->sw.base, &st, AT_SYMLINK_NOFOLLOW) == 0) {
-		if (!S_ISDIR(st.st_mode))
-			return err_set(
-			    err, ERR_REFUSED, ENOTDIR,
-			    "%s is not a directory (a symbolic link?): refusing to replace it",
-			    s->sw.dir);
-		if (!s->mode)
-			s->mode = st.st_mode & 0777;
-	}
-	if (!s->mode)
-		s->mode = 0755;
 	/* Root's alone while it is built; handed over once complete. */
-	if (mkdirat(s->sw.parent_fd, s->sw.new_name, 0700) < 0)
-		return err_errno(err, "creating the stage %s", s->sw.new_path);
-	s->stage_fd = openat(s->sw.parent_fd, s->sw.new_name,
-	                     O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (s->stage_fd < 0)
-		return err_errno(err, "opening the stage %s", s->sw.new_path);
+	r = dir_swap_stage_create(&s->sw, t->mode, 0777, &s->mode, &s->stage_fd, err);
+	if (r < 0)
+		return r;
 	*ret = TAKE_PTR(s);
 	return 0;
 }
