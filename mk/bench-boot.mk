@@ -5,3 +5,9 @@ bench: bench-boot
 
 bench-boot: all
 	bench/boot_bench.sh
+
+# Re-sync to a new ref against a fresh boot, over the channel: `make bench-resync`.
+.PHONY: bench-resync
+bench: bench-resync
+bench-resync: all
+	bench/resync_bench.sh

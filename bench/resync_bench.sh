@@ -1,0 +1,86 @@
+#!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
+#
+# Re-sync to a new ref against a fresh boot, through the real channel (sandbox-agent serve on
+# a unix socket, sandbox-ctl), from the token-protected git test server (tests/git-server):
+#   fresh    a new workspace: checkout (host fetch, pack streamed) + boot to ready
+#   re-sync  the same workspace, app running: checkout of a new commit + boot again (the
+#            running server is stopped, setup runs again with caches and databases kept)
+# The app is examples/node-app (npm ci against the shared download cache). Prints medians of
+# RUNS (default 5). Needs root, lighttpd and the npm registry (first run fills the cache).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+RUNS=${RUNS:-5}
+AGENT=${AGENT:-build/sandbox-agent}
+CTL=${CTL:-build/sandbox-ctl}
+TMP=$(mktemp -d /tmp/sandbox-resync.XXXXXX)
+chmod 755 "$TMP"
+export HOME=$TMP/home
+mkdir -p "$HOME"
+cleanup() {
+	[ -n "${AGENT_PID:-}" ] && kill "$AGENT_PID" 2>/dev/null
+	for ws in "$TMP"/ws*; do
+		[ -d "$ws/app" ] && "$CTL" --connect "unix:$TMP/agent.sock" stop --app-dir "$ws/app" \
+			--grace 1 >/dev/null 2>&1
+	done
+	tests/git-server/stop.sh "$TMP/server" >/dev/null 2>&1 || true
+	rm -rf "$TMP"
+}
+trap cleanup EXIT
+id sandbox >/dev/null 2>&1 || useradd --system --create-home --shell /bin/sh sandbox
+
+TOKEN="ghs_resync$(head -c 8 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+mkdir -p "$TMP/server"
+url=$(tests/git-server/start.sh "$TMP/server" x-access-token <<<"$TOKEN")
+SRC=$TMP/src
+cp -a examples/node-app "$SRC"
+(cd "$SRC" && git init -q -b main && git add -A &&
+	git -c user.name=b -c user.email=b@example.com commit -qm v0)
+git clone -q --bare "$SRC" "$TMP/server/repos/app.git"
+CLONE_URL=${url%/}/app.git
+
+"$CTL" keygen >/dev/null
+cp "$HOME/.config/sandbox-ctl/key.pub" "$TMP/authorized_keys"
+LISTEN=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+"$AGENT" serve --unix "$TMP/agent.sock" --authorized-keys "$TMP/authorized_keys" \
+	--authorized-keys-dir '' --key "$TMP/guest_key" --state-dir "$TMP/agent.state" \
+	--listen "127.0.0.1:$LISTEN" --grace 1000 --cache-root "$TMP/cache" >"$TMP/agent.log" 2>&1 &
+AGENT_PID=$!
+for _ in $(seq 100); do [ -S "$TMP/agent.sock" ] && break; sleep 0.1; done
+C=(--connect "unix:$TMP/agent.sock" --timeout 300)
+"$CTL" "${C[@]}" --accept-new-guest-key hello >/dev/null
+
+spec() { printf '{"repository":"b/app","ref":"%s","clone_url":"%s","username":"x-access-token","token":"%s"}' "$1" "$CLONE_URL" "$TOKEN"; }
+ms() { echo $(($(date +%s%N) / 1000000)); }
+# push a new commit to the server's branch
+commit() {
+	echo "// $1" >>"$SRC/server.js"
+	(cd "$SRC" && git -c user.name=b -c user.email=b@example.com commit -qam "$1" &&
+		git push -q "$TMP/server/repos/app.git" main)
+}
+# checkout + boot of WORKSPACE; prints the milliseconds
+cycle() {
+	local app=$1/app t0
+	mkdir -p "$1"
+	t0=$(ms)
+	spec main | "$CTL" "${C[@]}" checkout --spec - --app-dir "$app" >/dev/null
+	"$CTL" "${C[@]}" boot --app-dir "$app" --wait >/dev/null 2>&1
+	echo $(($(ms) - t0))
+}
+median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+
+# Warm the shared npm cache once, outside the figures.
+cycle "$TMP/ws-warm" >/dev/null
+"$CTL" "${C[@]}" stop --app-dir "$TMP/ws-warm/app" --grace 1 >/dev/null
+
+: >"$TMP/fresh" >"$TMP/resync"
+for i in $(seq "$RUNS"); do
+	cycle "$TMP/ws$i" >>"$TMP/fresh"
+	commit "change $i"
+	cycle "$TMP/ws$i" >>"$TMP/resync"
+	"$CTL" "${C[@]}" stop --app-dir "$TMP/ws$i/app" --grace 1 >/dev/null
+done
+printf 're-sync benchmark, examples/node-app over the channel, %d runs, medians\n' "$RUNS"
+printf '  fresh boot (new workspace: checkout + npm ci + manifest + server)  %6d ms\n' "$(median <"$TMP/fresh")"
+printf '  re-sync to a new commit (checkout + boot again, app running)       %6d ms\n' "$(median <"$TMP/resync")"
