@@ -328,6 +328,11 @@ printf '[Service]\nKillMode=control-group\n' \
 	>"$R/etc/systemd/system/sandbox-agent.service.d/zz-killmode.conf"
 inside systemctl daemon-reload
 inside systemctl restart sandbox-agent.service
+# systemd may still be collecting the old cgroup under load: give it a few seconds.
+for ((i = 0; i < 100; i++)); do
+	alive "$app" || break
+	sleep 0.1
+done
 if alive "$app"; then
 	fail "control: the app survived a restart with KillMode=control-group"
 else
