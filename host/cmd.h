@@ -48,5 +48,10 @@ int cmd_parse_seconds(const char *s, int64_t max_ms, int64_t *ret_ms);
  * on the agent polls it, so an interrupt ends the wait cleanly), or -1.
  */
 int cmd_signalfd(void);
+/*
+ * A command whose only option is --app-dir DIR and whose answer is the reply to one request
+ * {"app_dir": DIR} of the given message type (status, runtime).
+ */
+int cmd_app_request(struct ctl *ctl, int argc, char **argv, const char *usage, uint16_t type);
 
 #endif
