@@ -65,6 +65,9 @@ enum msg_type {
 	MSG_CHECKOUT_PACK = 0x0090,
 	MSG_CHECKOUT_PACK_DATA = 0x0091,
 	MSG_CHECKOUT_FETCH = 0x0092,
+	/* publishing: the guest commits the work tree and streams the commit's pack */
+	MSG_PUBLISH_COMMIT = 0x00A0,
+	MSG_PUBLISH_DATA = 0x00A1,
 	/* coding sessions (reserved, see docs/protocol.md) */
 	MSG_SESSION_START = 0x0080,
 	MSG_SESSION_EVENT = 0x0081,

@@ -42,6 +42,8 @@ static op_start_fn op_for(uint16_t type)
 		return op_checkout_pack;
 	case MSG_CHECKOUT_FETCH:
 		return op_checkout_fetch;
+	case MSG_PUBLISH_COMMIT:
+		return op_publish_commit;
 	default:
 		return NULL;
 	}
@@ -224,8 +226,8 @@ static void hello_send(struct conn *c)
 {
 	json_object *o = json_object_new_object();
 	json_object *caps = json_object_new_array();
-	static const char *const names[] = {"secrets", "tree.push", "boot",         "status",
-	                                    "logs",    "stop",      "runtime.read", "checkout"};
+	static const char *const names[] = {"secrets", "tree.push",    "boot",     "status", "logs",
+	                                    "stop",    "runtime.read", "checkout", "publish"};
 
 	for (size_t i = 0; i < ELEMENTSOF(names); i++)
 		json_object_array_add(caps, json_object_new_string(names[i]));

@@ -8,8 +8,8 @@
  *   serve_conn.c         one connection: handshake, receive, dispatch by stream, replies
  *   serve_jobs.c         boot runners: spawn, relay their messages, reap
  *   serve_apps.c         which state directory belongs to which app directory
- *   serve_ops_*.c        the operations (secrets, tree, checkout, boot and stop, status and
- *                        runtime, logs)
+ *   serve_ops_*.c        the operations (secrets, tree, checkout, publish, boot and stop,
+ *                        status and runtime, logs)
  *   serve_runner.c       the runner process itself (boot_engine_run, boot_engine_stop)
  */
 #ifndef SA_SERVE_INT_H
@@ -219,6 +219,7 @@ int op_runtime_read(struct conn *c, struct stream *st, const struct msg *m);
 int op_logs(struct conn *c, struct stream *st, const struct msg *m);
 int op_checkout_pack(struct conn *c, struct stream *st, const struct msg *m);
 int op_checkout_fetch(struct conn *c, struct stream *st, const struct msg *m);
+int op_publish_commit(struct conn *c, struct stream *st, const struct msg *m);
 
 /* serve_ops_checkout.c, in the runner: the fetch, checkout and swap of a checkout.fetch. */
 int serve_checkout_fetch_run(json_object *req, struct secrets_store *secrets,

@@ -39,6 +39,8 @@ static const char usage_text[] =
     "  stop [--app-dir DIR] [--discard] [--grace S]\n"
     "  runtime [--app-dir DIR]\n"
     "  checkout --spec FILE|- [--app-dir DIR] [--guest-fetch]\n"
+    "  publish --spec FILE|- --branch NAME [--app-dir DIR] [--author \"Name <email>\"]\n"
+    "          [--message M]\n"
     "\n"
     "Options (before or after the command):\n"
     "  --connect ADDR          vsock:CID[:PORT] | unix:PATH | serial:PATH | fc:PATH[:PORT]\n"
@@ -63,10 +65,12 @@ struct command {
 };
 
 static const struct command commands[] = {
-    {"keygen", cmd_keygen, false},    {"hello", cmd_hello, true}, {"secrets", cmd_secrets, true},
-    {"push", cmd_push, true},         {"boot", cmd_boot, true},   {"status", cmd_status, true},
-    {"logs", cmd_logs, true},         {"stop", cmd_stop, true},   {"runtime", cmd_runtime, true},
-    {"checkout", cmd_checkout, true},
+    {"keygen", cmd_keygen, false},  {"hello", cmd_hello, true},
+    {"secrets", cmd_secrets, true}, {"push", cmd_push, true},
+    {"boot", cmd_boot, true},       {"status", cmd_status, true},
+    {"logs", cmd_logs, true},       {"stop", cmd_stop, true},
+    {"runtime", cmd_runtime, true}, {"checkout", cmd_checkout, true},
+    {"publish", cmd_publish, true},
 };
 
 /* $XDG_CONFIG_HOME/sandbox-ctl/NAME, else ~/.config/sandbox-ctl/NAME. */
