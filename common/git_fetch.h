@@ -14,7 +14,8 @@
  * libgit2 1.5 cannot fetch shallow, so the one ref asked for is fetched with its history: a
  * branch into refs/remotes/origin/<branch>, a tag into refs/tags/<tag>. A full commit id is
  * fetched through a branch or tag whose tip it is, else by fetching every branch and tag and
- * looking for it there. FETCH_HEAD is not written and no other tags are followed.
+ * looking for it there. No other tags are followed. FETCH_HEAD is not asked for, but libgit2
+ * 1.5 leaves it empty (0 bytes) after every fetch; it never holds a credential.
  */
 #ifndef SA_GIT_FETCH_H
 #define SA_GIT_FETCH_H
