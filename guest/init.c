@@ -293,7 +293,16 @@ int init_cli_main(int argc, char **argv)
 		fprintf(stderr, "sandbox-agent init: out of memory\n");
 		return 1;
 	}
-	opts.daemon_path = "/proc/self/exe";
+	/* This very binary, by its real path: the daemon's comm is then "sandbox-agent", not
+	 * "exe" (ps, pidof). /proc is mounted by now. */
+	char self[4096];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n > 0) {
+		self[n] = '\0';
+		opts.daemon_path = self;
+	} else {
+		opts.daemon_path = "/proc/self/exe";
+	}
 	dargv[0] = (char *)"sandbox-agent";
 	dargv[1] = (char *)"serve";
 	for (int j = 2; i < argc; i++, j++)
