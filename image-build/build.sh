@@ -11,7 +11,7 @@
 # and DIR/rootfs/, the same root filesystem unpacked (for tests; --no-rootfs-dir drops it).
 # Run as root. The host's /etc/apt is only read (for its mirror); packages are installed by
 # debootstrap and by the new root's own apt inside a chroot. The root with the profile's
-# packages is cached as a tarball under ${SANDBOX_CACHE:-~/.cache/sandbox-app-runtime}/image/,
+# packages is cached as a zstd tarball under ${SANDBOX_CACHE:-~/.cache/sandbox-app-runtime}/image/,
 # keyed by a hash of the suite, mirror, profile and package list; what comes after (our .deb,
 # the user, the layout) is redone on every build. See image-build/README.md.
 set -euo pipefail
@@ -56,7 +56,7 @@ case $PROFILE in minimal | full) ;; *) die "--profile must be minimal or full" ;
 case $VARIANT in default | gpu) ;; *) die "--variant must be gpu (or default)" ;; esac
 [ -n "$OUT" ] || die "--out DIR is required"
 [ "$(id -u)" = 0 ] || die "must run as root (debootstrap, chroot)"
-for tool in debootstrap chroot tar sha256sum dpkg-deb; do
+for tool in debootstrap chroot tar sha256sum dpkg-deb zstd; do
 	command -v "$tool" >/dev/null || die "$tool is missing"
 done
 [ "$(dpkg --print-architecture)" = amd64 ] || die "only amd64 (x86_64) images are built"
@@ -78,7 +78,7 @@ MIRROR=${MIRROR:-http://deb.debian.org/debian/}
 # --- the package list ---------------------------------------------------------------------------
 # debootstrap installs BASE (nothing here starts a service); the rest goes through the root's
 # apt with a policy-rc.d that keeps services from starting.
-BASE=(systemd systemd-sysv dbus ca-certificates iproute2 procps)
+BASE=(systemd systemd-sysv udev dbus ca-certificates iproute2 procps)
 case $PROFILE in
 minimal) PKGS=(python3) ;;
 full)
@@ -94,7 +94,7 @@ NAME=sandbox-app-runtime
 
 CACHE=${SANDBOX_CACHE:-$HOME/.cache/sandbox-app-runtime}/image
 key=$(printf '%s\n' "$SUITE" "$MIRROR" "$PROFILE" "${BASE[@]}" -- "${PKGS[@]}" | sha256sum | cut -c1-16)
-cached=$CACHE/$SUITE-$PROFILE-$key.tar.gz
+cached=$CACHE/$SUITE-$PROFILE-$key.tar.zst
 
 WORK=$(mktemp -d "${TMPDIR:-/var/tmp}/sandbox-image.XXXXXX")
 R=$WORK/rootfs
@@ -126,7 +126,7 @@ start=$(date +%s)
 mkdir -p "$R"
 if [ "$USE_CACHE" = 1 ] && [ -f "$cached" ]; then
 	say "reusing the cached root $cached"
-	tar -C "$R" --numeric-owner --xattrs --xattrs-include='*' -xzf "$cached"
+	tar -C "$R" --numeric-owner --xattrs --xattrs-include='*' -I zstd -xf "$cached"
 else
 	BASE_LIST=$(IFS=,; echo "${BASE[*]}")
 	say "debootstrap --variant=minbase --include=$BASE_LIST $SUITE from $MIRROR"
@@ -150,7 +150,8 @@ else
 	rm -rf "$R"/var/lib/apt/lists/*_Packages "$R"/var/lib/apt/lists/*_Translation-* "$R"/var/cache/apt/*.bin
 	if [ "$USE_CACHE" = 1 ]; then
 		mkdir -p "$CACHE"
-		tar -C "$R" --numeric-owner --xattrs --xattrs-include='*' -czf "$cached.tmp.$$" . &&
+		tar -C "$R" --numeric-owner --xattrs --xattrs-include='*' -I 'zstd -T0 -3' \
+			-cf "$cached.tmp.$$" . &&
 			mv "$cached.tmp.$$" "$cached"
 		say "cached as $cached"
 	fi
@@ -196,6 +197,18 @@ if [ "$PROFILE" = full ]; then
 	in_root systemctl mask postgresql@15-main.service >/dev/null 2>&1 || true
 	in_root sh -c 'command -v corepack >/dev/null && corepack enable' >/dev/null 2>&1 || true
 fi
+
+# In a VM the agent's virtio-serial port (/dev/virtio-ports/org.sandbox-app-runtime.agent, a
+# udev link) must exist when the daemon starts, or it serves vsock and the unix socket only:
+# start it after udev has handled the coldplug events. In a container systemd-udev-settle is
+# skipped (read-only /sys) and costs nothing.
+mkdir -p "$R/etc/systemd/system/sandbox-agent.service.d"
+cat >"$R/etc/systemd/system/sandbox-agent.service.d/10-virtio-ports.conf" <<-'DROPIN'
+	# image-build: the virtio-serial port's udev link exists before the daemon looks for it.
+	[Unit]
+	Wants=systemd-udev-settle.service
+	After=systemd-udev-settle.service
+DROPIN
 
 # Each instance gets its own machine-id at first boot.
 : >"$R/etc/machine-id"

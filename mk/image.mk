@@ -15,3 +15,9 @@ IMAGE_ARGS ?=
 image: deb
 	image-build/build.sh --profile $(IMAGE_PROFILE) --variant $(IMAGE_VARIANT) \
 		--deb $(DEB_GUEST) --out $(IMAGE_OUT) $(IMAGE_ARGS)
+
+# make test-image: the minimal image's root booted with systemd in qemu (software emulation);
+# the host's sandbox-ctl reaches the packaged agent over virtio-serial (image-build/README.md).
+.PHONY: test-image
+test-image: all deb
+	image-build/test-image.sh

@@ -89,6 +89,9 @@ check "the sandbox user is uid 1000" test "$(chroot "$R" getent passwd sandbox |
 check "the cache root belongs to sandbox" \
 	test "$(stat -c '%u %a' "$R/var/cache/sandbox-app-runtime")" = "1000 755"
 check "machine-id is empty (each instance makes its own)" test ! -s "$R/etc/machine-id"
+check "the unit waits for udev's virtio-ports links (drop-in)" \
+	grep -qx 'After=systemd-udev-settle.service' \
+	"$R/etc/systemd/system/sandbox-agent.service.d/10-virtio-ports.conf"
 check "no policy-rc.d is left behind" test ! -e "$R/usr/sbin/policy-rc.d"
 check "the minimal profile has no PostgreSQL" test ! -e "$R/usr/lib/postgresql"
 
