@@ -1,13 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * sandbox-agent: one multi-call binary. Called as sandbox-app-boot it runs the boot contract;
- * `sandbox-agent boot ...` is the same; `sandbox-agent serve` is the daemon.
+ * `sandbox-agent boot ...` is the same; `sandbox-agent serve` is the daemon; `sandbox-agent
+ * init` is PID 1 for images without systemd.
  */
 #include <libgen.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "boot_cli.h"
+#include "init.h"
 #include "log.h"
 #include "ready.h"
 #include "serve.h"
@@ -16,6 +18,7 @@ static int usage(FILE *f)
 {
 	fputs("usage: sandbox-agent boot [OPTIONS] APP_DIR   (also installed as sandbox-app-boot)\n"
 	      "       sandbox-agent serve [OPTIONS]           the daemon sandbox-ctl talks to\n"
+	      "       sandbox-agent init [OPTIONS] [-- SERVE_ARGS...]  PID 1 without systemd\n"
 	      "       sandbox-agent keygen [--key FILE]      print the guest's public key\n"
 	      "       sandbox-agent --version\n",
 	      f);
@@ -50,6 +53,8 @@ int main(int argc, char **argv)
 		return boot_cli_main(argc - 1, argv + 1);
 	if (strcmp(argv[1], "serve") == 0)
 		return serve_cli_main(argc - 1, argv + 1);
+	if (strcmp(argv[1], "init") == 0)
+		return init_cli_main(argc - 1, argv + 1);
 	if (strcmp(argv[1], "keygen") == 0)
 		return keygen_cli_main(argc - 1, argv + 1);
 	fprintf(stderr, "sandbox-agent: unknown command '%s'\n", argv[1]);

@@ -17,7 +17,7 @@ cd "$(dirname "$0")/../.." || exit 1
 VM_TIMEOUT=${VM_TIMEOUT:-300}
 STATIC=${VM_STATIC_DIR:-build-static/stripped}
 OUT=build-static/vm
-EXPECTED=${VM_TESTS:-version,vsock,serial,raw,boot,ctl_serial,ctl_vsock}
+EXPECTED=${VM_TESTS:-version,vsock,serial,raw,boot,ctl_serial,ctl_vsock,init}
 VERSION=$(sed -n 's/^VERSION := //p' Makefile)
 
 now() { date +%s.%N; }
