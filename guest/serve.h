@@ -30,6 +30,7 @@ struct serve_config {
 	unsigned vsock_port;      /* 0: SERVE_VSOCK_PORT */
 	uint32_t vsock_allow_cid; /* peer CID accepted on vsock (SERVE_HOST_CID) */
 	const char *serial_path;  /* --serial PATH */
+	bool serial_wait;         /* a missing port is waited for (opened once udev makes it) */
 	bool stdio;               /* --stdio: one session on fds 0 and 1, then exit */
 	const char *authkeys_file;
 	const char *authkeys_dir;

@@ -27,7 +27,8 @@ static void usage(FILE *f)
 	        "The daemon sandbox-ctl talks to: an authenticated, encrypted channel\n"
 	        "(docs/protocol.md) that pushes trees and secrets, boots the app, and reports.\n"
 	        "\n"
-	        "Transports (default: --vsock, --unix %s, and --serial %s when it exists):\n"
+	        "Transports (default: --vsock, --unix %s, and --serial %s, waited for until it "
+	        "appears):\n"
 	        "  --vsock [PORT]              vsock, any CID, port %u by default\n"
 	        "  --vsock-allow-cid CID       the peer CID accepted on vsock (%u, the host)\n"
 	        "  --unix PATH                 a unix socket; peers must be root (repeatable)\n"
@@ -231,12 +232,12 @@ int serve_cli_main(int argc, char **argv)
 		return 2;
 	}
 	if (!transport) {
-		struct stat st;
 		cfg.vsock = true;
 		if (strv_push(&unix_paths, SERVE_DEFAULT_UNIX) < 0)
 			return 1;
-		if (stat(SERVE_DEFAULT_SERIAL, &st) == 0)
-			cfg.serial_path = SERVE_DEFAULT_SERIAL;
+		/* The port may appear after we start (udev makes its link): wait for it. */
+		cfg.serial_path = SERVE_DEFAULT_SERIAL;
+		cfg.serial_wait = true;
 	}
 	cfg.unix_paths = unix_paths;
 	err_clear(&err);

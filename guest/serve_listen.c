@@ -191,9 +191,16 @@ int listeners_open(struct serve *srv, struct err *err)
 		if (!l)
 			return -1;
 		r = serial_open(srv, l, err);
-		if (r < 0)
+		if (r < 0 && cfg->serial_wait && err->code == ENOENT) {
+			/* udev may not have made the port's link yet: the loop opens it later. */
+			log_info("waiting for the serial port %s", cfg->serial_path);
+			err_clear(err);
+			l->retry_at = frame_io_now_ms() + SERVE_SERIAL_RETRY_MS;
+		} else if (r < 0) {
 			return r;
-		log_info("serving the serial port %s", cfg->serial_path);
+		} else {
+			log_info("serving the serial port %s", cfg->serial_path);
+		}
 	}
 	if (srv->n_listeners == 0)
 		return err_set(err, ERR_REFUSED, EINVAL, "no transport to listen on");
