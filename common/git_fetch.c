@@ -356,51 +356,59 @@ static void fetch_auth_dispose(struct fetch_auth *a)
 	a->strings[0] = NULL;
 }
 
-static int fetch_auth_build(const struct git_fetch_spec *spec, struct fetch_auth *a,
-                            struct err *err)
+int git_auth_header(const char *user, const char *token, size_t token_len, char **ret,
+                    struct err *err)
 {
-	const char *user = spec->username ? spec->username : GIT_FETCH_DEFAULT_USER;
 	size_t ulen = strlen(user), plain_len, b64_len, hlen;
-	char *plain;
+	char *plain, *header;
 
-	memset(a, 0, sizeof(*a));
-	a->token = spec->token;
-	a->token_len = spec->token_len;
-	if (!spec->token_len)
-		return 0;
-	if (!spec->token)
+	if (!token)
 		return err_set(err, ERR_REFUSED, EINVAL,
 		               "the token length is set but not the token");
 	if (!ulen || strpbrk(user, ":\r\n"))
 		return err_set(err, ERR_REFUSED, EINVAL,
 		               "the username is empty or contains ':' or a line break");
-	if (memchr(spec->token, '\0', spec->token_len) ||
-	    memchr(spec->token, '\n', spec->token_len) ||
-	    memchr(spec->token, '\r', spec->token_len))
+	if (memchr(token, '\0', token_len) || memchr(token, '\n', token_len) ||
+	    memchr(token, '\r', token_len))
 		return err_set(err, ERR_REFUSED, EINVAL,
 		               "the token contains a NUL byte or a line break");
-	if (spec->token_len > 64 * 1024 || ulen > 1024)
+	if (token_len > 64 * 1024 || ulen > 1024)
 		return err_set(err, ERR_REFUSED, EINVAL, "the token or username is too long");
 
-	plain_len = ulen + 1 + spec->token_len;
+	plain_len = ulen + 1 + token_len;
 	plain = sodium_malloc(plain_len);
 	if (!plain)
 		return err_set(err, ERR_FAILED, ENOMEM, "allocating guarded memory for the token");
 	memcpy(plain, user, ulen);
 	plain[ulen] = ':';
-	memcpy(plain + ulen + 1, spec->token, spec->token_len);
+	memcpy(plain + ulen + 1, token, token_len);
 
 	b64_len = sodium_base64_ENCODED_LEN(plain_len, sodium_base64_VARIANT_ORIGINAL);
 	hlen = strlen(AUTH_PREFIX) + b64_len;
-	a->header = sodium_malloc(hlen);
-	if (!a->header) {
+	header = sodium_malloc(hlen);
+	if (!header) {
 		sodium_free(plain);
 		return err_set(err, ERR_FAILED, ENOMEM, "allocating guarded memory for the token");
 	}
-	memcpy(a->header, AUTH_PREFIX, strlen(AUTH_PREFIX));
-	sodium_bin2base64(a->header + strlen(AUTH_PREFIX), b64_len, (const unsigned char *)plain,
+	memcpy(header, AUTH_PREFIX, strlen(AUTH_PREFIX));
+	sodium_bin2base64(header + strlen(AUTH_PREFIX), b64_len, (const unsigned char *)plain,
 	                  plain_len, sodium_base64_VARIANT_ORIGINAL);
 	sodium_free(plain);
+	*ret = header;
+	return 0;
+}
+
+static int fetch_auth_build(const struct git_fetch_spec *spec, struct fetch_auth *a,
+                            struct err *err)
+{
+	memset(a, 0, sizeof(*a));
+	a->token = spec->token;
+	a->token_len = spec->token_len;
+	if (!spec->token_len)
+		return 0;
+	if (git_auth_header(spec->username ? spec->username : GIT_FETCH_DEFAULT_USER, spec->token,
+	                    spec->token_len, &a->header, err) < 0)
+		return err_ret(err);
 	a->b64 = a->header + strlen(AUTH_PREFIX);
 	a->strings[0] = a->header;
 	a->headers.strings = a->strings;

@@ -232,30 +232,6 @@ static int on_update(const char *refname, const char *status, void *payload)
 	return 0;
 }
 
-/* "Authorization: Basic base64(user:token)" in guarded memory; NULL on failure. */
-static char *auth_header(const char *user, const char *token, size_t token_len)
-{
-	size_t ulen = strlen(user), plain_len = ulen + 1 + token_len, b64_len, plen;
-	char *plain, *h;
-
-	plain = sodium_malloc(plain_len);
-	if (!plain)
-		return NULL;
-	memcpy(plain, user, ulen);
-	plain[ulen] = ':';
-	memcpy(plain + ulen + 1, token, token_len);
-	b64_len = sodium_base64_ENCODED_LEN(plain_len, sodium_base64_VARIANT_ORIGINAL);
-	plen = strlen(AUTH_PREFIX);
-	h = sodium_malloc(plen + b64_len);
-	if (h) {
-		memcpy(h, AUTH_PREFIX, plen);
-		sodium_bin2base64(h + plen, b64_len, (const unsigned char *)plain, plain_len,
-		                  sodium_base64_VARIANT_ORIGINAL);
-	}
-	sodium_free(plain);
-	return h;
-}
-
 /* Word a failed push; the token and the header never appear. */
 static int push_err(struct err *err, int rc, const struct push_ctx *p, const char *header,
                     const struct git_publish_push_spec *spec)
@@ -291,6 +267,12 @@ static int push_err(struct err *err, int rc, const struct push_ctx *p, const cha
 	return err_set(err, ERR_FAILED, EIO, "pushing branch %s to %s: %s", p->branch, p->url, msg);
 }
 
+static void auth_header_freep(char **h)
+{
+	if (*h)
+		sodium_free(*h);
+}
+
 int git_publish_push(git_repository *repo, const git_oid *commit,
                      const struct git_publish_push_spec *spec, struct err *err)
 {
@@ -302,19 +284,18 @@ int git_publish_push(git_repository *repo, const git_oid *commit,
 	git_push_options po;
 	struct push_ctx p = {.url = spec->clone_url, .branch = spec->branch};
 	char local[GIT_FETCH_REF_MAX], refspec[2 * GIT_FETCH_REF_MAX + 2];
-	char *header = NULL, *specs[1] = {refspec}, *hdrs[1];
+	_cleanup_(auth_header_freep) char *header = NULL;
+	char *specs[1] = {refspec}, *hdrs[1];
 	git_strarray refspecs = {specs, 1};
 	int rc;
 
 	if (git_fetch_url_check(spec->clone_url, spec->token_len > 0, err) < 0 ||
 	    git_publish_branch_check(spec->branch, err) < 0)
 		return err_ret(err);
-	if (spec->token_len && (!spec->token || memchr(spec->token, '\0', spec->token_len) ||
-	                        memchr(spec->token, '\n', spec->token_len) ||
-	                        memchr(spec->token, '\r', spec->token_len) ||
-	                        strpbrk(user, ":\r\n") || spec->token_len > 64 * 1024))
-		return err_set(err, ERR_REFUSED, EINVAL,
-		               "the token or username is malformed (a NUL, a line break or ':')");
+	/* The header is built (and the token checked) before anything is written. */
+	if (spec->token_len &&
+	    git_auth_header(user, spec->token, spec->token_len, &header, err) < 0)
+		return err_ret(err);
 	/* libgit2 pushes refs, not ids: a private ref in the private repository. */
 	snprintf(local, sizeof(local), "refs/heads/%s", spec->branch);
 	snprintf(refspec, sizeof(refspec), "%s:%s", local, local);
@@ -329,11 +310,7 @@ int git_publish_push(git_repository *repo, const git_oid *commit,
 	rc = git_remote_create_with_opts(&remote, spec->clone_url, &co);
 	if (rc < 0)
 		return lg2(err, rc, "setting up the remote");
-	if (spec->token_len) {
-		header = auth_header(user, spec->token, spec->token_len);
-		if (!header)
-			return err_set(err, ERR_FAILED, ENOMEM,
-			               "allocating guarded memory for the token");
+	if (header) {
 		hdrs[0] = header;
 		po.custom_headers.strings = hdrs;
 		po.custom_headers.count = 1;
@@ -349,7 +326,5 @@ int git_publish_push(git_repository *repo, const git_oid *commit,
 	else if (p.refused[0])
 		rc = err_set(err, ERR_REFUSED, EPERM, "%s refused the push of branch %s: %s",
 		             spec->clone_url, spec->branch, p.refused);
-	if (header)
-		sodium_free(header);
 	return rc < 0 ? err_ret(err) : 0;
 }

@@ -15,7 +15,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <getopt.h>
 #include <sodium.h>
 #include <stdio.h>
@@ -24,127 +23,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <json-c/printbuf.h>
-
 #include "git_fetch.h"
 #include "git_pack.h"
+#include "checkout_spec.h"
 #include "keys.h"
 
 #define USAGE "checkout --spec FILE|- [--app-dir DIR] [--guest-fetch]"
-#define SPEC_MAX (64 * 1024)
 #define SECRET_NAME "SANDBOX_CHECKOUT_TOKEN"
-
-struct spec {
-	char *buf; /* the spec's text, guarded memory */
-	size_t len;
-	json_object *obj;
-	const char *clone_url, *ref, *username, *token;
-	size_t token_len;
-};
-
-static void spec_dispose(struct spec *sp)
-{
-	if (sp->obj) {
-		json_object_object_foreach(sp->obj, key, val)
-		{
-			(void)key;
-			if (json_object_is_type(val, json_type_string))
-				sodium_memzero((char *)json_object_get_string(val),
-				               (size_t)json_object_get_string_len(val));
-		}
-		json_object_put(sp->obj);
-	}
-	if (sp->buf)
-		sodium_free(sp->buf);
-	*sp = (struct spec){0};
-}
-
-static int spec_read_fd(int fd, struct spec *sp, struct err *err)
-{
-	sp->buf = sodium_malloc(SPEC_MAX + 1);
-	if (!sp->buf)
-		return err_set(err, ERR_FAILED, ENOMEM, "cannot allocate guarded memory");
-	for (;;) {
-		ssize_t n = read(fd, sp->buf + sp->len, SPEC_MAX + 1 - sp->len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return err_errno(err, "cannot read the checkout spec");
-		if (n == 0)
-			break;
-		sp->len += (size_t)n;
-		if (sp->len > SPEC_MAX)
-			return err_set(err, ERR_REFUSED, EFBIG,
-			               "the checkout spec is over %d bytes", SPEC_MAX);
-	}
-	sp->buf[sp->len] = '\0';
-	return 0;
-}
-
-static const char *spec_string(json_object *o, const char *key)
-{
-	json_object *v;
-
-	if (!json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_string))
-		return NULL;
-	return json_object_get_string(v);
-}
-
-static int spec_load(const char *path, struct spec *sp, struct err *err)
-{
-	_cleanup_close_ int fd = -1;
-	struct json_tokener *tok;
-	json_object *v;
-	struct stat st;
-	int r;
-
-	if (keys_sodium_init(err) < 0)
-		return err_ret(err);
-	if (strcmp(path, "-") == 0) {
-		r = spec_read_fd(STDIN_FILENO, sp, err);
-	} else {
-		fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-		if (fd < 0)
-			return err_errno(err, "cannot open the checkout spec %s", path);
-		if (fstat(fd, &st) < 0)
-			return err_errno(err, "cannot stat %s", path);
-		if (!S_ISREG(st.st_mode) || (st.st_mode & 077) || st.st_uid != geteuid())
-			return err_set(
-			    err, ERR_REFUSED, EPERM,
-			    "%s holds a token: it must be a regular file of yours that only "
-			    "you can read (chmod 600)",
-			    path);
-		r = spec_read_fd(fd, sp, err);
-	}
-	if (r < 0)
-		return r;
-	tok = json_tokener_new_ex(4);
-	if (!tok)
-		return err_set(err, ERR_FAILED, ENOMEM, "out of memory");
-	sp->obj = json_tokener_parse_ex(tok, sp->buf, (int)sp->len);
-	if (tok->pb && tok->pb->buf)
-		sodium_memzero(tok->pb->buf, (size_t)tok->pb->size);
-	r = json_tokener_get_error(tok) == json_tokener_success;
-	json_tokener_free(tok);
-	if (!r || !sp->obj || !json_object_is_type(sp->obj, json_type_object))
-		return err_set(err, ERR_REFUSED, EINVAL,
-		               "the checkout spec is not one JSON object {repository, ref, "
-		               "clone_url, username, token}");
-	sp->clone_url = spec_string(sp->obj, "clone_url");
-	sp->ref = spec_string(sp->obj, "ref");
-	sp->username = spec_string(sp->obj, "username");
-	if (!sp->clone_url)
-		return err_set(err, ERR_REFUSED, EINVAL, "the checkout spec has no clone_url");
-	if (json_object_object_get_ex(sp->obj, "token", &v) &&
-	    !json_object_is_type(v, json_type_null)) {
-		if (!json_object_is_type(v, json_type_string))
-			return err_set(err, ERR_REFUSED, EINVAL,
-			               "the checkout spec's token is not a string");
-		sp->token = json_object_get_string(v);
-		sp->token_len = (size_t)json_object_get_string_len(v);
-	}
-	return 0;
-}
 
 /* ---- host fetch: fetch here, send the pack ---- */
 
@@ -219,16 +104,8 @@ static int fetch_failed(struct err *err)
 	return CTL_EXIT_FAILED;
 }
 
-static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	remove(path);
-	return 0;
-}
-
-static int host_fetch(struct ctl *ctl, struct spec *sp, const char *app_dir, json_object **ret)
+static int host_fetch(struct ctl *ctl, struct checkout_spec *sp, const char *app_dir,
+                      json_object **ret)
 {
 	struct git_fetch_spec fs = {.clone_url = sp->clone_url,
 	                            .ref = sp->ref,
@@ -284,13 +161,14 @@ static int host_fetch(struct ctl *ctl, struct spec *sp, const char *app_dir, jso
 		r = reply_wait(s, ps.stream, ret, &ctl->err);
 	free(ps.buf);
 	git_repository_free(TAKE_PTR(repo));
-	nftw(tmpl, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+	checkout_tmp_remove(tmpl);
 	return r;
 }
 
 /* ---- guest fetch: the token as a fetch secret, checkout.fetch ---- */
 
-static int guest_fetch(struct ctl *ctl, struct spec *sp, const char *app_dir, json_object **ret)
+static int guest_fetch(struct ctl *ctl, struct checkout_spec *sp, const char *app_dir,
+                       json_object **ret)
 {
 	_cleanup_session_ struct session *s = NULL;
 	_cleanup_json_ json_object *put = json_object_new_object();
@@ -344,7 +222,7 @@ int cmd_checkout(struct ctl *ctl, int argc, char **argv)
 	};
 	const char *spec_path = NULL, *app_dir = CTL_DEFAULT_APP_DIR;
 	struct git_fetch_global_opts gopts = {0};
-	struct spec sp = {0};
+	struct checkout_spec sp = {0};
 	json_object *reply = NULL;
 	bool guest = false;
 	int c, r;
@@ -367,13 +245,8 @@ int cmd_checkout(struct ctl *ctl, int argc, char **argv)
 		return cmd_usage(ctl, USAGE, "give the spec: --spec FILE, or --spec - for stdin");
 	if (app_dir[0] != '/')
 		return cmd_usage(ctl, USAGE, "--app-dir must be an absolute path in the guest");
-	if (spec_load(spec_path, &sp, &ctl->err) < 0) {
-		spec_dispose(&sp);
-		return ctl_exit_of(&ctl->err);
-	}
-	if (git_fetch_url_check(sp.clone_url, sp.token_len > 0, &ctl->err) < 0 ||
-	    (sp.ref && sp.ref[0] && git_fetch_ref_check(sp.ref, &ctl->err) < 0)) {
-		spec_dispose(&sp);
+	if (checkout_spec_load(spec_path, &sp, &ctl->err) < 0) {
+		checkout_spec_dispose(&sp);
 		return ctl_exit_of(&ctl->err);
 	}
 	if (guest) {
@@ -400,6 +273,6 @@ int cmd_checkout(struct ctl *ctl, int argc, char **argv)
 	} else {
 		json_object_put(reply);
 	}
-	spec_dispose(&sp);
+	checkout_spec_dispose(&sp);
 	return r;
 }

@@ -19,7 +19,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <getopt.h>
 #include <sodium.h>
 #include <stdio.h>
@@ -28,130 +27,16 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <json-c/printbuf.h>
-
 #include "git_fetch.h"
 #include "git_pack.h"
 #include "git_publish.h"
+#include "checkout_spec.h"
 #include "keys.h"
 
 #define USAGE                                                                                      \
 	"publish --spec FILE|- --branch NAME [--app-dir DIR] [--author \"Name <email>\"] "         \
 	"[--message M]"
-#define SPEC_MAX (64 * 1024)
 #define DEFAULT_AUTHOR "Sandbox <sandbox@localhost>"
-
-struct spec {
-	char *buf; /* the spec's text, guarded memory */
-	size_t len;
-	json_object *obj;
-	const char *clone_url, *ref, *username, *token;
-	size_t token_len;
-};
-
-static void spec_dispose(struct spec *sp)
-{
-	if (sp->obj) {
-		json_object_object_foreach(sp->obj, key, val)
-		{
-			(void)key;
-			if (json_object_is_type(val, json_type_string))
-				sodium_memzero((char *)json_object_get_string(val),
-				               (size_t)json_object_get_string_len(val));
-		}
-		json_object_put(sp->obj);
-	}
-	if (sp->buf)
-		sodium_free(sp->buf);
-	*sp = (struct spec){0};
-}
-
-static int spec_read_fd(int fd, struct spec *sp, struct err *err)
-{
-	sp->buf = sodium_malloc(SPEC_MAX + 1);
-	if (!sp->buf)
-		return err_set(err, ERR_FAILED, ENOMEM, "cannot allocate guarded memory");
-	for (;;) {
-		ssize_t n = read(fd, sp->buf + sp->len, SPEC_MAX + 1 - sp->len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return err_errno(err, "cannot read the checkout spec");
-		if (n == 0)
-			break;
-		sp->len += (size_t)n;
-		if (sp->len > SPEC_MAX)
-			return err_set(err, ERR_REFUSED, EFBIG,
-			               "the checkout spec is over %d bytes", SPEC_MAX);
-	}
-	sp->buf[sp->len] = '\0';
-	return 0;
-}
-
-static const char *spec_string(json_object *o, const char *key)
-{
-	json_object *v;
-
-	if (!json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_string))
-		return NULL;
-	return json_object_get_string(v);
-}
-
-static int spec_load(const char *path, struct spec *sp, struct err *err)
-{
-	_cleanup_close_ int fd = -1;
-	struct json_tokener *tok;
-	json_object *v;
-	struct stat st;
-	int r;
-
-	if (keys_sodium_init(err) < 0)
-		return err_ret(err);
-	if (strcmp(path, "-") == 0) {
-		r = spec_read_fd(STDIN_FILENO, sp, err);
-	} else {
-		fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-		if (fd < 0)
-			return err_errno(err, "cannot open the checkout spec %s", path);
-		if (fstat(fd, &st) < 0)
-			return err_errno(err, "cannot stat %s", path);
-		if (!S_ISREG(st.st_mode) || (st.st_mode & 077) || st.st_uid != geteuid())
-			return err_set(
-			    err, ERR_REFUSED, EPERM,
-			    "%s holds a token: it must be a regular file of yours that only "
-			    "you can read (chmod 600)",
-			    path);
-		r = spec_read_fd(fd, sp, err);
-	}
-	if (r < 0)
-		return r;
-	tok = json_tokener_new_ex(4);
-	if (!tok)
-		return err_set(err, ERR_FAILED, ENOMEM, "out of memory");
-	sp->obj = json_tokener_parse_ex(tok, sp->buf, (int)sp->len);
-	if (tok->pb && tok->pb->buf)
-		sodium_memzero(tok->pb->buf, (size_t)tok->pb->size);
-	r = json_tokener_get_error(tok) == json_tokener_success;
-	json_tokener_free(tok);
-	if (!r || !sp->obj || !json_object_is_type(sp->obj, json_type_object))
-		return err_set(err, ERR_REFUSED, EINVAL,
-		               "the checkout spec is not one JSON object {repository, ref, "
-		               "clone_url, username, token}");
-	sp->clone_url = spec_string(sp->obj, "clone_url");
-	sp->ref = spec_string(sp->obj, "ref");
-	sp->username = spec_string(sp->obj, "username");
-	if (!sp->clone_url)
-		return err_set(err, ERR_REFUSED, EINVAL, "the checkout spec has no clone_url");
-	if (json_object_object_get_ex(sp->obj, "token", &v) &&
-	    !json_object_is_type(v, json_type_null)) {
-		if (!json_object_is_type(v, json_type_string))
-			return err_set(err, ERR_REFUSED, EINVAL,
-			               "the checkout spec's token is not a string");
-		sp->token = json_object_get_string(v);
-		sp->token_len = (size_t)json_object_get_string_len(v);
-	}
-	return 0;
-}
 
 /* "Name <email>" into its parts, in buf. */
 static int author_parse(const char *s, char *buf, size_t len, const char **ret_name,
@@ -222,15 +107,6 @@ static int pack_receive(struct session *s, uint32_t stream, struct git_pack_rece
 	}
 }
 
-static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	remove(path);
-	return 0;
-}
-
 static int reply_commit(json_object *reply, const char *key, git_oid *ret, struct err *err)
 {
 	json_object *v;
@@ -243,7 +119,7 @@ static int reply_commit(json_object *reply, const char *key, git_oid *ret, struc
 	return 0;
 }
 
-static int publish_run(struct ctl *ctl, struct spec *sp, const struct publish_req *pr,
+static int publish_run(struct ctl *ctl, struct checkout_spec *sp, const struct publish_req *pr,
                        git_repository *repo, json_object **ret)
 {
 	struct git_fetch_spec fs = {.clone_url = sp->clone_url,
@@ -334,7 +210,7 @@ int cmd_publish(struct ctl *ctl, int argc, char **argv)
 	_cleanup_git_repository_ git_repository *repo = NULL;
 	char tmpl[] = "/tmp/sandbox-ctl-publish.XXXXXX";
 	char abuf[1024];
-	struct spec sp = {0};
+	struct checkout_spec sp = {0};
 	json_object *result = NULL;
 	int c, r;
 
@@ -366,14 +242,12 @@ int cmd_publish(struct ctl *ctl, int argc, char **argv)
 		return cmd_usage(ctl, USAGE, "--author must be \"Name <email>\"");
 	if (git_publish_branch_check(pr.branch, &ctl->err) < 0)
 		return ctl_exit_of(&ctl->err);
-	if (spec_load(spec_path, &sp, &ctl->err) < 0 ||
-	    git_fetch_url_check(sp.clone_url, sp.token_len > 0, &ctl->err) < 0 ||
-	    (sp.ref && sp.ref[0] && git_fetch_ref_check(sp.ref, &ctl->err) < 0)) {
-		spec_dispose(&sp);
+	if (checkout_spec_load(spec_path, &sp, &ctl->err) < 0) {
+		checkout_spec_dispose(&sp);
 		return ctl_exit_of(&ctl->err);
 	}
 	if (git_fetch_global_init(&gopts, &ctl->err) < 0) {
-		spec_dispose(&sp);
+		checkout_spec_dispose(&sp);
 		return ctl_exit_of(&ctl->err);
 	}
 	if (!mkdtemp(tmpl)) { /* 0700 */
@@ -384,10 +258,10 @@ int cmd_publish(struct ctl *ctl, int argc, char **argv)
 		        ? CTL_EXIT_FAILED
 		        : publish_run(ctl, &sp, &pr, repo, &result);
 		git_repository_free(TAKE_PTR(repo));
-		nftw(tmpl, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+		checkout_tmp_remove(tmpl);
 	}
 	git_fetch_global_shutdown();
-	spec_dispose(&sp);
+	checkout_spec_dispose(&sp);
 	if (r == 0)
 		ctl->result = result;
 	return r;

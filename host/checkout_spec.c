@@ -1,0 +1,138 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "checkout_spec.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <sodium.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <json-c/printbuf.h>
+
+#include "git_fetch.h"
+#include "keys.h"
+
+void checkout_spec_dispose(struct checkout_spec *sp)
+{
+	if (sp->obj) {
+		json_object_object_foreach(sp->obj, key, val)
+		{
+			(void)key;
+			if (json_object_is_type(val, json_type_string))
+				sodium_memzero((char *)json_object_get_string(val),
+				               (size_t)json_object_get_string_len(val));
+		}
+		json_object_put(sp->obj);
+	}
+	if (sp->buf)
+		sodium_free(sp->buf);
+	*sp = (struct checkout_spec){0};
+}
+
+static int spec_read_fd(int fd, struct checkout_spec *sp, struct err *err)
+{
+	sp->buf = sodium_malloc(CHECKOUT_SPEC_MAX + 1);
+	if (!sp->buf)
+		return err_set(err, ERR_FAILED, ENOMEM, "cannot allocate guarded memory");
+	for (;;) {
+		ssize_t n = read(fd, sp->buf + sp->len, CHECKOUT_SPEC_MAX + 1 - sp->len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return err_errno(err, "cannot read the checkout spec");
+		if (n == 0)
+			break;
+		sp->len += (size_t)n;
+		if (sp->len > CHECKOUT_SPEC_MAX)
+			return err_set(err, ERR_REFUSED, EFBIG,
+			               "the checkout spec is over %d bytes", CHECKOUT_SPEC_MAX);
+	}
+	sp->buf[sp->len] = '\0';
+	return 0;
+}
+
+static const char *spec_string(json_object *o, const char *key)
+{
+	json_object *v;
+
+	if (!json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_string))
+		return NULL;
+	return json_object_get_string(v);
+}
+
+int checkout_spec_load(const char *path, struct checkout_spec *sp, struct err *err)
+{
+	_cleanup_close_ int fd = -1;
+	struct json_tokener *tok;
+	json_object *v;
+	struct stat st;
+	int r;
+
+	if (keys_sodium_init(err) < 0)
+		return err_ret(err);
+	if (strcmp(path, "-") == 0) {
+		r = spec_read_fd(STDIN_FILENO, sp, err);
+	} else {
+		fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+		if (fd < 0)
+			return err_errno(err, "cannot open the checkout spec %s", path);
+		if (fstat(fd, &st) < 0)
+			return err_errno(err, "cannot stat %s", path);
+		if (!S_ISREG(st.st_mode) || (st.st_mode & 077) || st.st_uid != geteuid())
+			return err_set(
+			    err, ERR_REFUSED, EPERM,
+			    "%s holds a token: it must be a regular file of yours that only "
+			    "you can read (chmod 600)",
+			    path);
+		r = spec_read_fd(fd, sp, err);
+	}
+	if (r < 0)
+		return r;
+	tok = json_tokener_new_ex(4);
+	if (!tok)
+		return err_set(err, ERR_FAILED, ENOMEM, "out of memory");
+	sp->obj = json_tokener_parse_ex(tok, sp->buf, (int)sp->len);
+	if (tok->pb && tok->pb->buf)
+		sodium_memzero(tok->pb->buf, (size_t)tok->pb->size);
+	r = json_tokener_get_error(tok) == json_tokener_success;
+	json_tokener_free(tok);
+	if (!r || !sp->obj || !json_object_is_type(sp->obj, json_type_object))
+		return err_set(err, ERR_REFUSED, EINVAL,
+		               "the checkout spec is not one JSON object {repository, ref, "
+		               "clone_url, username, token}");
+	sp->clone_url = spec_string(sp->obj, "clone_url");
+	sp->ref = spec_string(sp->obj, "ref");
+	sp->username = spec_string(sp->obj, "username");
+	if (!sp->clone_url)
+		return err_set(err, ERR_REFUSED, EINVAL, "the checkout spec has no clone_url");
+	if (json_object_object_get_ex(sp->obj, "token", &v) &&
+	    !json_object_is_type(v, json_type_null)) {
+		if (!json_object_is_type(v, json_type_string))
+			return err_set(err, ERR_REFUSED, EINVAL,
+			               "the checkout spec's token is not a string");
+		sp->token = json_object_get_string(v);
+		sp->token_len = (size_t)json_object_get_string_len(v);
+	}
+	/* A token only over https (or http to loopback); a ref libgit2 can name. */
+	if (git_fetch_url_check(sp->clone_url, sp->token_len > 0, err) < 0 ||
+	    (sp->ref && sp->ref[0] && git_fetch_ref_check(sp->ref, err) < 0))
+		return err_ret(err);
+	return 0;
+}
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	remove(path);
+	return 0;
+}
+
+void checkout_tmp_remove(const char *dir)
+{
+	nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
