@@ -15,63 +15,7 @@ CTL=$BUILD/sandbox-ctl
 command -v lighttpd >/dev/null || skip "lighttpd is not installed (packaging/install-deps.sh)"
 command -v git >/dev/null || skip "git is not installed"
 "$CTL" --help 2>&1 | grep -q checkout || skip "sandbox-ctl has no checkout command"
-ensure_sandbox_user || skip "cannot create the sandbox user"
-
-export HOME=$TMP/home
-mkdir -p "$HOME"
-LISTEN_PORT=$(free_port)
-USER_NAME=x-access-token
-TOKEN="ghs_tok+en/$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')=x"
-B64=$(printf '%s:%s' "$USER_NAME" "$TOKEN" | base64 -w0)
-URLENC=$(/usr/bin/python3 -c 'import sys,urllib.parse; print(urllib.parse.quote(sys.argv[1], safe=""))' "$TOKEN")
-json() { /usr/bin/python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$1" "$2" 2>/dev/null; }
-OUT=$TMP/ctl.out ERR=$TMP/ctl.err
-
-# --- the git server and the repository
-GS=$ROOT/tests/git-server
-SRV=$TMP/server
-mkdir -p "$SRV"
-url=$("$GS/start.sh" "$SRV" "$USER_NAME" <<<"$TOKEN") || { fail "start.sh failed"; finish; }
-on_exit "'$GS/stop.sh' '$SRV'"
-SRC=$TMP/src
-cp -a "$ROOT/tests/data/pyapp" "$SRC"
-(cd "$SRC" && git init -q -b main && git add -A &&
-	git -c user.name=t -c user.email=t@example.com commit -qm app) || { fail "git commit failed"; finish; }
-COMMIT=$(git -C "$SRC" rev-parse HEAD)
-git clone -q --bare "$SRC" "$SRV/repos/app.git" || { fail "cannot publish the repository"; finish; }
-CLONE_URL=${url%/}/app.git
-
-# --- the daemon
-"$CTL" keygen >/dev/null 2>&1 || { fail "keygen failed"; finish; }
-cp "$HOME/.config/sandbox-ctl/key.pub" "$TMP/authorized_keys"
-"$AGENT" serve --unix "$TMP/agent.sock" --authorized-keys "$TMP/authorized_keys" \
-	--authorized-keys-dir '' --key "$TMP/guest_key" --state-dir "$TMP/agent.state" \
-	--listen "127.0.0.1:$LISTEN_PORT" --grace 1000 --cache-root "$TMP/cache" -v \
-	>"$TMP/agent.log" 2>&1 &
-on_exit "kill $!"
-for _ in $(seq 100); do [ -S "$TMP/agent.sock" ] && break; sleep 0.1; done
-A=unix:$TMP/agent.sock
-"$CTL" --connect "$A" --accept-new-guest-key hello >/dev/null 2>&1 || { fail "hello failed"; finish; }
-
-spec() { # spec TOKEN REF
-	printf '{"repository": "t/app", "ref": "%s", "clone_url": "%s", "username": "%s", "token": "%s"}' \
-		"$2" "$CLONE_URL" "$USER_NAME" "$1"
-}
-# Sample every process's argv and environment for the token until told to stop.
-sampler() {
-	while [ ! -e "$TMP/stop-sampling" ]; do
-		for f in /proc/[0-9]*/cmdline /proc/[0-9]*/environ; do
-			if grep -aqF -e "$TOKEN" -e "$B64" -e "$URLENC" "$f" 2>/dev/null; then
-				echo "$f: $(tr '\0' ' ' <"${f%/*}/cmdline")" >>"$TMP/found"
-			fi
-		done
-		echo x >>"$TMP/samples"
-	done
-}
-: >"$TMP/found"
-sampler &
-SAMPLER=$!
-on_exit "touch '$TMP/stop-sampling'; kill $SAMPLER"
+. "$(dirname "$0")/lib_git_channel.sh"
 
 echo "--- host fetch: checkout.pack"
 APP1=$TMP/ws1/app
