@@ -40,12 +40,6 @@
 #define READY_BACKOFF_MAX_MS 5
 #define WRONG_LISTENER_GRACE_MS 1500
 
-static void procset_freep(struct procset **ps)
-{
-	if (*ps)
-		procset_free(*ps);
-}
-
 static void observe(const struct step_context *ctx, const char *step, const char *phase,
                     const char *detail)
 {
@@ -487,7 +481,7 @@ static int run_start(const struct step_context *ctx, char *const *env, unsigned 
 int boot_engine_run(struct boot_plan *p, const struct boot_options *o,
                     const struct boot_observer *obs, struct boot_result *res, struct err *err)
 {
-	_cleanup_(procset_freep) struct procset *procs = NULL;
+	_cleanup_procset_ struct procset *procs = NULL;
 	_cleanup_close_ int lock = -1;
 	_cleanup_strv_ char **port_env = NULL;
 	struct boot_state prev = {0}, st = {0};
@@ -618,7 +612,7 @@ out:
 
 int boot_engine_stop(const char *state_dir, unsigned grace_ms, struct err *err)
 {
-	_cleanup_(procset_freep) struct procset *procs = NULL;
+	_cleanup_procset_ struct procset *procs = NULL;
 	struct boot_state st;
 	int r;
 

@@ -98,8 +98,6 @@ void procset_free(struct procset *ps)
 	free(ps);
 }
 
-DEFINE_TRIVIAL_CLEANUP_FUNC(struct procset *, procset_free)
-
 /* ---- finding where we sit ---- */
 
 /* Undo the octal escapes (\040 for a space) of /proc/self/mountinfo, in place. */
@@ -264,7 +262,7 @@ static int open_procs(const char *dir)
 static int cgroup_make(const char *controller, const char *name, struct procset **ret,
                        struct err *err)
 {
-	_cleanup_(procset_freep) struct procset *ps = NULL;
+	_cleanup_procset_ struct procset *ps = NULL;
 	_cleanup_free_ char *base = NULL, *dir = NULL;
 	long want = controller ? CGROUP_SUPER_MAGIC : CGROUP2_SUPER_MAGIC;
 	const char *what = controller ? controller : "cgroup2";
@@ -366,7 +364,7 @@ static bool cgroup_path_valid(const char *path)
 
 int procset_open(const char *cgroup_path, struct procset **ret, struct err *err)
 {
-	_cleanup_(procset_freep) struct procset *ps = NULL;
+	_cleanup_procset_ struct procset *ps = NULL;
 	_cleanup_free_ char *real = NULL;
 	long magic;
 

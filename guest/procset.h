@@ -48,6 +48,8 @@ const char *procset_cgroup_path(const struct procset *ps);
  */
 int procset_open(const char *cgroup_path, struct procset **ret, struct err *err);
 void procset_free(struct procset *ps);
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct procset *, procset_free)
+#define _cleanup_procset_ _cleanup_(procset_freep)
 
 /* Descriptor a child writes its pid into before exec (proc_spec.procs_fd), or -1. */
 int procset_procs_fd(const struct procset *ps);
