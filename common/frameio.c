@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "frameio.h"
+#include "clock.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -14,10 +15,7 @@
 
 int64_t frame_io_now_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return (int64_t)clock_now_ms();
 }
 
 int64_t frame_io_deadline(int timeout_ms)

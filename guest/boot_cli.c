@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "boot_discard.h"
 #include "boot_engine.h"
 #include "boot_plan.h"
@@ -144,20 +145,12 @@ static int exit_code(const struct err *err)
 	return err->cls == ERR_REFUSED ? 2 : 1;
 }
 
-static uint64_t now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
-}
-
 static void progress_phase(void *userdata, const char *step, const char *phase, const char *detail)
 {
 	/* With -v every line says when it happened, in ms since the boot began. */
 	if (log_max_level >= LOG_DEBUG) {
 		const uint64_t *started = userdata;
-		fprintf(stderr, "[%6.1f ms] ", (double)(now_us() - *started) / 1000.0);
+		fprintf(stderr, "[%6.1f ms] ", (double)(clock_now_us() - *started) / 1000.0);
 	}
 	if (strcmp(phase, "started") == 0 && detail)
 		fprintf(stderr, "sandbox-app-boot: %s: $ %s\n", step, detail);
@@ -199,7 +192,7 @@ static int do_boot(struct boot_options *o)
 {
 	struct boot_plan plan = {0};
 	struct boot_result res = {0};
-	uint64_t started = now_us();
+	uint64_t started = clock_now_us();
 	struct boot_observer obs = {.phase = progress_phase, .userdata = &started};
 	struct err err;
 	int r;

@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "boot_services.h"
 #include "boot_state.h"
 #include "boot_step.h"
@@ -291,7 +292,7 @@ static int wait_ready(const struct step_context *ctx, const struct supervisor_in
 		size_t n = 0;
 		enum listen_state state = LISTEN_NONE;
 		struct err e;
-		uint64_t now = now_ms();
+		uint64_t now = clock_now_ms();
 
 		if (!proc_is(sup->server_pid, sup->server_start)) {
 			char how[256];
@@ -489,7 +490,7 @@ int boot_engine_run(struct boot_plan *p, const struct boot_options *o,
 	struct step_context ctx = {
 	    .plan = p,
 	    .obs = obs,
-	    .deadline_ms = now_ms() + (uint64_t)p->timeout * 1000,
+	    .deadline_ms = clock_now_ms() + (uint64_t)p->timeout * 1000,
 	    .grace_ms = p->grace_ms,
 	    .signal_fd = -1,
 	};
@@ -624,9 +625,9 @@ int boot_engine_stop(const char *state_dir, unsigned grace_ms, struct err *err)
 	if (st.status && strcmp(st.status, "booting") == 0 && st.boot_pid > 1 &&
 	    st.boot_pid != getpid() && proc_is(st.boot_pid, st.boot_start)) {
 		/* A boot in progress stops itself (and its steps) on TERM; then we go on. */
-		uint64_t until = now_ms() + grace_ms + 5000;
+		uint64_t until = clock_now_ms() + grace_ms + 5000;
 		proc_signal(st.boot_pid, st.boot_start, SIGTERM);
-		while (now_ms() < until && proc_is(st.boot_pid, st.boot_start))
+		while (clock_now_ms() < until && proc_is(st.boot_pid, st.boot_start))
 			usleep(10000);
 		boot_state_dispose(&st);
 		r = boot_state_load(state_dir, &st, err);
@@ -635,9 +636,9 @@ int boot_engine_stop(const char *state_dir, unsigned grace_ms, struct err *err)
 	}
 	if (st.supervisor_pid > 1 && proc_is(st.supervisor_pid, st.supervisor_start)) {
 		/* The supervisor stops the server's group itself, with the grace period. */
-		uint64_t until = now_ms() + grace_ms + 3000;
+		uint64_t until = clock_now_ms() + grace_ms + 3000;
 		proc_signal(st.supervisor_pid, st.supervisor_start, SIGTERM);
-		while (now_ms() < until && proc_is(st.supervisor_pid, st.supervisor_start))
+		while (clock_now_ms() < until && proc_is(st.supervisor_pid, st.supervisor_start))
 			usleep(10000);
 	}
 	r = procset_open(st.cgroup ? st.cgroup : "", &procs, err);

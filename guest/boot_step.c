@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "fileio.h"
 #include "log.h"
 #include "logfile.h"
@@ -22,14 +23,6 @@
 
 #define CAPTURE_MAX (1024 * 1024)
 #define DRAIN_AFTER_EXIT_MS 2000
-
-uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 void boot_observe(const struct boot_plan *p, const struct boot_observer *obs, const char *step,
                   const char *phase, const char *detail)
@@ -105,7 +98,7 @@ static int step_execute(const struct step_context *ctx, const char *name, const 
 	_cleanup_free_ char *header = NULL;
 	struct step_sink sink = {.obs = ctx->obs, .name = name, .err = err};
 	struct err log_err;
-	uint64_t start = now_ms(), limit = ctx->deadline_ms, exited_at = 0;
+	uint64_t start = clock_now_ms(), limit = ctx->deadline_ms, exited_at = 0;
 	bool step_limit = false, exited = false, eof = false;
 	struct err interrupt = {0};
 	int status = 0, fds[2];
@@ -182,7 +175,7 @@ static int step_execute(const struct step_context *ctx, const char *name, const 
 	while (!(exited && eof)) {
 		struct pollfd pfd[3];
 		int nfds = 0, timeout;
-		uint64_t now = now_ms();
+		uint64_t now = clock_now_ms();
 
 		if (!exited && now >= limit)
 			break;
@@ -219,7 +212,7 @@ static int step_execute(const struct step_context *ctx, const char *name, const 
 				/* Orphans the step left (we are their subreaper) are reaped too. */
 				while (waitpid(-1, NULL, WNOHANG) > 0)
 					;
-				exited_at = now_ms();
+				exited_at = clock_now_ms();
 				/* Leftovers may hold the pipe open: stop them now. */
 				if (ctx->procs) {
 					struct err stop_err;

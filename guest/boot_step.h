@@ -33,9 +33,6 @@ bool boot_step_interrupted(const struct step_context *ctx, struct err *err);
 void boot_observe(const struct boot_plan *p, const struct boot_observer *obs, const char *step,
                   const char *phase, const char *detail);
 
-/* Milliseconds on CLOCK_MONOTONIC. */
-uint64_t now_ms(void);
-
 /*
  * Run command as step `name`, output to log_path. env is the full environment. Returns 0 when
  * the command exited 0; else ERR_FAILED: "`CMD` exited with status N", "... timed out after N

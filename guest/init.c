@@ -22,16 +22,9 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "clock.h"
 #include "init.h"
 #include "log.h"
-
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* Whether PATH is a mount point: its device differs from its parent's. */
 static int path_is_mounted(const char *path, bool *ret, struct err *err)
@@ -144,7 +137,7 @@ static void reap_all(pid_t *daemon, int *status)
 /* Wait up to MS for SIGCHLD on FD, reaping, until no child is left; true when none is. */
 static bool reap_until_none(int fd, int ms)
 {
-	int64_t deadline = now_ms() + ms;
+	int64_t deadline = (int64_t)clock_now_ms() + ms;
 	struct signalfd_siginfo si;
 	pid_t none = -1;
 	int st = 0;
@@ -153,7 +146,7 @@ static bool reap_until_none(int fd, int ms)
 		reap_all(&none, &st);
 		if (waitpid(-1, &st, WNOHANG) < 0 && errno == ECHILD)
 			return true;
-		int64_t left = deadline - now_ms();
+		int64_t left = deadline - (int64_t)clock_now_ms();
 		struct pollfd p = {.fd = fd, .events = POLLIN};
 		if (left <= 0)
 			return false;
@@ -202,7 +195,7 @@ int init_run(const struct init_opts *opts, int *ret_status, struct err *err)
 		int timeout = -1, r;
 
 		if (stopping && !killed) {
-			int64_t left = deadline - now_ms();
+			int64_t left = deadline - (int64_t)clock_now_ms();
 			timeout = left > 0 ? (int)left : 0;
 		}
 		r = poll(&p, 1, timeout);
@@ -229,7 +222,7 @@ int init_run(const struct init_opts *opts, int *ret_status, struct err *err)
 				break;
 			log_debug("init: signal %u: stopping the daemon", si.ssi_signo);
 			stopping = true;
-			deadline = now_ms() + opts->grace_ms;
+			deadline = (int64_t)clock_now_ms() + opts->grace_ms;
 			kill(daemon, SIGTERM);
 			break;
 		}

@@ -25,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "cleanup.h"
 #include "log.h"
 #include "proc.h"
@@ -749,14 +750,6 @@ bool procset_contains(const struct procset *ps, pid_t pid)
 
 /* ---- stopping ---- */
 
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 static void sleep_ms(unsigned ms)
 {
 	struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000};
@@ -812,7 +805,7 @@ int procset_stop(struct procset *ps, unsigned grace_ms, pid_t exclude, struct er
 {
 	_cleanup_free_ struct pid_start *termed = NULL;
 	size_t n_termed = 0;
-	uint64_t start = now_ms(), term_until = start + grace_ms, kill_until = 0;
+	uint64_t start = clock_now_ms(), term_until = start + grace_ms, kill_until = 0;
 	unsigned nap = 1;
 	bool killing = false;
 
@@ -835,7 +828,7 @@ int procset_stop(struct procset *ps, unsigned grace_ms, pid_t exclude, struct er
 			}
 			targets++;
 		}
-		now = now_ms();
+		now = clock_now_ms();
 		if (targets == 0) {
 			free(m.v);
 			return 0;
@@ -871,7 +864,7 @@ int procset_stop(struct procset *ps, unsigned grace_ms, pid_t exclude, struct er
 			}
 		}
 		free(m.v);
-		now = now_ms();
+		now = clock_now_ms();
 		uint64_t until = killing ? kill_until : term_until;
 		sleep_ms(until > now && until - now < nap ? (unsigned)(until - now) : nap);
 		if (nap < 20)
