@@ -18,4 +18,24 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(struct json_object *, json_object_put)
  */
 ssize_t json_find_nul_escape(const char *buf, size_t len);
 
+/* What json_parse_strict found. */
+enum json_strict_status {
+	JSON_STRICT_OK = 0,
+	JSON_STRICT_NUL_BYTE,   /* a NUL byte at *ret_offset */
+	JSON_STRICT_NUL_ESCAPE, /* a \u0000 escape at *ret_offset */
+	JSON_STRICT_TRUNCATED,  /* the text ends inside a value (*ret_offset: where) */
+	JSON_STRICT_SYNTAX,     /* json-c's error *ret_jerr at *ret_offset */
+	JSON_STRICT_TRAILING,   /* more than one value: the second starts at *ret_offset */
+	JSON_STRICT_NO_MEMORY,
+};
+
+/*
+ * Parse exactly one JSON value from buf (len bytes, no NUL terminator needed) with json-c's
+ * strict mode and UTF-8 validation, refusing NUL bytes and \u0000 escapes (json-c would cut
+ * strings and keys short at them). A number at the very end is completed. The caller words
+ * the status for its own readers.
+ */
+enum json_strict_status json_parse_strict(const char *buf, size_t len, struct json_object **ret,
+                                          size_t *ret_offset, enum json_tokener_error *ret_jerr);
+
 #endif

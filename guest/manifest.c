@@ -116,54 +116,41 @@ int manifest_parse(const char *buf, size_t len, struct manifest *ret, struct err
 {
 	_cleanup_json_ struct json_object *obj = NULL;
 	struct manifest m = {0};
-	struct json_tokener *tok;
 	enum json_tokener_error jerr;
-	const char *nul;
-	size_t end;
-	ssize_t esc;
+	size_t off;
 	int r;
 
 	if (len > MANIFEST_MAX)
 		return err_set(err, ERR_FAILED, EFBIG, "the manifest is larger than %d bytes",
 		               MANIFEST_MAX);
-	nul = memchr(buf, '\0', len);
-	if (nul)
+	switch (json_parse_strict(buf, len, &obj, &off, &jerr)) {
+	case JSON_STRICT_OK:
+		break;
+	case JSON_STRICT_NUL_BYTE:
 		return err_set(err, ERR_FAILED, EINVAL,
-		               "the manifest is not valid JSON (a NUL byte at offset %zu)",
-		               (size_t)(nul - buf));
-	esc = json_find_nul_escape(buf, len);
-	if (esc >= 0)
+		               "the manifest is not valid JSON (a NUL byte at offset %zu)", off);
+	case JSON_STRICT_NUL_ESCAPE:
 		return err_set(err, ERR_FAILED, EINVAL,
-		               "the manifest holds a NUL character (\\u0000 at offset %zd)", esc);
-	tok = json_tokener_new();
-	if (!tok)
+		               "the manifest holds a NUL character (\\u0000 at offset %zu)", off);
+	case JSON_STRICT_NO_MEMORY:
 		return err_set(err, ERR_FAILED, ENOMEM, "out of memory reading the manifest");
-	json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
-	obj = json_tokener_parse_ex(tok, buf, (int)len);
-	jerr = json_tokener_get_error(tok);
-	end = json_tokener_get_parse_end(tok);
-	/* A number at the very end waits for a delimiter: give it one. */
-	if (jerr == json_tokener_continue && end > 0) {
-		obj = json_tokener_parse_ex(tok, " ", 1);
-		jerr = json_tokener_get_error(tok);
-	}
-	json_tokener_free(tok);
-	if (jerr == json_tokener_continue && manifest_blank(buf, len))
-		return err_set(err, ERR_FAILED, EINVAL, "the manifest is empty");
-	if (jerr == json_tokener_continue)
+	case JSON_STRICT_TRUNCATED:
+		if (manifest_blank(buf, len))
+			return err_set(err, ERR_FAILED, EINVAL, "the manifest is empty");
 		return err_set(
 		    err, ERR_FAILED, EINVAL,
-		    "the manifest is not valid JSON (unexpected end of data at offset %zu)", end);
-	if (jerr != json_tokener_success)
+		    "the manifest is not valid JSON (unexpected end of data at offset %zu)", off);
+	case JSON_STRICT_SYNTAX:
 		return err_set(err, ERR_FAILED, EINVAL,
 		               "the manifest is not valid JSON (%s at offset %zu)",
-		               json_tokener_error_desc(jerr), end);
-	if (end < len)
+		               json_tokener_error_desc(jerr), off);
+	case JSON_STRICT_TRAILING:
 		return err_set(
 		    err, ERR_FAILED, EINVAL,
 		    "the manifest is not valid JSON (unexpected data after the object at "
 		    "offset %zu)",
-		    end);
+		    off);
+	}
 	if (!json_object_is_type(obj, json_type_object))
 		return err_set(err, ERR_FAILED, EINVAL,
 		               "the manifest is not a JSON object (it is %s)",
