@@ -19,7 +19,7 @@ WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes 
 	-Wno-unused-parameter -Wformat=2 -Wno-format-nonliteral -Wno-format-truncation
 HARDEN := -D_FORTIFY_SOURCE=2 -fstack-protector-strong -fPIE
 BASE_CFLAGS := -std=gnu11 -O2 -g $(WARN) $(HARDEN) -D_GNU_SOURCE -DSA_VERSION=\"$(VERSION)\" \
-	-Icommon -Iguest -Ihost -MMD -MP
+	-MMD -MP
 ifneq ($(SAN),)
 BASE_CFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all -O1
 SAN_LDFLAGS := -fsanitize=address,undefined
@@ -29,9 +29,12 @@ DEP_LIBS := $(shell $(PKG_CONFIG) --libs $(PKGS))
 ALL_CFLAGS := $(BASE_CFLAGS) $(DEP_CFLAGS) $(CFLAGS)
 ALL_LDFLAGS := -pie -Wl,-z,relro,-z,now $(SAN_LDFLAGS) $(LDFLAGS)
 
-COMMON_SRC := $(sort $(wildcard common/*.c))
-GUEST_SRC := $(sort $(filter-out guest/main.c,$(wildcard guest/*.c)))
+include mk/layers.mk
+
+COMMON_SRC := $(sort $(wildcard common/*/*.c))
+GUEST_SRC := $(sort $(filter-out guest/cli/main.c,$(wildcard guest/*/*.c)))
 HOST_SRC := $(sort $(filter-out host/main.c,$(wildcard host/*.c)))
+UNIT_SUPPORT_SRC := $(sort $(wildcard tests/unit/support/*.c))
 UNIT_SRC := $(sort $(wildcard tests/unit/test_*.c))
 FUZZ_SRC := $(sort $(wildcard tests/fuzz/fuzz_*.c))
 
@@ -50,19 +53,16 @@ all: $(BUILD)/sandbox-agent $(BUILD)/sandbox-app-boot $(BUILD)/sandbox-ctl
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) -c $< -o $@
+	@echo "  CC $<"
+	@$(CC) $(ALL_CFLAGS) $(call layer_inc,$<) -c $< -o $@
 
 $(LIBCOMMON): $(COMMON_OBJ)
-	@rm -f $@
-	$(AR) rcs $@ $^
 $(LIBGUEST): $(GUEST_OBJ)
-	@rm -f $@
-	$(AR) rcs $@ $^
 $(LIBHOST): $(HOST_OBJ)
-	@rm -f $@
-	$(AR) rcs $@ $^ $(if $(HOST_OBJ),,)
+$(LIBCOMMON) $(LIBGUEST) $(LIBHOST):
+	$(archive_recipe)
 
-$(BUILD)/sandbox-agent: $(BUILD)/guest/main.o $(LIBGUEST) $(LIBCOMMON)
+$(BUILD)/sandbox-agent: $(BUILD)/guest/cli/main.o $(LIBGUEST) $(LIBCOMMON)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(DEP_LIBS)
 $(BUILD)/sandbox-app-boot: $(BUILD)/sandbox-agent
 	ln -sf sandbox-agent $@
@@ -73,13 +73,13 @@ $(BUILD)/sandbox-ctl: $(BUILD)/host/main.o $(LIBHOST) $(LIBCOMMON)
 CHECK_LIBS := $(shell $(PKG_CONFIG) --libs check)
 $(BUILD)/tests/%: tests/unit/%.c $(LIBGUEST) $(LIBHOST) $(LIBCOMMON)
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Itests/unit -o $@ $< $(LIBGUEST) $(LIBHOST) $(LIBCOMMON) \
+	$(CC) $(ALL_CFLAGS) $(ALL_LAYER_INC) $(ALL_LDFLAGS) -Itests/unit -o $@ $< $(LIBGUEST) $(LIBHOST) $(LIBCOMMON) \
 		$(DEP_LIBS) $(CHECK_LIBS)
 
 # Fuzz targets replayed over their committed corpus with a plain main() (tests/fuzz/replay.c).
 $(BUILD)/replay/%: tests/fuzz/%.c tests/fuzz/replay.c $(LIBGUEST) $(LIBHOST) $(LIBCOMMON)
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< tests/fuzz/replay.c $(LIBGUEST) $(LIBHOST) \
+	$(CC) $(ALL_CFLAGS) $(ALL_LAYER_INC) $(ALL_LDFLAGS) -o $@ $< tests/fuzz/replay.c $(LIBGUEST) $(LIBHOST) \
 		$(LIBCOMMON) $(DEP_LIBS)
 
 unit: $(UNIT_BIN) all
@@ -115,5 +115,5 @@ format-check:
 clean:
 	rm -rf build build-san build-fuzz build-static
 
--include mk/*.mk
+-include $(filter-out mk/layers.mk,$(wildcard mk/*.mk))
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

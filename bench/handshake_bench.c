@@ -22,8 +22,8 @@
 
 #include "authkeys.h"
 #include "channel.h"
-#include "fileio.h"
-#include "frameio.h"
+#include "file.h"
+#include "frame_io.h"
 #include "keys.h"
 #include "msg.h"
 
@@ -218,7 +218,7 @@ static double raw_copy(const uint8_t *buf, size_t chunk, size_t total)
 	close(sv[1]);
 	t0 = now();
 	for (size_t sent = 0; sent < total; sent += chunk)
-		if (write_all(sv[0], buf, total - sent < chunk ? total - sent : chunk) < 0)
+		if (file_write_all(sv[0], buf, total - sent < chunk ? total - sent : chunk) < 0)
 			die("write", NULL);
 	shutdown(sv[0], SHUT_WR);
 	if (read(sv[0], &ack, 1) != 1 || ack != 'y')
@@ -305,7 +305,7 @@ int main(int argc, char **argv)
 	}
 	free(buf);
 	authkeys_free(authorized);
-	keypair_free(host_key);
-	keypair_free(guest_key);
+	keys_free(host_key);
+	keys_free(guest_key);
 	return 0;
 }

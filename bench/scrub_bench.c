@@ -63,7 +63,7 @@ int main(int argc, char **argv)
 	                       "+/=-_.:;, %@!()[]{}";
 	char secrets[64][48];
 	char *text = malloc(len), *out;
-	struct scrubber *s = scrubber_new();
+	struct scrubber *s = scrub_new();
 	uint64_t x = 0x1234567887654321ULL;
 	double t;
 
@@ -74,7 +74,7 @@ int main(int argc, char **argv)
 		for (size_t i = 0; i < n; i++)
 			secrets[k][i] = charset[rng_next(&x) % (sizeof(charset) - 1)];
 		secrets[k][n] = '\0';
-		if (scrubber_add(s, secrets[k], n) < 0)
+		if (scrub_add(s, secrets[k], n) < 0)
 			return 1;
 	}
 	/* Lines of words; every ~4 KiB a secret or a token. */
@@ -99,7 +99,7 @@ int main(int argc, char **argv)
 	}
 	printf("scrub bench: %zu MiB, %zu secrets, %zu planted, streams hold back at most %zu "
 	       "bytes\n",
-	       mib, scrubber_count(s), planted, scrubber_holdback(s));
+	       mib, scrub_count(s), planted, scrub_holdback(s));
 
 	t = now();
 	out = scrub_string(s, text, len, &out_len);
@@ -116,7 +116,7 @@ int main(int argc, char **argv)
 	if (t < 0)
 		return 1;
 	printf("stream, 4 KiB writes:   %8.1f MiB/s (%zu bytes out)\n", (double)mib / t, out_len);
-	scrubber_free(s);
+	scrub_free(s);
 	free(text);
 	return 0;
 }

@@ -132,7 +132,7 @@ static int remove_entry(const char *path, const struct stat *st, int flag, struc
 	return 0;
 }
 
-void checkout_tmp_remove(const char *dir)
+void checkout_spec_tmp_remove(const char *dir)
 {
 	nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
 }

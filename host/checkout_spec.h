@@ -28,6 +28,6 @@ struct checkout_spec {
 int checkout_spec_load(const char *path, struct checkout_spec *sp, struct err *err);
 void checkout_spec_dispose(struct checkout_spec *sp);
 /* Remove a private temporary repository the command fetched into. */
-void checkout_tmp_remove(const char *dir);
+void checkout_spec_tmp_remove(const char *dir);
 
 #endif

@@ -82,10 +82,10 @@ int cmd_app_request(struct ctl *ctl, int argc, char **argv, const char *usage, u
 	}
 	if (optind != argc)
 		return cmd_usage(ctl, usage, "unexpected argument '%s'", argv[optind]);
-	r = session_open(&ctl->so, &s, &ctl->err);
+	r = connect_session_open(&ctl->so, &s, &ctl->err);
 	if (r != 0)
 		return r;
 	req = json_object_new_object();
 	json_object_object_add(req, "app_dir", json_object_new_string(app_dir));
-	return session_request(s, type, req, NULL, 0, &ctl->result, &ctl->err);
+	return connect_session_request(s, type, req, NULL, 0, &ctl->result, &ctl->err);
 }

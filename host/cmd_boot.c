@@ -19,7 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "fileio.h"
+#include "file.h"
 #include "strv.h"
 
 #define USAGE                                                                                      \
@@ -168,7 +168,7 @@ static int follow(struct ctl *ctl, struct session *s, uint32_t stream, bool wait
 
 	for (;;) {
 		struct msg m;
-		int w = session_wait(s, sigfd, deadline);
+		int w = connect_session_wait(s, sigfd, deadline);
 		if (w == 0) {
 			ctl->result = status_doc(wait ? "failed" : "unknown", &v);
 			err_set(&ctl->err, ERR_FAILED, ETIMEDOUT,
@@ -187,7 +187,7 @@ static int follow(struct ctl *ctl, struct session *s, uint32_t stream, bool wait
 			r = CTL_EXIT_FAILED;
 			break;
 		}
-		r = session_recv(s, &m, frame_io_deadline(0), &ctl->err);
+		r = connect_session_recv(s, &m, frame_io_deadline(0), &ctl->err);
 		if (r == -ETIMEDOUT) {
 			r = 0;
 			continue;
@@ -214,7 +214,7 @@ static int follow(struct ctl *ctl, struct session *s, uint32_t stream, bool wait
 			msg_dispose(&m);
 			break;
 		} else if (m.type == MSG_ERROR || (m.flags & MSG_F_END)) {
-			r = session_unexpected(&m, &ctl->err);
+			r = connect_session_unexpected(&m, &ctl->err);
 			msg_dispose(&m);
 			err_wrap(&ctl->err, "the agent did not boot the app");
 			break;
@@ -287,7 +287,7 @@ int cmd_boot(struct ctl *ctl, int argc, char **argv)
 			json_object_object_add(req, "restart", json_object_new_boolean(true));
 			break;
 		case 'p':
-			if (!env_name_valid(optarg))
+			if (!strv_env_name_valid(optarg))
 				return cmd_usage(ctl, USAGE,
 				                 "--pass-env wants a variable name, not '%s'",
 				                 optarg);
@@ -315,7 +315,7 @@ int cmd_boot(struct ctl *ctl, int argc, char **argv)
 	if (spec) {
 		struct json_object *obj = NULL;
 		if (read_spec(spec, &obj, &ctl->err) < 0)
-			return ctl_exit_of(&ctl->err);
+			return output_exit_of(&ctl->err);
 		json_object_object_add(req, "spec", obj);
 	} else {
 		json_object_object_add(req, "app_dir",
@@ -327,15 +327,15 @@ int cmd_boot(struct ctl *ctl, int argc, char **argv)
 	if (deadline_ms > 0)
 		json_object_object_add(req, "timeout",
 		                       json_object_new_int64((deadline_ms + 999) / 1000));
-	r = session_open(&ctl->so, &s, &ctl->err);
+	r = connect_session_open(&ctl->so, &s, &ctl->err);
 	if (r != 0)
 		return r;
-	if (!session_has_capability(s, "boot")) {
+	if (!connect_session_has_capability(s, "boot")) {
 		err_set(&ctl->err, ERR_REFUSED, EOPNOTSUPP, "the agent does not run boots");
 		return CTL_EXIT_REFUSED;
 	}
-	stream = session_new_stream(s);
-	r = session_send(s, MSG_BOOT_START, MSG_F_END, stream, req, NULL, 0, &ctl->err);
+	stream = connect_session_new_stream(s);
+	r = connect_session_send(s, MSG_BOOT_START, MSG_F_END, stream, req, NULL, 0, &ctl->err);
 	if (r != 0)
 		return r;
 	return follow(ctl, s, stream, wait,

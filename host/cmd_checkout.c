@@ -43,7 +43,7 @@ struct pack_send {
 
 static int pack_flush(struct pack_send *ps, bool end)
 {
-	int r = session_send(ps->s, MSG_CHECKOUT_PACK_DATA, end ? MSG_F_END : 0, ps->stream, NULL,
+	int r = connect_session_send(ps->s, MSG_CHECKOUT_PACK_DATA, end ? MSG_F_END : 0, ps->stream, NULL,
 	                     ps->buf, ps->len, ps->err);
 	ps->len = 0;
 	return r;
@@ -73,7 +73,7 @@ static int reply_wait(struct session *s, uint32_t stream, json_object **ret, str
 
 	for (;;) {
 		struct msg m;
-		int r = session_recv(s, &m, deadline, err);
+		int r = connect_session_recv(s, &m, deadline, err);
 
 		if (r == -ETIMEDOUT) {
 			err_set(err, ERR_FAILED, ETIMEDOUT,
@@ -89,7 +89,7 @@ static int reply_wait(struct session *s, uint32_t stream, json_object **ret, str
 			return 0;
 		}
 		if (m.stream == stream && (m.type == MSG_ERROR || (m.flags & MSG_F_END))) {
-			r = session_unexpected(&m, err);
+			r = connect_session_unexpected(&m, err);
 			msg_dispose(&m);
 			return r;
 		}
@@ -135,8 +135,8 @@ static int host_fetch(struct ctl *ctl, struct checkout_spec *sp, const char *app
 			r = fetch_failed(&ctl->err);
 	}
 	if (r == 0)
-		r = session_open(&ctl->so, &s, &ctl->err);
-	if (r == 0 && !session_has_capability(s, "checkout")) {
+		r = connect_session_open(&ctl->so, &s, &ctl->err);
+	if (r == 0 && !connect_session_has_capability(s, "checkout")) {
 		err_set(&ctl->err, ERR_REFUSED, EOPNOTSUPP, "the agent does not take checkouts");
 		r = CTL_EXIT_REFUSED;
 	}
@@ -146,22 +146,22 @@ static int host_fetch(struct ctl *ctl, struct checkout_spec *sp, const char *app
 		json_object_object_add(begin, "commit", json_object_new_string(hex));
 		json_object_object_add(begin, "clone_url", json_object_new_string(sp->clone_url));
 		json_object_object_add(begin, "ref", json_object_new_string(res.remote_ref));
-		ps = (struct pack_send){.s = s, .stream = session_new_stream(s), .err = &ctl->err};
+		ps = (struct pack_send){.s = s, .stream = connect_session_new_stream(s), .err = &ctl->err};
 		ps.cap = 60 * 1024;
 		ps.buf = malloc(ps.cap);
-		r = ps.buf ? session_send(s, MSG_CHECKOUT_PACK, 0, ps.stream,
+		r = ps.buf ? connect_session_send(s, MSG_CHECKOUT_PACK, 0, ps.stream,
 		                          json_object_get(begin), NULL, 0, &ctl->err)
 		           : err_set(&ctl->err, ERR_FAILED, ENOMEM, "out of memory");
 	}
 	if (r == 0 && git_pack_write(repo, &res.tip, NULL, 0, pack_sink, &ps, NULL, &ctl->err) < 0)
-		r = ctl_exit_of(&ctl->err);
+		r = output_exit_of(&ctl->err);
 	if (r == 0)
 		r = pack_flush(&ps, true);
 	if (r == 0)
 		r = reply_wait(s, ps.stream, ret, &ctl->err);
 	free(ps.buf);
 	git_repository_free(TAKE_PTR(repo));
-	checkout_tmp_remove(tmpl);
+	checkout_spec_tmp_remove(tmpl);
 	return r;
 }
 
@@ -181,9 +181,9 @@ static int guest_fetch(struct ctl *ctl, struct checkout_spec *sp, const char *ap
 		        "--guest-fetch needs the token in the spec");
 		return CTL_EXIT_REFUSED;
 	}
-	r = session_open(&ctl->so, &s, &ctl->err);
+	r = connect_session_open(&ctl->so, &s, &ctl->err);
 	if (r == 0 &&
-	    (!session_has_capability(s, "checkout") || !session_has_capability(s, "secrets"))) {
+	    (!connect_session_has_capability(s, "checkout") || !connect_session_has_capability(s, "secrets"))) {
 		err_set(&ctl->err, ERR_REFUSED, EOPNOTSUPP, "the agent does not take checkouts");
 		r = CTL_EXIT_REFUSED;
 	}
@@ -191,7 +191,7 @@ static int guest_fetch(struct ctl *ctl, struct checkout_spec *sp, const char *ap
 		return r;
 	json_object_object_add(put, "name", json_object_new_string(SECRET_NAME));
 	json_object_object_add(put, "scope", json_object_new_string("fetch"));
-	r = session_request(s, MSG_SECRETS_PUT, json_object_get(put), sp->token, sp->token_len,
+	r = connect_session_request(s, MSG_SECRETS_PUT, json_object_get(put), sp->token, sp->token_len,
 	                    &reply, &ctl->err);
 	sodium_memzero((char *)sp->token, sp->token_len);
 	json_object_put(reply);
@@ -206,7 +206,7 @@ static int guest_fetch(struct ctl *ctl, struct checkout_spec *sp, const char *ap
 	json_object_object_add(req, "secret", json_object_new_string(SECRET_NAME));
 	output_note(&ctl->out, "the guest fetches %s %s", sp->clone_url,
 	            sp->ref ? sp->ref : "HEAD");
-	r = session_request(s, MSG_CHECKOUT_FETCH, json_object_get(req), NULL, 0, ret, &ctl->err);
+	r = connect_session_request(s, MSG_CHECKOUT_FETCH, json_object_get(req), NULL, 0, ret, &ctl->err);
 	if (r != 0 && ctl->err.code == EACCES)
 		return fetch_failed(&ctl->err);
 	return r;
@@ -247,12 +247,12 @@ int cmd_checkout(struct ctl *ctl, int argc, char **argv)
 		return cmd_usage(ctl, USAGE, "--app-dir must be an absolute path in the guest");
 	if (checkout_spec_load(spec_path, &sp, &ctl->err) < 0) {
 		checkout_spec_dispose(&sp);
-		return ctl_exit_of(&ctl->err);
+		return output_exit_of(&ctl->err);
 	}
 	if (guest) {
 		r = guest_fetch(ctl, &sp, app_dir, &reply);
 	} else if (git_fetch_global_init(&gopts, &ctl->err) < 0) {
-		r = ctl_exit_of(&ctl->err);
+		r = output_exit_of(&ctl->err);
 	} else {
 		r = host_fetch(ctl, &sp, app_dir, &reply);
 		git_fetch_global_shutdown();

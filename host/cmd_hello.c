@@ -25,7 +25,7 @@ int cmd_hello(struct ctl *ctl, int argc, char **argv)
 		return cmd_bad_option(ctl, USAGE, c, argv);
 	if (optind != argc)
 		return cmd_usage(ctl, USAGE, "unexpected argument '%s'", argv[optind]);
-	r = session_open(&ctl->so, &s, &ctl->err);
+	r = connect_session_open(&ctl->so, &s, &ctl->err);
 	if (r != 0)
 		return r;
 	doc = json_object_new_object();

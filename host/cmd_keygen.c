@@ -16,7 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "fileio.h"
+#include "file.h"
 #include "keys.h"
 
 #define USAGE "keygen [--out PATH] [--comment TEXT] [--force]"
@@ -87,10 +87,10 @@ int cmd_keygen(struct ctl *ctl, int argc, char **argv)
 		err_set(&ctl->err, ERR_FAILED, ENOMEM, "out of memory");
 		return CTL_EXIT_FAILED;
 	}
-	if (mkdir_p(dirname(dir), 0700, &ctl->err) < 0 || keys_generate(&kp, &ctl->err) < 0 ||
+	if (file_mkdir_p(dirname(dir), 0700, &ctl->err) < 0 || keys_generate(&kp, &ctl->err) < 0 ||
 	    keys_set_comment(kp, comment, &ctl->err) < 0 || keys_save(kp, path, &ctl->err) < 0) {
 		err_wrap(&ctl->err, "cannot make the host key");
-		return ctl_exit_of(&ctl->err);
+		return output_exit_of(&ctl->err);
 	}
 	keys_fingerprint(kp->pk, fp);
 	line = keys_format_public(kp->pk, kp->comment);

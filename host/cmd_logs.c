@@ -21,7 +21,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "fileio.h"
+#include "file.h"
 
 #define USAGE "logs --log NAME [--app-dir DIR] [--offset N] [--max N] [--follow] [--raw]"
 
@@ -77,7 +77,7 @@ static int on_data(struct logs_view *v, const struct msg *m)
 	v->skipped += skipped;
 	v->next_offset = offset + (int64_t)m->data_len;
 	if (v->raw) {
-		if (m->data_len && write_all(STDOUT_FILENO, m->data, m->data_len) < 0) {
+		if (m->data_len && file_write_all(STDOUT_FILENO, m->data, m->data_len) < 0) {
 			err_errno(err, "cannot write the log to stdout");
 			return CTL_EXIT_FAILED;
 		}
@@ -123,7 +123,7 @@ static int receive(struct logs_view *v, struct session *s, uint32_t stream)
 		struct msg m;
 		/* Following waits as long as it takes; otherwise each message within --timeout. */
 		int64_t deadline = v->follow ? -1 : frame_io_deadline(s->timeout_ms);
-		int w = session_wait(s, cancelled ? -1 : sigfd, deadline);
+		int w = connect_session_wait(s, cancelled ? -1 : sigfd, deadline);
 		if (w == 0) {
 			err_set(&ctl->err, ERR_FAILED, ETIMEDOUT,
 			        "the agent sent no more of the log within %d s (--timeout)",
@@ -133,14 +133,14 @@ static int receive(struct logs_view *v, struct session *s, uint32_t stream)
 		if (w == 2) {
 			/* Interrupted: cancel, then take what is still on its way. */
 			_cleanup_json_ struct json_object *empty = json_object_new_object();
-			r = session_send(s, MSG_CANCEL, MSG_F_END, stream, empty, NULL, 0,
+			r = connect_session_send(s, MSG_CANCEL, MSG_F_END, stream, empty, NULL, 0,
 			                 &ctl->err);
 			if (r != 0)
 				return r;
 			cancelled = true;
 			continue;
 		}
-		r = session_recv(s, &m, frame_io_deadline(0), &ctl->err);
+		r = connect_session_recv(s, &m, frame_io_deadline(0), &ctl->err);
 		if (r == -ETIMEDOUT)
 			continue;
 		if (r != 1)
@@ -167,7 +167,7 @@ static int receive(struct logs_view *v, struct session *s, uint32_t stream)
 			return 0;
 		}
 		if (m.type == MSG_ERROR || (m.flags & MSG_F_END)) {
-			r = session_unexpected(&m, &ctl->err);
+			r = connect_session_unexpected(&m, &ctl->err);
 			msg_dispose(&m);
 			return r;
 		}
@@ -233,16 +233,16 @@ int cmd_logs(struct ctl *ctl, int argc, char **argv)
 	json_object_object_add(req, "follow", json_object_new_boolean(v.follow));
 	if (max >= 0)
 		json_object_object_add(req, "max", json_object_new_int64(max));
-	r = session_open(&ctl->so, &s, &ctl->err);
+	r = connect_session_open(&ctl->so, &s, &ctl->err);
 	if (r != 0)
 		return r;
-	if (!session_has_capability(s, "logs")) {
+	if (!connect_session_has_capability(s, "logs")) {
 		err_set(&ctl->err, ERR_REFUSED, EOPNOTSUPP, "the agent does not serve logs");
 		return CTL_EXIT_REFUSED;
 	}
-	stream = session_new_stream(s);
+	stream = connect_session_new_stream(s);
 	/* Following, our half stays open for the cancel that ends it. */
-	r = session_send(s, MSG_LOGS, v.follow ? 0 : MSG_F_END, stream, req, NULL, 0, &ctl->err);
+	r = connect_session_send(s, MSG_LOGS, v.follow ? 0 : MSG_F_END, stream, req, NULL, 0, &ctl->err);
 	if (r == 0)
 		r = receive(&v, s, stream);
 	if (!v.have_offset)

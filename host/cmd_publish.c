@@ -74,7 +74,7 @@ static int pack_receive(struct session *s, uint32_t stream, struct git_pack_rece
 	for (;;) {
 		int64_t deadline = frame_io_deadline(s->timeout_ms);
 		struct msg m;
-		int r = session_recv(s, &m, deadline, err);
+		int r = connect_session_recv(s, &m, deadline, err);
 
 		if (r == -ETIMEDOUT) {
 			err_set(err, ERR_FAILED, ETIMEDOUT,
@@ -93,7 +93,7 @@ static int pack_receive(struct session *s, uint32_t stream, struct git_pack_rece
 			               : 0;
 			msg_dispose(&m);
 			if (r < 0)
-				return ctl_exit_of(err);
+				return output_exit_of(err);
 			continue;
 		}
 		if (m.type == MSG_OK) {
@@ -101,7 +101,7 @@ static int pack_receive(struct session *s, uint32_t stream, struct git_pack_rece
 			msg_dispose(&m);
 			return 0;
 		}
-		r = session_unexpected(&m, err);
+		r = connect_session_unexpected(&m, err);
 		msg_dispose(&m);
 		return r;
 	}
@@ -150,10 +150,10 @@ static int publish_run(struct ctl *ctl, struct checkout_spec *sp, const struct p
 		ctl->err.cls = ERR_FAILED;
 		return CTL_EXIT_FAILED;
 	}
-	r = session_open(&ctl->so, &s, &ctl->err);
+	r = connect_session_open(&ctl->so, &s, &ctl->err);
 	if (r != 0)
 		return r;
-	if (!session_has_capability(s, "publish")) {
+	if (!connect_session_has_capability(s, "publish")) {
 		err_set(&ctl->err, ERR_REFUSED, EOPNOTSUPP, "the agent does not publish");
 		return CTL_EXIT_REFUSED;
 	}
@@ -165,9 +165,9 @@ static int publish_run(struct ctl *ctl, struct checkout_spec *sp, const struct p
 	if (pr->message)
 		json_object_object_add(req, "message", json_object_new_string(pr->message));
 	if (git_pack_receiver_new(repo, &recv, &ctl->err) < 0)
-		return ctl_exit_of(&ctl->err);
-	stream = session_new_stream(s);
-	r = session_send(s, MSG_PUBLISH_COMMIT, MSG_F_END, stream, json_object_get(req), NULL, 0,
+		return output_exit_of(&ctl->err);
+	stream = connect_session_new_stream(s);
+	r = connect_session_send(s, MSG_PUBLISH_COMMIT, MSG_F_END, stream, json_object_get(req), NULL, 0,
 	                 &ctl->err);
 	if (r == 0)
 		r = pack_receive(s, stream, recv, &reply, &ctl->err);
@@ -241,14 +241,14 @@ int cmd_publish(struct ctl *ctl, int argc, char **argv)
 	if (author_parse(author, abuf, sizeof(abuf), &pr.name, &pr.email) < 0)
 		return cmd_usage(ctl, USAGE, "--author must be \"Name <email>\"");
 	if (git_publish_branch_check(pr.branch, &ctl->err) < 0)
-		return ctl_exit_of(&ctl->err);
+		return output_exit_of(&ctl->err);
 	if (checkout_spec_load(spec_path, &sp, &ctl->err) < 0) {
 		checkout_spec_dispose(&sp);
-		return ctl_exit_of(&ctl->err);
+		return output_exit_of(&ctl->err);
 	}
 	if (git_fetch_global_init(&gopts, &ctl->err) < 0) {
 		checkout_spec_dispose(&sp);
-		return ctl_exit_of(&ctl->err);
+		return output_exit_of(&ctl->err);
 	}
 	if (!mkdtemp(tmpl)) { /* 0700 */
 		err_errno(&ctl->err, "cannot make a private directory for the push");
@@ -258,7 +258,7 @@ int cmd_publish(struct ctl *ctl, int argc, char **argv)
 		        ? CTL_EXIT_FAILED
 		        : publish_run(ctl, &sp, &pr, repo, &result);
 		git_repository_free(TAKE_PTR(repo));
-		checkout_tmp_remove(tmpl);
+		checkout_spec_tmp_remove(tmpl);
 	}
 	git_fetch_global_shutdown();
 	checkout_spec_dispose(&sp);

@@ -269,15 +269,15 @@ struct push {
 /* Between messages: an early error from the agent ends the push. */
 static int check_agent(struct push *p)
 {
-	while (session_wait(p->s, -1, frame_io_deadline(0)) == 1) {
+	while (connect_session_wait(p->s, -1, frame_io_deadline(0)) == 1) {
 		struct msg m;
-		int r = session_recv(p->s, &m, frame_io_deadline(0), &p->ctl->err);
+		int r = connect_session_recv(p->s, &m, frame_io_deadline(0), &p->ctl->err);
 		if (r == -ETIMEDOUT)
 			return 0;
 		if (r != 1)
 			return r;
 		if (m.stream == p->stream && (m.type == MSG_ERROR || (m.flags & MSG_F_END))) {
-			r = session_unexpected(&m, &p->ctl->err);
+			r = connect_session_unexpected(&m, &p->ctl->err);
 			msg_dispose(&m);
 			return r;
 		}
@@ -323,7 +323,7 @@ static int send_file(struct push *p, const struct entry *e, uint8_t *buf)
 		}
 		if (n == 0)
 			break;
-		r = session_send(p->s, MSG_TREE_PUSH_DATA, 0, p->stream, NULL, buf, (size_t)n, err);
+		r = connect_session_send(p->s, MSG_TREE_PUSH_DATA, 0, p->stream, NULL, buf, (size_t)n, err);
 		if (r != 0)
 			return r;
 		left -= n;
@@ -367,16 +367,16 @@ static int send_tree(struct push *p, const char *app_dir, struct json_object **r
 		err_set(err, ERR_FAILED, ENOMEM, "out of memory");
 		return CTL_EXIT_FAILED;
 	}
-	p->stream = session_new_stream(p->s);
+	p->stream = connect_session_new_stream(p->s);
 	json_object_object_add(begin, "app_dir", json_object_new_string(app_dir));
 	json_object_object_add(begin, "entries", json_object_new_int64((int64_t)p->t->n));
 	json_object_object_add(begin, "bytes", json_object_new_int64((int64_t)p->t->bytes));
-	r = session_send(p->s, MSG_TREE_PUSH_BEGIN, 0, p->stream, begin, NULL, 0, err);
+	r = connect_session_send(p->s, MSG_TREE_PUSH_BEGIN, 0, p->stream, begin, NULL, 0, err);
 	for (size_t i = 0; r == 0 && i < p->t->n; i++) {
 		_cleanup_json_ struct json_object *ej = entry_json(&p->t->v[i]);
 		r = check_agent(p);
 		if (r == 0)
-			r = session_send(p->s, MSG_TREE_PUSH_ENTRY, 0, p->stream, ej, NULL, 0, err);
+			r = connect_session_send(p->s, MSG_TREE_PUSH_ENTRY, 0, p->stream, ej, NULL, 0, err);
 		if (r == 0 && p->t->v[i].kind == K_FILE)
 			r = send_file(p, &p->t->v[i], buf);
 		p->sent_entries++;
@@ -387,7 +387,7 @@ static int send_tree(struct push *p, const char *app_dir, struct json_object **r
 	progress(p, true);
 	json_object_object_add(end, "entries", json_object_new_int64((int64_t)p->t->n));
 	json_object_object_add(end, "bytes", json_object_new_int64((int64_t)p->t->bytes));
-	r = session_send(p->s, MSG_TREE_PUSH_END, MSG_F_END, p->stream, end, NULL, 0, err);
+	r = connect_session_send(p->s, MSG_TREE_PUSH_END, MSG_F_END, p->stream, end, NULL, 0, err);
 	if (r != 0)
 		return r;
 	output_live(&p->ctl->out, "push: %zu entries sent, waiting for the agent to swap them in",
@@ -395,7 +395,7 @@ static int send_tree(struct push *p, const char *app_dir, struct json_object **r
 	deadline = frame_io_deadline(p->s->timeout_ms);
 	for (;;) {
 		struct msg m;
-		r = session_recv(p->s, &m, deadline, err);
+		r = connect_session_recv(p->s, &m, deadline, err);
 		if (r == -ETIMEDOUT) {
 			err_set(err, ERR_FAILED, ETIMEDOUT,
 			        "the agent did not confirm the push within %d s (--timeout)",
@@ -410,7 +410,7 @@ static int send_tree(struct push *p, const char *app_dir, struct json_object **r
 			return 0;
 		}
 		if (m.stream == p->stream && (m.type == MSG_ERROR || (m.flags & MSG_F_END))) {
-			r = session_unexpected(&m, err);
+			r = connect_session_unexpected(&m, err);
 			msg_dispose(&m);
 			return r;
 		}
@@ -459,10 +459,10 @@ int cmd_push(struct ctl *ctl, int argc, char **argv)
 	r = walk(&t, root_fd, NULL, 0, dir, &ctl->err);
 	if (r < 0) {
 		tree_dispose(&t);
-		return ctl_exit_of(&ctl->err);
+		return output_exit_of(&ctl->err);
 	}
-	r = session_open(&ctl->so, &s, &ctl->err);
-	if (r == 0 && !session_has_capability(s, "tree.push")) {
+	r = connect_session_open(&ctl->so, &s, &ctl->err);
+	if (r == 0 && !connect_session_has_capability(s, "tree.push")) {
 		err_set(&ctl->err, ERR_REFUSED, EOPNOTSUPP, "the agent does not take trees");
 		r = CTL_EXIT_REFUSED;
 	}

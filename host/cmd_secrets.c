@@ -131,7 +131,7 @@ static int check_names(struct json_object *values, char **names, int n, struct e
 {
 	for (int i = 0; i < n; i++) {
 		struct json_object *v;
-		if (!env_name_valid(names[i]))
+		if (!strv_env_name_valid(names[i]))
 			return err_set(
 			    err, ERR_REFUSED, EINVAL,
 			    "invalid secret name '%s' (letters, digits and _, not starting "
@@ -199,11 +199,11 @@ static int put(struct ctl *ctl, int argc, char **argv)
 		r = check_names(values, argv + optind, argc - optind, &ctl->err);
 	if (r < 0) {
 		values_free(values);
-		return ctl_exit_of(&ctl->err);
+		return output_exit_of(&ctl->err);
 	}
 	/* Connect only once the input is known to be right. */
-	r = session_open(&ctl->so, &s, &ctl->err);
-	if (r == 0 && !session_has_capability(s, "secrets")) {
+	r = connect_session_open(&ctl->so, &s, &ctl->err);
+	if (r == 0 && !connect_session_has_capability(s, "secrets")) {
 		err_set(&ctl->err, ERR_REFUSED, EOPNOTSUPP, "the agent does not take secrets");
 		r = CTL_EXIT_REFUSED;
 	}
@@ -214,7 +214,7 @@ static int put(struct ctl *ctl, int argc, char **argv)
 		json_object_object_get_ex(values, argv[i], &v);
 		json_object_object_add(req, "name", json_object_new_string(argv[i]));
 		json_object_object_add(req, "scope", json_object_new_string(scope));
-		r = session_request(s, MSG_SECRETS_PUT, req, json_object_get_string(v),
+		r = connect_session_request(s, MSG_SECRETS_PUT, req, json_object_get_string(v),
 		                    (size_t)json_object_get_string_len(v), &reply, &ctl->err);
 		if (r != 0) {
 			err_wrap(&ctl->err, "cannot put %s", argv[i]);
@@ -264,16 +264,16 @@ static int drop(struct ctl *ctl, int argc, char **argv)
 		struct json_object *names = json_object_new_array();
 		json_object_object_add(req, "names", names);
 		for (int i = optind; i < argc; i++) {
-			if (!env_name_valid(argv[i]))
+			if (!strv_env_name_valid(argv[i]))
 				return cmd_usage(ctl, USAGE_DROP, "invalid secret name '%s'",
 				                 argv[i]);
 			json_object_array_add(names, json_object_new_string(argv[i]));
 		}
 	}
-	r = session_open(&ctl->so, &s, &ctl->err);
+	r = connect_session_open(&ctl->so, &s, &ctl->err);
 	if (r != 0)
 		return r;
-	return session_request(s, MSG_SECRETS_DROP, req, NULL, 0, &ctl->result, &ctl->err);
+	return connect_session_request(s, MSG_SECRETS_DROP, req, NULL, 0, &ctl->result, &ctl->err);
 }
 
 int cmd_secrets(struct ctl *ctl, int argc, char **argv)

@@ -42,7 +42,7 @@ int cmd_stop(struct ctl *ctl, int argc, char **argv)
 	}
 	if (optind != argc)
 		return cmd_usage(ctl, USAGE, "unexpected argument '%s'", argv[optind]);
-	r = session_open(&ctl->so, &s, &ctl->err);
+	r = connect_session_open(&ctl->so, &s, &ctl->err);
 	if (r != 0)
 		return r;
 	req = json_object_new_object();
@@ -54,5 +54,5 @@ int cmd_stop(struct ctl *ctl, int argc, char **argv)
 		                       json_object_new_int64((grace_ms + 999) / 1000));
 	/* Stopping waits out the grace period (10 s by default) before the reply. */
 	s->timeout_ms += (int)(grace_ms >= 0 ? (grace_ms + 999) / 1000 * 1000 : 10000);
-	return session_request(s, MSG_STOP, req, NULL, 0, &ctl->result, &ctl->err);
+	return connect_session_request(s, MSG_STOP, req, NULL, 0, &ctl->result, &ctl->err);
 }

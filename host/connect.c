@@ -14,7 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "frameio.h"
+#include "frame_io.h"
 
 bool connect_pause_until(int64_t deadline, int ms)
 {

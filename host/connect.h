@@ -107,7 +107,7 @@ bool connect_pause_until(int64_t deadline, int ms);
  * CONNECT_FC_REPLY_MAX (read on), or ERR_REFUSED (EPROTO) for anything else, with the
  * offending bytes shown escaped.
  */
-int connect_fc_parse_reply(const char *buf, size_t len, uint32_t *ret_port, struct err *err);
+int connect_fc_reply_parse(const char *buf, size_t len, uint32_t *ret_port, struct err *err);
 
 /*
  * Incus: the address of instance name. Runs `INCUS config get NAME volatile.vsock_id` (incus

@@ -15,7 +15,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "frameio.h"
+#include "frame_io.h"
 
 #define BACKOFF_FIRST_MS 50
 #define BACKOFF_MAX_MS 1000
@@ -111,11 +111,11 @@ static int exchange(int fd, const char *path, uint32_t port, int64_t deadline, s
 			continue;
 		}
 		len++;
-		r = connect_fc_parse_reply(reply, len, &host_port, err);
+		r = connect_fc_reply_parse(reply, len, &host_port, err);
 		if (r < 0) {
 			/* Show the whole line: whatever answered may say what it is. */
 			len = read_rest(fd, reply, len, sizeof(reply));
-			connect_fc_parse_reply(reply, len, &host_port, err);
+			connect_fc_reply_parse(reply, len, &host_port, err);
 			return err_wrap(err, "%s", path);
 		}
 		if (r == 1)

@@ -45,7 +45,7 @@ static int refuse(const char *buf, size_t len, const char *why, struct err *err)
 	               shown, why);
 }
 
-int connect_fc_parse_reply(const char *buf, size_t len, uint32_t *ret_port, struct err *err)
+int connect_fc_reply_parse(const char *buf, size_t len, uint32_t *ret_port, struct err *err)
 {
 	static const char prefix[] = "OK ";
 	uint64_t port = 0;

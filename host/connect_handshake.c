@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fileio.h"
+#include "file.h"
 #include "pins.h"
 
 /* The pins file's directory, made 0700 when missing (~/.config/sandbox-ctl). */
@@ -24,7 +24,7 @@ static int make_parent(const char *path, struct err *err)
 
 	if (!copy)
 		return err_set(err, ERR_FAILED, ENOMEM, "out of memory");
-	return mkdir_p(dirname(copy), 0700, err);
+	return file_mkdir_p(dirname(copy), 0700, err);
 }
 
 /* A failure of the connection or the authentication, with context: exit 3. */
@@ -71,7 +71,7 @@ int session_handshake(struct frame_io *io, const struct keypair *host_key,
 {
 	uint8_t pin[KEYS_PUBLIC_LEN];
 	struct hs_config cfg = {.role = HS_HOST, .identity = host_key};
-	_cleanup_hs_ struct hs *hs = NULL;
+	_cleanup_hs_ struct handshake *hs = NULL;
 	int64_t deadline = frame_io_deadline(timeout_ms);
 	struct channel *ch = NULL;
 	struct hs_output out;
@@ -84,11 +84,11 @@ int session_handshake(struct frame_io *io, const struct keypair *host_key,
 	pinned = r == 1;
 	if (pinned && !p->replace)
 		cfg.expected_peer = pin;
-	if (hs_new(&cfg, &hs, err) < 0)
+	if (handshake_new(&cfg, &hs, err) < 0)
 		return CTL_EXIT_CONNECT;
 	frame_decoder_set_mode(&io->dec, FRAME_HANDSHAKE_MAX, true);
 	frame_io_set_budget(io, CHANNEL_HANDSHAKE_MAX_BYTES);
-	if (hs_start(hs, &out, err) < 0 || write_out(io, &out, deadline, err) < 0)
+	if (handshake_start(hs, &out, err) < 0 || write_out(io, &out, deadline, err) < 0)
 		return broke(err, "handshake");
 
 	for (;;) {
@@ -113,13 +113,13 @@ int session_handshake(struct frame_io *io, const struct keypair *host_key,
 			return CTL_EXIT_CONNECT;
 		}
 		if (ev == FRAME_EV_MARKER) {
-			if (hs_on_marker(hs, err) < 0)
+			if (handshake_on_marker(hs, err) < 0)
 				return CTL_EXIT_CONNECT;
 			continue;
 		}
 		body = frame_decoder_body(&io->dec, &len);
-		r = hs_on_frame(hs, body, len, &out, err);
-		peer = hs_peer_key(hs);
+		r = handshake_on_frame(hs, body, len, &out, err);
+		peer = handshake_peer_key(hs);
 		if (r < 0) {
 			struct err werr;
 			char got[KEYS_FINGERPRINT_MAX], want[KEYS_FINGERPRINT_MAX];

@@ -15,7 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "frameio.h"
+#include "frame_io.h"
 #include "strv.h"
 
 #define INCUS_OUTPUT_MAX 256

@@ -51,7 +51,7 @@ static void session_free(struct session *s)
 	free(s);
 }
 
-void session_close(struct session *s)
+void connect_session_close(struct session *s)
 {
 	struct err e;
 
@@ -71,7 +71,7 @@ void session_close(struct session *s)
 	session_free(s);
 }
 
-bool session_has_capability(const struct session *s, const char *name)
+bool connect_session_has_capability(const struct session *s, const char *name)
 {
 	struct json_object *caps;
 
@@ -87,7 +87,7 @@ bool session_has_capability(const struct session *s, const char *name)
 	return false;
 }
 
-uint32_t session_new_stream(struct session *s)
+uint32_t connect_session_new_stream(struct session *s)
 {
 	uint32_t id = s->next_stream;
 
@@ -95,7 +95,7 @@ uint32_t session_new_stream(struct session *s)
 	return id;
 }
 
-int session_send(struct session *s, uint16_t type, uint16_t flags, uint32_t stream,
+int connect_session_send(struct session *s, uint16_t type, uint16_t flags, uint32_t stream,
                  struct json_object *json, const void *data, size_t data_len, struct err *err)
 {
 	struct msg m = {
@@ -123,7 +123,7 @@ static int on_connection_msg(struct session *s, const struct msg *m, struct err 
 		s->guest_hello = m->json ? json_object_get(m->json) : json_object_new_object();
 		return 0;
 	case MSG_PING:
-		return session_send(s, MSG_PONG, 0, 0, m->json, NULL, 0, err);
+		return connect_session_send(s, MSG_PONG, 0, 0, m->json, NULL, 0, err);
 	case MSG_ERROR:
 		msg_error_to_err(m, err);
 		return fail(err, CTL_EXIT_CONNECT, "the agent ended the session");
@@ -133,7 +133,7 @@ static int on_connection_msg(struct session *s, const struct msg *m, struct err 
 	}
 }
 
-int session_recv(struct session *s, struct msg *ret, int64_t deadline, struct err *err)
+int connect_session_recv(struct session *s, struct msg *ret, int64_t deadline, struct err *err)
 {
 	for (;;) {
 		struct msg m;
@@ -159,7 +159,7 @@ int session_recv(struct session *s, struct msg *ret, int64_t deadline, struct er
 	}
 }
 
-int session_wait(struct session *s, int extra_fd, int64_t deadline)
+int connect_session_wait(struct session *s, int extra_fd, int64_t deadline)
 {
 	struct pollfd p[2] = {
 	    {.fd = s->io->fd, .events = POLLIN},
@@ -183,33 +183,33 @@ int session_wait(struct session *s, int extra_fd, int64_t deadline)
 	}
 }
 
-int session_unexpected(const struct msg *m, struct err *err)
+int connect_session_unexpected(const struct msg *m, struct err *err)
 {
 	const char *name = msg_type_name(m->type);
 
 	if (m->type == MSG_ERROR) {
 		msg_error_to_err(m, err);
-		return ctl_exit_of(err);
+		return output_exit_of(err);
 	}
 	err_set(err, ERR_FAILED, EPROTO, "the agent answered with an unexpected %s message",
 	        name ? name : "unknown");
 	return CTL_EXIT_FAILED;
 }
 
-int session_request(struct session *s, uint16_t type, struct json_object *json, const void *data,
+int connect_session_request(struct session *s, uint16_t type, struct json_object *json, const void *data,
                     size_t data_len, struct json_object **ret_reply, struct err *err)
 {
-	uint32_t id = session_new_stream(s);
+	uint32_t id = connect_session_new_stream(s);
 	int64_t deadline;
 	int r;
 
-	r = session_send(s, type, MSG_F_END, id, json, data, data_len, err);
+	r = connect_session_send(s, type, MSG_F_END, id, json, data, data_len, err);
 	if (r != 0)
 		return r;
 	deadline = frame_io_deadline(s->timeout_ms);
 	for (;;) {
 		struct msg m;
-		r = session_recv(s, &m, deadline, err);
+		r = connect_session_recv(s, &m, deadline, err);
 		if (r == -ETIMEDOUT) {
 			err_set(err, ERR_FAILED, ETIMEDOUT,
 			        "the agent did not answer %s within %d s (--timeout)",
@@ -232,7 +232,7 @@ int session_request(struct session *s, uint16_t type, struct json_object *json, 
 			return 0;
 		}
 		if (m.type == MSG_ERROR || (m.flags & MSG_F_END)) {
-			r = session_unexpected(&m, err);
+			r = connect_session_unexpected(&m, err);
 			msg_dispose(&m);
 			return r;
 		}
@@ -300,7 +300,7 @@ static int say_hello(struct session *s, int64_t deadline, struct err *err)
 		err_set(err, ERR_FAILED, ENOMEM, "out of memory");
 		return CTL_EXIT_FAILED;
 	}
-	r = session_send(s, MSG_HELLO, 0, 0, hello, NULL, 0, err);
+	r = connect_session_send(s, MSG_HELLO, 0, 0, hello, NULL, 0, err);
 	if (r != 0)
 		return r;
 	/* The guest's hello comes first on its side; wait for it so commands know its capabilities.
@@ -328,7 +328,7 @@ static int say_hello(struct session *s, int64_t deadline, struct err *err)
 	return 0;
 }
 
-int session_open(const struct session_options *o, struct session **ret, struct err *err)
+int connect_session_open(const struct session_options *o, struct session **ret, struct err *err)
 {
 	struct connect_addr addr = {0}, fallback = {0};
 	_cleanup_keypair_ struct keypair *key = NULL;

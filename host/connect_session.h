@@ -17,7 +17,7 @@
 
 #include "channel.h"
 #include "connect.h"
-#include "frameio.h"
+#include "frame_io.h"
 #include "keys.h"
 #include "msg.h"
 #include "output.h"
@@ -72,20 +72,20 @@ struct session {
 };
 
 /* Connect, authenticate, exchange hellos. */
-int session_open(const struct session_options *o, struct session **ret, struct err *err);
+int connect_session_open(const struct session_options *o, struct session **ret, struct err *err);
 /* Send close, wait briefly for the guest's, and free everything. */
-void session_close(struct session *s);
-DEFINE_TRIVIAL_CLEANUP_FUNC(struct session *, session_close)
-#define _cleanup_session_ _cleanup_(session_closep)
+void connect_session_close(struct session *s);
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct session *, connect_session_close)
+#define _cleanup_session_ _cleanup_(connect_session_closep)
 
 /* True when the guest's hello lists the capability. */
-bool session_has_capability(const struct session *s, const char *name);
+bool connect_session_has_capability(const struct session *s, const char *name);
 
 /* A new stream id. */
-uint32_t session_new_stream(struct session *s);
+uint32_t connect_session_new_stream(struct session *s);
 
 /* Send one message; json may be NULL, data may be NULL. */
-int session_send(struct session *s, uint16_t type, uint16_t flags, uint32_t stream,
+int connect_session_send(struct session *s, uint16_t type, uint16_t flags, uint32_t stream,
                  struct json_object *json, const void *data, size_t data_len, struct err *err);
 
 /*
@@ -94,23 +94,23 @@ int session_send(struct session *s, uint16_t type, uint16_t flags, uint32_t stre
  * the guest ended the session. Returns 1 with *ret (msg_dispose() it), or an exit code:
  * CTL_EXIT_CONNECT when the session ended or broke, or -ETIMEDOUT when the deadline passed.
  */
-int session_recv(struct session *s, struct msg *ret, int64_t deadline, struct err *err);
+int connect_session_recv(struct session *s, struct msg *ret, int64_t deadline, struct err *err);
 
 /*
  * Wait until the session has input or extra_fd (-1: none) is readable, before deadline.
  * Returns 1 (session), 2 (extra_fd), 0 (deadline passed), or a negative errno.
  */
-int session_wait(struct session *s, int extra_fd, int64_t deadline);
+int connect_session_wait(struct session *s, int extra_fd, int64_t deadline);
 
 /*
  * One request, one reply: open a stream, send type with json (and data) flagged END, and
  * wait up to the session's timeout for `ok` on that stream. *ret_reply gets the ok's JSON (an
  * object, never NULL). An error reply returns 1 or 2 by its class.
  */
-int session_request(struct session *s, uint16_t type, struct json_object *json, const void *data,
+int connect_session_request(struct session *s, uint16_t type, struct json_object *json, const void *data,
                     size_t data_len, struct json_object **ret_reply, struct err *err);
 
 /* The error a message on our stream carries, when it is not the expected one. */
-int session_unexpected(const struct msg *m, struct err *err);
+int connect_session_unexpected(const struct msg *m, struct err *err);
 
 #endif

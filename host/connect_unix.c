@@ -16,7 +16,7 @@
 #include <sys/un.h>
 #include <termios.h>
 
-#include "frameio.h"
+#include "frame_io.h"
 
 int connect_unix(const char *path, int64_t deadline, int *ret_fd, struct err *err)
 {

@@ -11,7 +11,7 @@
 #include <sys/socket.h>
 #include <linux/vm_sockets.h>
 
-#include "frameio.h"
+#include "frame_io.h"
 
 int connect_vsock(uint32_t cid, uint32_t port, int64_t deadline, int *ret_fd, struct err *err)
 {

@@ -15,7 +15,7 @@
 
 #define LINE_MAX_BYTES 4096
 
-int ctl_exit_of(const struct err *e)
+int output_exit_of(const struct err *e)
 {
 	return e->cls == ERR_REFUSED ? CTL_EXIT_REFUSED : CTL_EXIT_FAILED;
 }

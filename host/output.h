@@ -12,7 +12,7 @@
 
 #include <json-c/json.h>
 
-#include "json_util.h"
+#include "json_strict.h"
 #include "err.h"
 
 /* Exit codes of sandbox-ctl (docs/sandbox-ctl.md). */
@@ -25,7 +25,7 @@ enum ctl_exit {
 };
 
 /* The exit code for an error the agent replied with: refused -> 2, else 1. */
-int ctl_exit_of(const struct err *e);
+int output_exit_of(const struct err *e);
 
 enum output_level {
 	OUTPUT_QUIET = -1, /* no progress, only the final error line */

@@ -11,4 +11,4 @@ bench-handshake: $(BUILD)/bench/handshake_bench
 
 $(BUILD)/bench/handshake_bench: bench/handshake_bench.c $(LIBCOMMON)
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(LIBCOMMON) $(DEP_LIBS)
+	$(CC) $(ALL_CFLAGS) $(ALL_LAYER_INC) $(ALL_LDFLAGS) -o $@ $< $(LIBCOMMON) $(DEP_LIBS)

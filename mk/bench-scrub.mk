@@ -9,4 +9,4 @@ bench-scrub: $(BUILD)/bench/scrub_bench
 
 $(BUILD)/bench/scrub_bench: bench/scrub_bench.c $(LIBCOMMON)
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(LIBCOMMON) $(DEP_LIBS)
+	$(CC) $(ALL_CFLAGS) $(ALL_LAYER_INC) $(ALL_LDFLAGS) -o $@ $< $(LIBCOMMON) $(DEP_LIBS)

@@ -17,7 +17,7 @@ FUZZ_CC ?= $(firstword $(shell command -v clang-14 clang 2>/dev/null))
 FUZZ_SECONDS ?= 60
 FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
 FUZZ_CFLAGS := -std=gnu11 -O1 -g $(filter-out -Werror -Wno-format-truncation,$(WARN)) \
-	-D_GNU_SOURCE -DSA_VERSION=\"$(VERSION)\" -Icommon -Iguest -Ihost -MMD -MP \
+	-D_GNU_SOURCE -DSA_VERSION=\"$(VERSION)\" -MMD -MP \
 	$(DEP_CFLAGS) $(FUZZ_SAN)
 FUZZ_SRC_ALL := $(sort $(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_BIN := $(FUZZ_SRC_ALL:tests/fuzz/%.c=$(FUZZ_BUILD)/%)
@@ -38,20 +38,16 @@ fuzz: fuzz-check-cc $(FUZZ_BIN)
 
 $(FUZZ_BUILD)/obj/%.o: %.c
 	@mkdir -p $(@D)
-	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
+	$(FUZZ_CC) $(FUZZ_CFLAGS) $(call layer_inc,$<) -fsanitize=fuzzer-no-link -c $< -o $@
 
 $(FUZZ_LIBCOMMON): $(COMMON_SRC:%.c=$(FUZZ_BUILD)/obj/%.o)
-	@rm -f $@
-	$(AR) rcs $@ $^
 $(FUZZ_LIBGUEST): $(GUEST_SRC:%.c=$(FUZZ_BUILD)/obj/%.o)
-	@rm -f $@
-	$(AR) rcs $@ $^
 $(FUZZ_LIBHOST): $(HOST_SRC:%.c=$(FUZZ_BUILD)/obj/%.o)
-	@rm -f $@
-	$(AR) rcs $@ $^
+$(FUZZ_LIBCOMMON) $(FUZZ_LIBGUEST) $(FUZZ_LIBHOST):
+	$(archive_recipe)
 
 $(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_LIBGUEST) $(FUZZ_LIBHOST) $(FUZZ_LIBCOMMON) | fuzz-check-cc
-	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_LIBGUEST) $(FUZZ_LIBHOST) \
+	$(FUZZ_CC) $(FUZZ_CFLAGS) $(ALL_LAYER_INC) -fsanitize=fuzzer -o $@ $< $(FUZZ_LIBGUEST) $(FUZZ_LIBHOST) \
 		$(FUZZ_LIBCOMMON) $(DEP_LIBS)
 
 # One target at a time (2 cores: one for the fuzzer, one for the rest of the machine).

@@ -9,7 +9,7 @@
 #   build-static/tests/libcheck                 tests/static/libcheck.c, linked the same way
 #
 # Included by the top Makefile; COMMON_SRC, GUEST_SRC, HOST_SRC are its globs, so every .c file
-# in common/ guest/ host/ is compiled here too.
+# in common/*/ guest/*/ host/ is compiled here too, with the same per-layer include paths.
 
 MUSL_CC ?= musl-gcc
 SBUILD := build-static
@@ -58,16 +58,15 @@ $(SBUILD)/.prefix: FORCE
 $(SBUILD)/%.o: %.c $(SBUILD)/.prefix
 	@mkdir -p $(@D)
 	@echo "  MUSL-CC $<"
-	@$(MUSL_CC) $(STATIC_CFLAGS) -c $< -o $@
+	@$(MUSL_CC) $(STATIC_CFLAGS) $(call layer_inc,$<) -c $< -o $@
 
 $(S_LIBCOMMON): $(S_COMMON_OBJ)
 $(S_LIBGUEST): $(S_GUEST_OBJ)
 $(S_LIBHOST): $(S_HOST_OBJ)
 $(S_LIBCOMMON) $(S_LIBGUEST) $(S_LIBHOST):
-	@rm -f $@
-	@$(AR) rcs $@ $^
+	$(archive_recipe)
 
-$(SBUILD)/sandbox-agent: $(SBUILD)/guest/main.o $(S_LIBGUEST) $(S_LIBCOMMON)
+$(SBUILD)/sandbox-agent: $(SBUILD)/guest/cli/main.o $(S_LIBGUEST) $(S_LIBCOMMON)
 	@echo "  MUSL-LD $@"
 	@$(MUSL_CC) $(STATIC_LDFLAGS) -o $@ $^ $(STATIC_LIBS)
 $(SBUILD)/sandbox-ctl: $(SBUILD)/host/main.o $(S_LIBHOST) $(S_LIBCOMMON)

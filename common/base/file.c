@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#include "fileio.h"
+#include "file.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-int write_all(int fd, const void *buf, size_t len)
+int file_write_all(int fd, const void *buf, size_t len)
 {
 	const char *p = buf;
 
@@ -129,7 +129,7 @@ static int file_write_rename(const char *path, const void *data, size_t len, mod
 	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0)
 		return err_errno(err, "cannot create %s", tmp);
-	r = write_all(fd, data, len);
+	r = file_write_all(fd, data, len);
 	if (r == 0 && fchmod(fd, mode) < 0)
 		r = -errno;
 	if (r == 0 && uid != (uid_t)-1 && fchown(fd, uid, gid) < 0)
@@ -155,7 +155,7 @@ static int file_write_rename(const char *path, const void *data, size_t len, mod
 	return 0;
 }
 
-int mkdir_p(const char *path, mode_t mode, struct err *err)
+int file_mkdir_p(const char *path, mode_t mode, struct err *err)
 {
 	char buf[PATH_MAX];
 	size_t len = strlen(path);

@@ -2,8 +2,8 @@
 /*
  * Reading and writing whole files safely.
  */
-#ifndef SA_FILEIO_H
-#define SA_FILEIO_H
+#ifndef SA_FILE_H
+#define SA_FILE_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -41,9 +41,9 @@ int file_write_replace(const char *path, const void *data, size_t len, mode_t mo
                        gid_t gid, struct err *err);
 
 /* write() all of buf, retrying on EINTR and short writes. */
-int write_all(int fd, const void *buf, size_t len);
+int file_write_all(int fd, const void *buf, size_t len);
 
 /* mkdir -p with the given mode for each created component; existing ones are left alone. */
-int mkdir_p(const char *path, mode_t mode, struct err *err);
+int file_mkdir_p(const char *path, mode_t mode, struct err *err);
 
 #endif

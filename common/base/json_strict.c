@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#include "json_util.h"
+#include "json_strict.h"
 
 #include <string.h>
 
-ssize_t json_find_nul_escape(const char *buf, size_t len)
+ssize_t json_strict_find_nul_escape(const char *buf, size_t len)
 {
 	for (size_t i = 0; i + 1 < len; i++) {
 		if (buf[i] != '\\')
@@ -15,7 +15,7 @@ ssize_t json_find_nul_escape(const char *buf, size_t len)
 	return -1;
 }
 
-enum json_strict_status json_parse_strict(const char *buf, size_t len, struct json_object **ret,
+enum json_strict_status json_strict_parse(const char *buf, size_t len, struct json_object **ret,
                                           size_t *ret_offset, enum json_tokener_error *ret_jerr)
 {
 	const char *nul = memchr(buf, '\0', len);
@@ -31,7 +31,7 @@ enum json_strict_status json_parse_strict(const char *buf, size_t len, struct js
 		*ret_offset = (size_t)(nul - buf);
 		return JSON_STRICT_NUL_BYTE;
 	}
-	esc = json_find_nul_escape(buf, len);
+	esc = json_strict_find_nul_escape(buf, len);
 	if (esc >= 0) {
 		*ret_offset = (size_t)esc;
 		return JSON_STRICT_NUL_ESCAPE;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Small helpers around json-c shared by every file that reads or writes JSON. */
-#ifndef SA_JSON_UTIL_H
-#define SA_JSON_UTIL_H
+#ifndef SA_JSON_STRICT_H
+#define SA_JSON_STRICT_H
 
 #include <json-c/json.h>
 #include <sys/types.h>
@@ -16,9 +16,9 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(struct json_object *, json_object_put)
  * only inside strings and always starts an escape, so stepping over each escape finds them
  * all; json-c would otherwise cut an object key or a string short at the NUL.
  */
-ssize_t json_find_nul_escape(const char *buf, size_t len);
+ssize_t json_strict_find_nul_escape(const char *buf, size_t len);
 
-/* What json_parse_strict found. */
+/* What json_strict_parse found. */
 enum json_strict_status {
 	JSON_STRICT_OK = 0,
 	JSON_STRICT_NUL_BYTE,   /* a NUL byte at *ret_offset */
@@ -35,7 +35,7 @@ enum json_strict_status {
  * strings and keys short at them). A number at the very end is completed. The caller words
  * the status for its own readers.
  */
-enum json_strict_status json_parse_strict(const char *buf, size_t len, struct json_object **ret,
+enum json_strict_status json_strict_parse(const char *buf, size_t len, struct json_object **ret,
                                           size_t *ret_offset, enum json_tokener_error *ret_jerr);
 
 #endif

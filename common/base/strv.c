@@ -77,7 +77,7 @@ char **strv_copy(char *const *v)
 	return c;
 }
 
-size_t env_name_len(const char *entry)
+size_t strv_env_name_len(const char *entry)
 {
 	const char *eq = strchr(entry, '=');
 
@@ -89,12 +89,12 @@ static char **env_find(char *const *env, const char *name)
 	size_t len = strlen(name);
 
 	for (size_t i = 0; env && env[i]; i++)
-		if (env_name_len(env[i]) == len && strncmp(env[i], name, len) == 0)
+		if (strv_env_name_len(env[i]) == len && strncmp(env[i], name, len) == 0)
 			return (char **)&env[i];
 	return NULL;
 }
 
-const char *env_get(char *const *env, const char *name)
+const char *strv_env_get(char *const *env, const char *name)
 {
 	char **p = env_find(env, name);
 
@@ -103,7 +103,7 @@ const char *env_get(char *const *env, const char *name)
 	return *p + strlen(name) + 1;
 }
 
-int env_set(char ***env, const char *name, const char *value)
+int strv_env_set(char ***env, const char *name, const char *value)
 {
 	size_t nl = strlen(name), vl = strlen(value);
 	char *entry = malloc(nl + vl + 2);
@@ -127,7 +127,7 @@ int env_set(char ***env, const char *name, const char *value)
 	return 0;
 }
 
-void env_unset(char **env, const char *name)
+void strv_env_unset(char **env, const char *name)
 {
 	char **p = env_find(env, name);
 
@@ -140,7 +140,7 @@ void env_unset(char **env, const char *name)
 	} while (*p);
 }
 
-bool env_name_valid(const char *name)
+bool strv_env_name_valid(const char *name)
 {
 	if (!name ||
 	    !(*name == '_' || (*name >= 'A' && *name <= 'Z') || (*name >= 'a' && *name <= 'z')))

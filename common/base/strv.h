@@ -25,12 +25,12 @@ bool strv_contains(char *const *v, const char *s);
 char **strv_copy(char *const *v);
 
 /* Environment lists: entries "NAME=VALUE", names unique, order of first insertion kept. */
-const char *env_get(char *const *env, const char *name);
-int env_set(char ***env, const char *name, const char *value);
-void env_unset(char **env, const char *name);
+const char *strv_env_get(char *const *env, const char *name);
+int strv_env_set(char ***env, const char *name, const char *value);
+void strv_env_unset(char **env, const char *name);
 /* Length of the NAME part of "NAME=VALUE" (the whole string when there is no '='). */
-size_t env_name_len(const char *entry);
+size_t strv_env_name_len(const char *entry);
 /* [A-Za-z_][A-Za-z0-9_]* */
-bool env_name_valid(const char *name);
+bool strv_env_name_valid(const char *name);
 
 #endif

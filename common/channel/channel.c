@@ -51,11 +51,11 @@ struct channel {
 static_assert(crypto_aead_chacha20poly1305_IETF_ABYTES == FRAME_TAG_LEN, "tag length");
 static_assert(crypto_aead_chacha20poly1305_IETF_KEYBYTES == HS_KEY_LEN, "key length");
 
-int channel_from_handshake(struct frame_io *io, const struct hs *hs, struct channel **ret,
+int channel_from_handshake(struct frame_io *io, const struct handshake *hs, struct channel **ret,
                            struct err *err)
 {
 	struct channel *ch = calloc(1, sizeof(*ch));
-	const uint8_t *peer = hs_peer_key(hs);
+	const uint8_t *peer = handshake_peer_key(hs);
 
 	if (!ch)
 		return err_set(err, ERR_FAILED, ENOMEM, "out of memory");
@@ -64,14 +64,14 @@ int channel_from_handshake(struct frame_io *io, const struct hs *hs, struct chan
 		free(ch);
 		return err_set(err, ERR_FAILED, ENOMEM, "cannot allocate guarded memory");
 	}
-	hs_session_keys(hs, ch->keys->tx, ch->keys->rx);
+	handshake_session_keys(hs, ch->keys->tx, ch->keys->rx);
 	ch->io = io;
-	ch->version = hs_version(hs);
+	ch->version = handshake_version(hs);
 	if (peer) {
 		memcpy(ch->peer_pk, peer, KEYS_PUBLIC_LEN);
 		keys_fingerprint(peer, ch->peer_fp);
 	}
-	memcpy(ch->session_id, hs_session_id(hs), HS_HASH_LEN);
+	memcpy(ch->session_id, handshake_session_id(hs), HS_HASH_LEN);
 	sodium_bin2hex(ch->session_name, sizeof(ch->session_name), ch->session_id, 8);
 	frame_decoder_set_mode(&io->dec, FRAME_SESSION_MAX, false);
 	frame_io_set_budget(io, UINT64_MAX);

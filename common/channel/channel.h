@@ -21,7 +21,7 @@
 
 #include "authkeys.h"
 #include "err.h"
-#include "frameio.h"
+#include "frame_io.h"
 #include "handshake.h"
 #include "keys.h"
 #include "msg.h"
@@ -55,7 +55,7 @@ int channel_handshake_guest(struct frame_io *io, const struct keypair *guest_key
                             char *ret_fingerprint, struct err *err);
 
 /* A channel over io with the keys of a finished handshake (the test vectors use this). */
-int channel_from_handshake(struct frame_io *io, const struct hs *hs, struct channel **ret,
+int channel_from_handshake(struct frame_io *io, const struct handshake *hs, struct channel **ret,
                            struct err *err);
 
 /* Encrypt and send one message; timeout_ms bounds waiting for the transport (-1: none). */

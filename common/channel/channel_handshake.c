@@ -17,7 +17,7 @@ static int write_out(struct frame_io *io, const struct hs_output *out, int64_t d
 	return frame_io_write(io, out->buf, out->len, deadline, err);
 }
 
-static int drive(struct frame_io *io, struct hs *hs, int64_t deadline, int timeout_ms,
+static int drive(struct frame_io *io, struct handshake *hs, int64_t deadline, int timeout_ms,
                  struct channel **ret, struct err *err)
 {
 	struct hs_output out;
@@ -38,13 +38,13 @@ static int drive(struct frame_io *io, struct hs *hs, int64_t deadline, int timeo
 			return err_set(err, ERR_FAILED, ECONNRESET,
 			               "the peer closed the connection during the handshake");
 		if (ev == FRAME_EV_MARKER) {
-			r = hs_on_marker(hs, err);
+			r = handshake_on_marker(hs, err);
 			if (r < 0)
 				return r;
 			continue;
 		}
 		body = frame_decoder_body(&io->dec, &len);
-		r = hs_on_frame(hs, body, len, &out, err);
+		r = handshake_on_frame(hs, body, len, &out, err);
 		if (out.len > 0) {
 			struct err werr;
 			int w = write_out(io, &out, deadline, &werr);
@@ -77,16 +77,16 @@ int channel_handshake_host(struct frame_io *io, const struct keypair *host_key,
 	    .identity = host_key,
 	    .expected_peer = pinned_guest_key,
 	};
-	_cleanup_hs_ struct hs *hs = NULL;
+	_cleanup_hs_ struct handshake *hs = NULL;
 	int64_t deadline = frame_io_deadline(timeout_ms);
 	struct hs_output out;
 	int r;
 
-	r = hs_new(&cfg, &hs, err);
+	r = handshake_new(&cfg, &hs, err);
 	if (r < 0)
 		return r;
 	start(io);
-	r = hs_start(hs, &out, err);
+	r = handshake_start(hs, &out, err);
 	if (r < 0)
 		return r;
 	r = write_out(io, &out, deadline, err);
@@ -104,7 +104,7 @@ int channel_handshake_guest(struct frame_io *io, const struct keypair *guest_key
 	    .identity = guest_key,
 	    .authorized = authorized,
 	};
-	_cleanup_hs_ struct hs *hs = NULL;
+	_cleanup_hs_ struct handshake *hs = NULL;
 	int64_t deadline = frame_io_deadline(timeout_ms);
 	const uint8_t *peer;
 	int r;
@@ -118,12 +118,12 @@ int channel_handshake_guest(struct frame_io *io, const struct keypair *guest_key
 		if (r < 0)
 			return r;
 	}
-	r = hs_new(&cfg, &hs, err);
+	r = handshake_new(&cfg, &hs, err);
 	if (r < 0)
 		return r;
 	start(io);
 	r = drive(io, hs, deadline, timeout_ms, ret, err);
-	peer = hs_peer_key(hs);
+	peer = handshake_peer_key(hs);
 	if (peer && ret_fingerprint)
 		keys_fingerprint(peer, ret_fingerprint);
 	return r;

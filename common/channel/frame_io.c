@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#include "frameio.h"
+#include "frame_io.h"
 #include "clock.h"
 
 #include <errno.h>

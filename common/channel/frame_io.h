@@ -10,8 +10,8 @@
  * it: on a transport without connection boundaries (virtio-serial) one frame_io serves session
  * after session, and bytes already read past the end of one stay buffered for the next.
  */
-#ifndef SA_FRAMEIO_H
-#define SA_FRAMEIO_H
+#ifndef SA_FRAME_IO_H
+#define SA_FRAME_IO_H
 
 #include <stdbool.h>
 #include <stddef.h>

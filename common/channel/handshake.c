@@ -25,7 +25,7 @@ enum hs_state {
 };
 
 /* Lives in sodium_malloc memory: it holds the ephemeral secret, the shared secret and keys. */
-struct hs {
+struct handshake {
 	enum hs_role role;
 	enum hs_state state;
 	const struct keypair *identity;
@@ -49,7 +49,7 @@ struct hs {
 	uint8_t k_g2h[HS_KEY_LEN];
 };
 
-uint16_t hs_pick_version(const uint16_t *a, size_t na, const uint16_t *b, size_t nb)
+uint16_t handshake_pick_version(const uint16_t *a, size_t na, const uint16_t *b, size_t nb)
 {
 	uint16_t best = 0;
 
@@ -60,9 +60,9 @@ uint16_t hs_pick_version(const uint16_t *a, size_t na, const uint16_t *b, size_t
 	return best;
 }
 
-int hs_new(const struct hs_config *cfg, struct hs **ret, struct err *err)
+int handshake_new(const struct hs_config *cfg, struct handshake **ret, struct err *err)
 {
-	struct hs *hs;
+	struct handshake *hs;
 	int r = keys_sodium_init(err);
 
 	if (r < 0)
@@ -100,27 +100,27 @@ int hs_new(const struct hs_config *cfg, struct hs **ret, struct err *err)
 	return 0;
 }
 
-void hs_free(struct hs *hs)
+void handshake_free(struct handshake *hs)
 {
 	sodium_free(hs);
 }
 
-const uint8_t *hs_peer_key(const struct hs *hs)
+const uint8_t *handshake_peer_key(const struct handshake *hs)
 {
 	return hs->has_peer ? hs->peer_pk : NULL;
 }
 
-uint16_t hs_version(const struct hs *hs)
+uint16_t handshake_version(const struct handshake *hs)
 {
 	return hs->version;
 }
 
-const uint8_t *hs_session_id(const struct hs *hs)
+const uint8_t *handshake_session_id(const struct handshake *hs)
 {
 	return hs->session_id;
 }
 
-void hs_session_keys(const struct hs *hs, uint8_t tx[HS_KEY_LEN], uint8_t rx[HS_KEY_LEN])
+void handshake_session_keys(const struct handshake *hs, uint8_t tx[HS_KEY_LEN], uint8_t rx[HS_KEY_LEN])
 {
 	const uint8_t *mine = hs->role == HS_HOST ? hs->k_h2g : hs->k_g2h;
 	const uint8_t *theirs = hs->role == HS_HOST ? hs->k_g2h : hs->k_h2g;
@@ -129,14 +129,14 @@ void hs_session_keys(const struct hs *hs, uint8_t tx[HS_KEY_LEN], uint8_t rx[HS_
 	memcpy(rx, theirs, HS_KEY_LEN);
 }
 
-static void new_ephemeral(struct hs *hs)
+static void new_ephemeral(struct handshake *hs)
 {
 	if (!hs->fixed_ephemeral)
 		randombytes_buf(hs->e_sk, sizeof(hs->e_sk));
 	crypto_scalarmult_base(hs->e_pk, hs->e_sk);
 }
 
-static int fail(struct hs *hs, struct err *err, int cls, int code, const char *msg)
+static int fail(struct handshake *hs, struct err *err, int cls, int code, const char *msg)
 {
 	hs->state = ST_FAILED;
 	return err_set(err, cls, code, "%s", msg);
@@ -158,14 +158,14 @@ static const uint8_t *emit(struct hs_output *out, bool marker, const uint8_t *bo
 	return frame;
 }
 
-static void transcript_add(struct hs *hs, const uint8_t *frame, size_t len)
+static void transcript_add(struct handshake *hs, const uint8_t *frame, size_t len)
 {
 	memcpy(hs->transcript + hs->tlen, frame, len);
 	hs->tlen += len;
 }
 
 /* BLAKE2b-256(transcript || extra) */
-static void transcript_hash(const struct hs *hs, const uint8_t *extra, size_t extra_len,
+static void transcript_hash(const struct handshake *hs, const uint8_t *extra, size_t extra_len,
                             uint8_t out[HS_HASH_LEN])
 {
 	crypto_generichash_state st;
@@ -189,7 +189,7 @@ static size_t auth_message(uint8_t *buf, const char *label, const uint8_t hash[H
 }
 
 /* k = BLAKE2b-256(key = dh, label || session id) */
-static void derive_key(const struct hs *hs, const char *label, uint8_t out[HS_KEY_LEN])
+static void derive_key(const struct handshake *hs, const char *label, uint8_t out[HS_KEY_LEN])
 {
 	crypto_generichash_state st;
 
@@ -200,7 +200,7 @@ static void derive_key(const struct hs *hs, const char *label, uint8_t out[HS_KE
 	sodium_memzero(&st, sizeof(st));
 }
 
-static void finish(struct hs *hs)
+static void finish(struct handshake *hs)
 {
 	transcript_hash(hs, NULL, 0, hs->session_id);
 	derive_key(hs, HS_LABEL_HOST_TO_GUEST, hs->k_h2g);
@@ -244,7 +244,7 @@ static void format_versions(char *buf, size_t size, const uint16_t *v, size_t n)
 }
 
 /* A refusal; the guest's first answer to a hello starts with a marker like any other. */
-static void emit_refuse(struct hs *hs, struct hs_output *out, uint8_t reason)
+static void emit_refuse(struct handshake *hs, struct hs_output *out, uint8_t reason)
 {
 	bool marker = hs->role == HS_GUEST && hs->state == ST_AWAIT_CH;
 	uint8_t body[REFUSE_FIXED + 2 * HS_VERSIONS_MAX];
@@ -258,7 +258,7 @@ static void emit_refuse(struct hs *hs, struct hs_output *out, uint8_t reason)
 	emit(out, marker, body, n);
 }
 
-int hs_start(struct hs *hs, struct hs_output *out, struct err *err)
+int handshake_start(struct handshake *hs, struct hs_output *out, struct err *err)
 {
 	uint8_t body[CH_FIXED + 2 * HS_VERSIONS_MAX + HS_X25519_LEN];
 	const uint8_t *frame;
@@ -267,7 +267,7 @@ int hs_start(struct hs *hs, struct hs_output *out, struct err *err)
 	out->len = 0;
 	if (hs->role != HS_HOST || hs->state != ST_START)
 		return err_set(err, ERR_FAILED, EINVAL,
-		               "handshake: hs_start is the host's first step");
+		               "handshake: handshake_start is the host's first step");
 	new_ephemeral(hs);
 	body[n++] = HS_CLIENT_HELLO;
 	memcpy(body + n, HS_MAGIC, HS_MAGIC_LEN);
@@ -283,7 +283,7 @@ int hs_start(struct hs *hs, struct hs_output *out, struct err *err)
 }
 
 /* Both sides: the error a peer's REFUSE stands for. */
-static int peer_refused(struct hs *hs, const uint8_t *body, size_t len, struct err *err)
+static int peer_refused(struct handshake *hs, const uint8_t *body, size_t len, struct err *err)
 {
 	uint16_t v[HS_VERSIONS_MAX] = {0};
 	char theirs[128], ours[128];
@@ -324,14 +324,14 @@ static int peer_refused(struct hs *hs, const uint8_t *body, size_t len, struct e
 	}
 }
 
-static bool is_refuse_for_us(const struct hs *hs, const uint8_t *body, size_t len)
+static bool is_refuse_for_us(const struct handshake *hs, const uint8_t *body, size_t len)
 {
 	return len >= REFUSE_FIXED && body[0] == HS_REFUSE &&
 	       memcmp(body + 1, hs->ch_hash, HS_HASH_LEN) == 0;
 }
 
 /* Guest: CLIENT_HELLO -> SERVER_HELLO */
-static int guest_on_hello(struct hs *hs, const uint8_t *body, size_t len, struct hs_output *out,
+static int guest_on_hello(struct handshake *hs, const uint8_t *body, size_t len, struct hs_output *out,
                           struct err *err)
 {
 	uint8_t sh[SH_FIXED + 2 * HS_VERSIONS_MAX + HS_X25519_LEN + KEYS_PUBLIC_LEN];
@@ -356,7 +356,7 @@ static int guest_on_hello(struct hs *hs, const uint8_t *body, size_t len, struct
 		return fail(hs, err, ERR_FAILED, EPROTO, "malformed client hello");
 	}
 	peer_e = body + 1 + HS_MAGIC_LEN + used;
-	hs->version = hs_pick_version(hs->versions, hs->n_versions, theirs, nv);
+	hs->version = handshake_pick_version(hs->versions, hs->n_versions, theirs, nv);
 	if (!hs->version) {
 		char a[128], b[128];
 		emit_refuse(hs, out, HS_REFUSE_VERSION);
@@ -396,7 +396,7 @@ static int guest_on_hello(struct hs *hs, const uint8_t *body, size_t len, struct
 }
 
 /* Host: SERVER_HELLO -> HOST_AUTH */
-static int host_on_hello(struct hs *hs, const uint8_t *body, size_t len, struct hs_output *out,
+static int host_on_hello(struct handshake *hs, const uint8_t *body, size_t len, struct hs_output *out,
                          struct err *err)
 {
 	uint8_t ha[HA_LEN], header[FRAME_HEADER_LEN], th[HS_HASH_LEN];
@@ -419,7 +419,7 @@ static int host_on_hello(struct hs *hs, const uint8_t *body, size_t len, struct 
 	used = get_versions(p + 2, len - (size_t)(p + 2 - body), theirs, &nv);
 	if (!used || len != SH_FIXED - 1 + used + HS_X25519_LEN + KEYS_PUBLIC_LEN)
 		return fail(hs, err, ERR_FAILED, EPROTO, "malformed server hello");
-	best = hs_pick_version(hs->versions, hs->n_versions, theirs, nv);
+	best = handshake_pick_version(hs->versions, hs->n_versions, theirs, nv);
 	if (!best || chosen != best)
 		return fail(hs, err, ERR_FAILED, EPROTO,
 		            "the guest chose a protocol version that is not the highest in common");
@@ -466,7 +466,7 @@ static int host_on_hello(struct hs *hs, const uint8_t *body, size_t len, struct 
 }
 
 /* Guest: HOST_AUTH -> GUEST_AUTH, done */
-static int guest_on_auth(struct hs *hs, const uint8_t *body, size_t len, struct hs_output *out,
+static int guest_on_auth(struct handshake *hs, const uint8_t *body, size_t len, struct hs_output *out,
                          struct err *err)
 {
 	uint8_t header[FRAME_HEADER_LEN], th[HS_HASH_LEN], ga[GA_LEN];
@@ -528,7 +528,7 @@ static int guest_on_auth(struct hs *hs, const uint8_t *body, size_t len, struct 
 }
 
 /* Host: GUEST_AUTH, done */
-static int host_on_auth(struct hs *hs, const uint8_t *body, size_t len, struct err *err)
+static int host_on_auth(struct handshake *hs, const uint8_t *body, size_t len, struct err *err)
 {
 	uint8_t header[FRAME_HEADER_LEN], th[HS_HASH_LEN];
 	uint8_t msg[sizeof(HS_LABEL_GUEST_AUTH) + HS_HASH_LEN];
@@ -560,7 +560,7 @@ static int host_on_auth(struct hs *hs, const uint8_t *body, size_t len, struct e
 	return HS_DONE;
 }
 
-int hs_on_frame(struct hs *hs, const uint8_t *body, size_t len, struct hs_output *out,
+int handshake_on_frame(struct handshake *hs, const uint8_t *body, size_t len, struct hs_output *out,
                 struct err *err)
 {
 	out->len = 0;
@@ -583,7 +583,7 @@ int hs_on_frame(struct hs *hs, const uint8_t *body, size_t len, struct hs_output
 	}
 }
 
-int hs_on_marker(struct hs *hs, struct err *err)
+int handshake_on_marker(struct handshake *hs, struct err *err)
 {
 	switch (hs->state) {
 	case ST_AWAIT_CH:

@@ -61,7 +61,7 @@ enum hs_refuse_reason {
 	HS_REFUSE_MALFORMED = 4, /* a message could not be parsed or was unexpected */
 };
 
-/* Return values of hs_on_frame() and hs_on_marker() besides errors. */
+/* Return values of handshake_on_frame() and handshake_on_marker() besides errors. */
 enum {
 	HS_CONTINUE = 0, /* waiting for the next frame */
 	HS_DONE = 1,     /* keys are ready (send out first, if any) */
@@ -84,35 +84,35 @@ struct hs_output {
 	size_t len;
 };
 
-struct hs;
+struct handshake;
 
-int hs_new(const struct hs_config *cfg, struct hs **ret, struct err *err);
-void hs_free(struct hs *hs);
-DEFINE_TRIVIAL_CLEANUP_FUNC(struct hs *, hs_free)
-#define _cleanup_hs_ _cleanup_(hs_freep)
+int handshake_new(const struct hs_config *cfg, struct handshake **ret, struct err *err);
+void handshake_free(struct handshake *hs);
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct handshake *, handshake_free)
+#define _cleanup_hs_ _cleanup_(handshake_freep)
 
 /* Host: the opening bytes (marker and CLIENT_HELLO). */
-int hs_start(struct hs *hs, struct hs_output *out, struct err *err);
+int handshake_start(struct handshake *hs, struct hs_output *out, struct err *err);
 
 /*
  * A frame body arrived. Returns HS_CONTINUE, HS_DONE or HS_RESYNC, or a negative errno-like
  * value with err set; out->len > 0 means bytes to send first, also on error (a REFUSE).
  * After an error every further call fails.
  */
-int hs_on_frame(struct hs *hs, const uint8_t *body, size_t len, struct hs_output *out,
+int handshake_on_frame(struct handshake *hs, const uint8_t *body, size_t len, struct hs_output *out,
                 struct err *err);
 
 /* A resync marker arrived: the guest starts over; the host fails once past SERVER_HELLO. */
-int hs_on_marker(struct hs *hs, struct err *err);
+int handshake_on_marker(struct handshake *hs, struct err *err);
 
 /* The peer's identity key once it was received (also when it was then refused), else NULL. */
-const uint8_t *hs_peer_key(const struct hs *hs);
+const uint8_t *handshake_peer_key(const struct handshake *hs);
 /* After HS_DONE. */
-uint16_t hs_version(const struct hs *hs);
-const uint8_t *hs_session_id(const struct hs *hs); /* the final transcript hash */
-void hs_session_keys(const struct hs *hs, uint8_t tx[HS_KEY_LEN], uint8_t rx[HS_KEY_LEN]);
+uint16_t handshake_version(const struct handshake *hs);
+const uint8_t *handshake_session_id(const struct handshake *hs); /* the final transcript hash */
+void handshake_session_keys(const struct handshake *hs, uint8_t tx[HS_KEY_LEN], uint8_t rx[HS_KEY_LEN]);
 
 /* Highest version in both lists, 0 when none. */
-uint16_t hs_pick_version(const uint16_t *a, size_t na, const uint16_t *b, size_t nb);
+uint16_t handshake_pick_version(const uint16_t *a, size_t na, const uint16_t *b, size_t nb);
 
 #endif

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "fileio.h"
+#include "file.h"
 
 #define SECRET_FILE_MAX 4096
 #define B64_KEY_LEN 44 /* base64 of 32 bytes, with padding */
@@ -47,7 +47,7 @@ static int keypair_alloc(struct keypair **ret, struct err *err)
 	return 0;
 }
 
-void keypair_free(struct keypair *kp)
+void keys_free(struct keypair *kp)
 {
 	if (!kp)
 		return;

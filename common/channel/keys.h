@@ -37,9 +37,9 @@ struct keypair {
 int keys_generate(struct keypair **ret, struct err *err);
 /* The key pair of a 32-byte seed (test vectors, and loading). */
 int keys_from_seed(const uint8_t seed[KEYS_SEED_LEN], struct keypair **ret, struct err *err);
-void keypair_free(struct keypair *kp);
-DEFINE_TRIVIAL_CLEANUP_FUNC(struct keypair *, keypair_free)
-#define _cleanup_keypair_ _cleanup_(keypair_freep)
+void keys_free(struct keypair *kp);
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct keypair *, keys_free)
+#define _cleanup_keypair_ _cleanup_(keys_freep)
 
 /* Set the comment saved with the key (truncated to fit, newlines refused). */
 int keys_set_comment(struct keypair *kp, const char *comment, struct err *err);

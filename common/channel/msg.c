@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "json_util.h"
+#include "json_strict.h"
 #include "frame.h"
 
 static const struct {

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <sys/file.h>
 
-#include "fileio.h"
+#include "file.h"
 
 bool pins_name_valid(const char *instance)
 {

@@ -356,7 +356,7 @@ static void fetch_auth_dispose(struct fetch_auth *a)
 	a->strings[0] = NULL;
 }
 
-int git_auth_header(const char *user, const char *token, size_t token_len, char **ret,
+int git_fetch_auth_header(const char *user, const char *token, size_t token_len, char **ret,
                     struct err *err)
 {
 	size_t ulen = strlen(user), plain_len, b64_len, hlen;
@@ -406,7 +406,7 @@ static int fetch_auth_build(const struct git_fetch_spec *spec, struct fetch_auth
 	a->token_len = spec->token_len;
 	if (!spec->token_len)
 		return 0;
-	if (git_auth_header(spec->username ? spec->username : GIT_FETCH_DEFAULT_USER, spec->token,
+	if (git_fetch_auth_header(spec->username ? spec->username : GIT_FETCH_DEFAULT_USER, spec->token,
 	                    spec->token_len, &a->header, err) < 0)
 		return err_ret(err);
 	a->b64 = a->header + strlen(AUTH_PREFIX);

@@ -149,7 +149,7 @@ int git_fetch_err(struct err *err, int rc, const char *what);
  * "Authorization: Basic base64(user:token)" in guarded memory (sodium_free it), after refusing
  * an empty username, one with ':' or a line break, and a token with a NUL or a line break.
  */
-int git_auth_header(const char *user, const char *token, size_t token_len, char **ret,
+int git_fetch_auth_header(const char *user, const char *token, size_t token_len, char **ret,
                     struct err *err);
 
 #endif

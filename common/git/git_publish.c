@@ -294,7 +294,7 @@ int git_publish_push(git_repository *repo, const git_oid *commit,
 		return err_ret(err);
 	/* The header is built (and the token checked) before anything is written. */
 	if (spec->token_len &&
-	    git_auth_header(user, spec->token, spec->token_len, &header, err) < 0)
+	    git_fetch_auth_header(user, spec->token, spec->token_len, &header, err) < 0)
 		return err_ret(err);
 	/* libgit2 pushes refs, not ids: a private ref in the private repository. */
 	snprintf(local, sizeof(local), "refs/heads/%s", spec->branch);

@@ -41,7 +41,7 @@
  * Where secrets live. The secrets and every pattern and index derived from them sit in
  * sodium_malloc memory (guard pages, locked, zeroed when freed), made inaccessible with
  * sodium_mprotect_noaccess whenever no scrub is running; a mutex counts the scrubs in flight,
- * so several threads may scrub with one scrubber. scrubber_add() must not race with a scrub.
+ * so several threads may scrub with one scrubber. scrub_add() must not race with a scrub.
  */
 #include "scrub.h"
 
@@ -415,7 +415,7 @@ out_free:
 
 /* ---- the scrubber ---- */
 
-struct scrubber *scrubber_new(void)
+struct scrubber *scrub_new(void)
 {
 	struct scrubber *s;
 
@@ -431,7 +431,7 @@ struct scrubber *scrubber_new(void)
 	return s;
 }
 
-void scrubber_free(struct scrubber *s)
+void scrub_free(struct scrubber *s)
 {
 	if (!s)
 		return;
@@ -441,7 +441,7 @@ void scrubber_free(struct scrubber *s)
 	free(s);
 }
 
-int scrubber_add(struct scrubber *s, const char *value, size_t len)
+int scrub_add(struct scrubber *s, const char *value, size_t len)
 {
 	uint8_t *grown;
 	size_t off = 0;
@@ -500,7 +500,7 @@ int scrubber_add(struct scrubber *s, const char *value, size_t len)
 	return r;
 }
 
-size_t scrubber_count(const struct scrubber *s)
+size_t scrub_count(const struct scrubber *s)
 {
 	return s->count;
 }
@@ -511,7 +511,7 @@ static size_t lookahead(const struct scrubber *s)
 	return s->maxlen > TOKEN_LOOKAHEAD ? s->maxlen : TOKEN_LOOKAHEAD;
 }
 
-size_t scrubber_holdback(const struct scrubber *s)
+size_t scrub_holdback(const struct scrubber *s)
 {
 	return lookahead(s) - 1;
 }

@@ -22,17 +22,17 @@
 
 struct scrubber;
 
-struct scrubber *scrubber_new(void);
-void scrubber_free(struct scrubber *s);
+struct scrubber *scrub_new(void);
+void scrub_free(struct scrubber *s);
 /*
  * Add a secret value (shorter than SCRUB_MIN_SECRET: ignored, returns 0; a value already added:
  * returns 0). Values over SCRUB_MAX_SECRET bytes: -E2BIG; out of memory: -ENOMEM. Must not run
  * while another thread scrubs with s.
  */
-int scrubber_add(struct scrubber *s, const char *value, size_t len);
-size_t scrubber_count(const struct scrubber *s);
+int scrub_add(struct scrubber *s, const char *value, size_t len);
+size_t scrub_count(const struct scrubber *s);
 /* The most bytes a stream holds back: max(longest pattern, 40) - 1 (scrub.c explains). */
-size_t scrubber_holdback(const struct scrubber *s);
+size_t scrub_holdback(const struct scrubber *s);
 /* Scrub a whole buffer: a new heap string. */
 char *scrub_string(const struct scrubber *s, const char *in, size_t len, size_t *ret_len);
 

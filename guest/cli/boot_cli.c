@@ -21,7 +21,7 @@
 #include <unistd.h>
 
 #include "clock.h"
-#include "boot_discard.h"
+#include "workspace_discard.h"
 #include "boot_engine.h"
 #include "boot_plan.h"
 #include "boot_services.h"
@@ -386,7 +386,7 @@ int boot_cli_main(int argc, char **argv)
 			o.user = optarg;
 			break;
 		case OPT_PASS_ENV:
-			if (!env_name_valid(optarg)) {
+			if (!strv_env_name_valid(optarg)) {
 				fprintf(stderr,
 				        "Sandbox boot refused: --pass-env %s is not a "
 				        "variable name\n",

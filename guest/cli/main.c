@@ -56,7 +56,7 @@ int main(int argc, char **argv)
 	if (strcmp(argv[1], "init") == 0)
 		return init_cli_main(argc - 1, argv + 1);
 	if (strcmp(argv[1], "keygen") == 0)
-		return keygen_cli_main(argc - 1, argv + 1);
+		return serve_cli_keygen_main(argc - 1, argv + 1);
 	fprintf(stderr, "sandbox-agent: unknown command '%s'\n", argv[1]);
 	return usage(stderr);
 }

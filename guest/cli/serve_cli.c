@@ -255,7 +255,7 @@ int serve_cli_main(int argc, char **argv)
 	return 0;
 }
 
-int keygen_cli_main(int argc, char **argv)
+int serve_cli_keygen_main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 	    {"key", required_argument, NULL, 'k'},

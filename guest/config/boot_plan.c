@@ -18,10 +18,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "json_util.h"
+#include "json_strict.h"
 #include "boot_spec.h"
 #include "child_env.h"
-#include "fileio.h"
+#include "file.h"
 #include "fs_safe.h"
 #include "log.h"
 #include "sandbox_config.h"
@@ -57,7 +57,7 @@ static int oom(struct err *err)
  */
 static int plan_session_id(struct boot_plan *p, const struct boot_options *o, struct err *err)
 {
-	const char *caller = env_get(o->caller_env, "SANDBOX_SESSION_ID");
+	const char *caller = strv_env_get(o->caller_env, "SANDBOX_SESSION_ID");
 	_cleanup_free_ char *path = path_join(p->state_dir, "session_id");
 	_cleanup_free_ char *kept = NULL;
 	char fresh[33], line[256];
@@ -77,7 +77,7 @@ static int plan_session_id(struct boot_plan *p, const struct boot_options *o, st
 	} else if (kept && *kept) {
 		p->session_id = TAKE_PTR(kept);
 	} else {
-		session_id_generate(fresh);
+		child_env_session_id_generate(fresh);
 		p->session_id = strdup(fresh);
 	}
 	if (!p->session_id)
@@ -97,17 +97,17 @@ static int plan_user(struct boot_plan *p, const struct boot_options *o, const ch
 	const char *name = o->user;
 
 	/* Replaces the caller identity boot_plan_build starts with. */
-	run_user_dispose(&p->user);
+	proc_user_dispose(&p->user);
 	if (!name && spec_user_given)
 		name = spec_user ? spec_user : "";
 	if (name && *name)
-		return run_user_lookup(name, &p->user, err);
+		return proc_user_lookup(name, &p->user, err);
 	if (!name && geteuid() == 0) {
 		struct err probe;
-		if (run_user_lookup(BOOT_DEFAULT_USER, &p->user, &probe) == 0)
+		if (proc_user_lookup(BOOT_DEFAULT_USER, &p->user, &probe) == 0)
 			return 0;
 	}
-	run_user_self(&p->user);
+	proc_user_self(&p->user);
 	return 0;
 }
 
@@ -145,31 +145,31 @@ static void step_dispose(struct plan_step *s)
 static int plan_secrets(struct boot_plan *p, const struct boot_options *o, char *const *opted,
                         const char *skb, struct err *err)
 {
-	p->scrub = scrubber_new();
+	p->scrub = scrub_new();
 	if (!p->scrub)
 		return oom(err);
 	for (size_t i = 0; o->caller_env && o->caller_env[i]; i++) {
 		const char *entry = o->caller_env[i];
-		size_t nl = env_name_len(entry);
+		size_t nl = strv_env_name_len(entry);
 		_cleanup_free_ char *name = strndup(entry, nl);
 		const char *value = entry[nl] ? entry + nl + 1 : "";
 
 		if (!name)
 			return oom(err);
-		if (!env_name_looks_secret(name) && !env_value_has_userinfo(value) &&
-		    !strv_contains(opted, name) && !env_name_is_dropped(name))
+		if (!child_env_name_looks_secret(name) && !child_env_value_has_userinfo(value) &&
+		    !strv_contains(opted, name) && !child_env_name_is_dropped(name))
 			continue;
 		/* Dropped non-secret names (RAILS_ENV, PORT...) hold short values: harmless. */
-		if (!env_name_looks_secret(name) && !strv_contains(opted, name) &&
-		    !env_value_has_userinfo(value) && strlen(value) < 16)
+		if (!child_env_name_looks_secret(name) && !strv_contains(opted, name) &&
+		    !child_env_value_has_userinfo(value) && strlen(value) < 16)
 			continue;
-		if (scrubber_add(p->scrub, value, strlen(value)) < 0)
+		if (scrub_add(p->scrub, value, strlen(value)) < 0)
 			return oom(err);
-		if (env_name_looks_secret(name) || strv_contains(opted, name))
+		if (child_env_name_looks_secret(name) || strv_contains(opted, name))
 			if (strv_push(&p->secret_env_names, name) < 0)
 				return oom(err);
 	}
-	if (skb && scrubber_add(p->scrub, skb, strlen(skb)) < 0)
+	if (skb && scrub_add(p->scrub, skb, strlen(skb)) < 0)
 		return oom(err);
 	if (!strv_contains(p->secret_env_names, "SECRET_KEY_BASE") &&
 	    strv_push(&p->secret_env_names, "SECRET_KEY_BASE") < 0)
@@ -229,18 +229,18 @@ static int plan_paths(struct boot_plan *p, const struct boot_options *o, const c
 		_cleanup_free_ char *rt_dir = parent_dir(p->runtime_path);
 		if (!rt_dir)
 			return oom(err);
-		if (access(rt_dir, F_OK) < 0 && mkdir_p(rt_dir, 0755, err) < 0)
+		if (access(rt_dir, F_OK) < 0 && file_mkdir_p(rt_dir, 0755, err) < 0)
 			return err_wrap(err, "cannot create the directory of %s", p->runtime_path);
-		if (fs_dir_check_root_owned(p->workspace, err) < 0 ||
-		    fs_dir_check_root_owned(rt_dir, err) < 0 ||
-		    (spec_dir && fs_dir_check_root_owned(spec_dir, err) < 0))
+		if (fs_safe_dir_check_root_owned(p->workspace, err) < 0 ||
+		    fs_safe_dir_check_root_owned(rt_dir, err) < 0 ||
+		    (spec_dir && fs_safe_dir_check_root_owned(spec_dir, err) < 0))
 			return -1;
 	}
-	if (!o->dry_run && mkdir_p(p->logs_dir, 0700, err) < 0)
+	if (!o->dry_run && file_mkdir_p(p->logs_dir, 0700, err) < 0)
 		return err_wrap(err, "cannot create the boot's state directory");
 	if (!o->dry_run && geteuid() == 0 &&
-	    (fs_dir_check_root_owned(p->state_dir, err) < 0 ||
-	     fs_dir_check_root_owned(p->logs_dir, err) < 0))
+	    (fs_safe_dir_check_root_owned(p->state_dir, err) < 0 ||
+	     fs_safe_dir_check_root_owned(p->logs_dir, err) < 0))
 		return -1;
 	/* Our own directory is closed to others; a spec's directory is the platform's to set. */
 	if (!o->dry_run && !spec_dir && chmod(p->state_dir, 0700) < 0)
@@ -255,7 +255,7 @@ static int plan_env(struct boot_plan *p, const struct boot_options *o, char *con
 	_cleanup_free_ char *skb_path = path_join(p->state_dir, "secret_key_base");
 	struct database_request dbreq;
 	struct child_env_request req;
-	const char *file_rails_env = env_get(file_env, "RAILS_ENV");
+	const char *file_rails_env = strv_env_get(file_env, "RAILS_ENV");
 	int r;
 
 	if (!skb_path)
@@ -270,17 +270,17 @@ static int plan_env(struct boot_plan *p, const struct boot_options *o, char *con
 	    .session_id = p->session_id,
 	    .file_env = file_env,
 	};
-	r = database_plan_resolve(p->app_dir, &dbreq, &p->db, err);
+	r = database_config_plan_resolve(p->app_dir, &dbreq, &p->db, err);
 	if (r < 0)
 		return err_wrap(err, "Sandbox databases failed");
 
-	if (!env_get(file_env, "SECRET_KEY_BASE")) {
+	if (!strv_env_get(file_env, "SECRET_KEY_BASE")) {
 		if (o->dry_run) {
 			struct err ignored;
 			if (access(skb_path, F_OK) < 0 ||
-			    secret_key_base_load(skb_path, skb, &ignored) < 0)
+			    child_env_secret_key_base_load(skb_path, skb, &ignored) < 0)
 				memset(skb, 0, sizeof(skb));
-		} else if (secret_key_base_load(skb_path, skb, err) < 0) {
+		} else if (child_env_secret_key_base_load(skb_path, skb, err) < 0) {
 			return err_wrap(err, "cannot keep the sandbox's SECRET_KEY_BASE");
 		}
 	}
@@ -378,7 +378,7 @@ static int plan_from_spec(struct boot_plan *p, const struct boot_options *o, str
 		goto out_spec;
 	}
 	for (size_t i = 0; spec.secret_names && spec.secret_names[i]; i++) {
-		if (!env_get(o->caller_env, spec.secret_names[i]) && !o->for_cleanup) {
+		if (!strv_env_get(o->caller_env, spec.secret_names[i]) && !o->for_cleanup) {
 			r = err_set(err, ERR_REFUSED, ENOENT,
 			            "the secret %s named in the spec's secret_names is not set in "
 			            "the caller's environment",
@@ -443,7 +443,7 @@ int boot_plan_build(const struct boot_options *o, struct boot_plan *ret, struct 
 	struct boot_plan p = {.shape = o->shape};
 	int r;
 
-	run_user_self(&p.user);
+	proc_user_self(&p.user);
 	p.grace_ms = o->grace_ms ? o->grace_ms : BOOT_DEFAULT_GRACE_MS;
 	if (o->shape == BOOT_SHAPE_SPEC)
 		r = plan_from_spec(&p, o, err);
@@ -508,7 +508,7 @@ void boot_plan_dispose(struct boot_plan *p)
 	free(p->cache_root);
 	free(p->session_id);
 	free(p->rails_env);
-	run_user_dispose(&p->user);
+	proc_user_dispose(&p->user);
 	for (size_t i = 0; i < p->n_steps; i++)
 		step_dispose(&p->steps[i]);
 	free(p->steps);
@@ -516,7 +516,7 @@ void boot_plan_dispose(struct boot_plan *p)
 	step_dispose(&p->start);
 	strv_free(p->env);
 	strv_free(p->secret_env_names);
-	database_plan_dispose(&p->db);
+	database_config_plan_dispose(&p->db);
 	free(p->listen_addr);
 	free(p->start_url);
 	strv_free(p->directories);
@@ -525,7 +525,7 @@ void boot_plan_dispose(struct boot_plan *p)
 	free(p->toolchain.bun);
 	strv_free(p->toolchain.services);
 	toolchain_choice_dispose(&p->tools);
-	scrubber_free(p->scrub);
+	scrub_free(p->scrub);
 	memset(p, 0, sizeof(*p));
 }
 
@@ -536,14 +536,14 @@ static json_object *env_to_json(const struct boot_plan *p, char *const *env)
 	json_object *o = json_object_new_object();
 
 	for (size_t i = 0; env && env[i]; i++) {
-		size_t nl = env_name_len(env[i]);
+		size_t nl = strv_env_name_len(env[i]);
 		_cleanup_free_ char *name = strndup(env[i], nl);
 		const char *value = env[i][nl] ? env[i] + nl + 1 : "";
 
 		if (!name)
 			continue;
-		if (strv_contains(p->secret_env_names, name) || env_name_looks_secret(name) ||
-		    env_value_has_userinfo(value))
+		if (strv_contains(p->secret_env_names, name) || child_env_name_looks_secret(name) ||
+		    child_env_value_has_userinfo(value))
 			json_object_object_add(o, name, NULL);
 		else
 			json_object_object_add(o, name, json_object_new_string(value));

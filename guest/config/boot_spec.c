@@ -18,7 +18,7 @@
 
 #include <json-c/json.h>
 
-#include "json_util.h"
+#include "json_strict.h"
 #include "log.h"
 #include "strv.h"
 
@@ -220,7 +220,7 @@ static bool spec_charset(const char *s, size_t max, const char *allowed)
 #define SPEC_UPPER "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 #define SPEC_DIGIT "0123456789"
 
-bool boot_step_name_valid(const char *name)
+bool boot_spec_step_name_valid(const char *name)
 {
 	if (!name || name[0] < 'a' || name[0] > 'z')
 		return false;
@@ -293,7 +293,7 @@ static int spec_step(struct json_object *v, size_t idx, const struct boot_step *
 		return spec_refuse(err, path,
 		                   "must not be checkout, preflight, toolchain, manifest or start "
 		                   "(those are the boot's own phases)");
-	if (!boot_step_name_valid(s))
+	if (!boot_spec_step_name_valid(s))
 		return spec_refuse(err, path, "must match [a-z][a-z0-9_]{0,39}");
 	for (size_t i = 0; i < idx; i++)
 		if (strcmp(prev[i].name, s) == 0)
@@ -492,7 +492,7 @@ static int spec_env(struct json_object *obj, struct boot_spec *s, struct err *er
 		const char *str = NULL;
 		int r;
 
-		if (!env_name_valid(name) || strlen(name) > 64)
+		if (!strv_env_name_valid(name) || strlen(name) > 64)
 			return err_set(err, ERR_REFUSED, EINVAL,
 			               "spec: `env` has a key that is not a variable name "
 			               "([A-Za-z_][A-Za-z0-9_]*, at most 64 characters)");
@@ -521,7 +521,7 @@ static int spec_env(struct json_object *obj, struct boot_spec *s, struct err *er
 		default:
 			return spec_refuse(err, path, "must be a string");
 		}
-		if (env_set(&s->env, name, str) < 0)
+		if (strv_env_set(&s->env, name, str) < 0)
 			return spec_oom(err);
 	}
 	return 0;
@@ -545,13 +545,13 @@ static int spec_secret_names(struct json_object *obj, struct boot_spec *s, struc
 		                err);
 		if (r < 0)
 			return r;
-		if (!env_name_valid(name) || strlen(name) > 64)
+		if (!strv_env_name_valid(name) || strlen(name) > 64)
 			return spec_refuse(err, path,
 			                   "must be a variable name ([A-Za-z_][A-Za-z0-9_]*, at "
 			                   "most 64 characters)");
 		if (strv_contains(s->secret_names, name))
 			return spec_refuse(err, path, "repeats the name %s", name);
-		if (env_get(s->env, name))
+		if (strv_env_get(s->env, name))
 			return spec_refuse(err, path,
 			                   "names %s, which `env` also sets: a secret comes only "
 			                   "from the caller's environment",
@@ -767,7 +767,7 @@ int boot_spec_parse(const char *buf, size_t len, struct boot_spec *ret, struct e
 	if (len > BOOT_SPEC_MAX)
 		return err_set(err, ERR_REFUSED, EFBIG, "spec is larger than %d bytes",
 		               BOOT_SPEC_MAX);
-	switch (json_parse_strict(buf, len, &obj, &off, &jerr)) {
+	switch (json_strict_parse(buf, len, &obj, &off, &jerr)) {
 	case JSON_STRICT_OK:
 		break;
 	case JSON_STRICT_NUL_BYTE:

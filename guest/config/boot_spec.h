@@ -67,6 +67,6 @@ void boot_spec_dispose(struct boot_spec *s);
 /* `manifest`, `start` or the entry of `steps` with that name; NULL when there is none. */
 const struct boot_step *boot_spec_find_step(const struct boot_spec *s, const char *name);
 /* [a-z][a-z0-9_]{0,39} and not a reserved name (checkout preflight toolchain manifest start). */
-bool boot_step_name_valid(const char *name);
+bool boot_spec_step_name_valid(const char *name);
 
 #endif

@@ -19,7 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "fileio.h"
+#include "file.h"
 #include "log.h"
 #include "strv.h"
 
@@ -121,7 +121,7 @@ static bool ends_with_word_ci(const char *s, const char *word)
 	return n == m || !ascii_alnum(s[n - m - 1]);
 }
 
-bool env_name_looks_secret(const char *name)
+bool child_env_name_looks_secret(const char *name)
 {
 	if (!name)
 		return false;
@@ -144,7 +144,7 @@ bool env_name_looks_secret(const char *name)
 	return false;
 }
 
-bool env_name_is_dropped(const char *name)
+bool child_env_name_is_dropped(const char *name)
 {
 	if (!name)
 		return false;
@@ -157,7 +157,7 @@ bool env_name_is_dropped(const char *name)
 	for (size_t i = 0; dropped_suffixes[i]; i++)
 		if (has_suffix_ci(name, dropped_suffixes[i]))
 			return true;
-	return env_name_looks_secret(name);
+	return child_env_name_looks_secret(name);
 }
 
 static bool scheme_char(char c)
@@ -170,7 +170,7 @@ static bool scheme_char(char c)
  * non-empty userinfo (RFC 3986: no '/', '?', '#') ended by '@'. "https://:pw@host" counts
  * (a password without a user), "https://@host" and "https://host/@scope" do not.
  */
-bool env_value_has_userinfo(const char *value)
+bool child_env_value_has_userinfo(const char *value)
 {
 	if (!value)
 		return false;
@@ -187,14 +187,14 @@ bool env_value_has_userinfo(const char *value)
 	return false;
 }
 
-bool env_entry_is_dropped(const char *name, const char *value)
+bool child_env_entry_is_dropped(const char *name, const char *value)
 {
-	return env_name_is_dropped(name) || env_value_has_userinfo(value);
+	return child_env_name_is_dropped(name) || child_env_value_has_userinfo(value);
 }
 
 static int env_set_checked(char ***env, const char *name, const char *value, struct err *err)
 {
-	if (env_set(env, name, value) < 0)
+	if (strv_env_set(env, name, value) < 0)
 		return err_set(err, ERR_FAILED, ENOMEM, "out of memory building the environment");
 	return 0;
 }
@@ -203,7 +203,7 @@ static int env_set_checked(char ***env, const char *name, const char *value, str
 static int env_set_entry(char ***env, const char *entry, const char *skip, const char *what,
                          struct err *err)
 {
-	size_t nl = env_name_len(entry);
+	size_t nl = strv_env_name_len(entry);
 	_cleanup_free_ char *name = NULL;
 
 	if (nl == 0 || entry[nl] != '=')
@@ -223,7 +223,7 @@ static int env_filter_caller(char ***env, char *const *caller, char *const *pass
 {
 	for (size_t i = 0; caller && caller[i]; i++) {
 		const char *e = caller[i];
-		size_t nl = env_name_len(e);
+		size_t nl = strv_env_name_len(e);
 		_cleanup_free_ char *name = NULL;
 
 		if (nl == 0 || e[nl] != '=')
@@ -236,9 +236,9 @@ static int env_filter_caller(char ***env, char *const *caller, char *const *pass
 		if (strcmp(name, "PORT") == 0)
 			continue;
 		/* A name listed twice: the first one counts, as getenv() sees it. */
-		if (env_get(*env, name))
+		if (strv_env_get(*env, name))
 			continue;
-		if (!strv_contains(pass_env, name) && env_entry_is_dropped(name, e + nl + 1)) {
+		if (!strv_contains(pass_env, name) && child_env_entry_is_dropped(name, e + nl + 1)) {
 			log_debug("child environment: dropped %s", name);
 			continue;
 		}
@@ -258,13 +258,13 @@ static int env_set_caches(char ***env, const char *cache_root, char *const *file
 		rl--;
 	for (size_t i = 0; child_env_cache_dirs[i]; i++) {
 		const char *pair = child_env_cache_dirs[i];
-		size_t nl = env_name_len(pair);
+		size_t nl = strv_env_name_len(pair);
 		_cleanup_free_ char *name = strndup(pair, nl);
 		_cleanup_free_ char *path = NULL;
 
 		if (!name)
 			return err_set(err, ERR_FAILED, ENOMEM, "out of memory");
-		if (env_get(file_env, name))
+		if (strv_env_get(file_env, name))
 			continue;
 		if (asprintf(&path, "%.*s/%s", (int)rl, cache_root, pair + nl + 1) < 0) {
 			path = NULL;
@@ -292,7 +292,7 @@ int child_env_build(const struct child_env_request *req, char ***ret_env, struct
 	for (size_t i = 0; req->file_env && req->file_env[i]; i++)
 		if (env_set_entry(&env, req->file_env[i], "PORT", "the file's env", err) < 0)
 			return err_ret(err);
-	if (req->secret_key_base && !env_get(req->file_env, "SECRET_KEY_BASE"))
+	if (req->secret_key_base && !strv_env_get(req->file_env, "SECRET_KEY_BASE"))
 		if (env_set_checked(&env, "SECRET_KEY_BASE", req->secret_key_base, err) < 0)
 			return err_ret(err);
 	if (req->cache_root && env_set_caches(&env, req->cache_root, req->file_env, err) < 0)
@@ -309,16 +309,16 @@ int child_env_build(const struct child_env_request *req, char ***ret_env, struct
 		                    err) < 0)
 			return err_ret(err);
 	} else {
-		env_unset(env, "ACTION_AGENT_SANDBOX_MANIFEST");
+		strv_env_unset(env, "ACTION_AGENT_SANDBOX_MANIFEST");
 	}
 	if (req->session_id) {
 		if (env_set_checked(&env, "ACTION_AGENT_SANDBOX_SESSION_ID", req->session_id, err) <
 		    0)
 			return err_ret(err);
 	} else {
-		env_unset(env, "ACTION_AGENT_SANDBOX_SESSION_ID");
+		strv_env_unset(env, "ACTION_AGENT_SANDBOX_SESSION_ID");
 	}
-	env_unset(env, "PORT");
+	strv_env_unset(env, "PORT");
 	*ret_env = TAKE_PTR(env);
 	return 0;
 }
@@ -434,7 +434,7 @@ static int secret_key_base_create(const char *path, struct key_material *k, stru
 	if (fchmod(fd, 0600) < 0)
 		r = -errno;
 	if (r == 0)
-		r = write_all(fd, k->hex, SECRET_KEY_BASE_HEX);
+		r = file_write_all(fd, k->hex, SECRET_KEY_BASE_HEX);
 	if (r == 0 && fsync(fd) < 0)
 		r = -errno;
 	if (r == 0 && link(tmp, path) < 0)
@@ -459,7 +459,7 @@ static int secret_key_base_create(const char *path, struct key_material *k, stru
 	return 0;
 }
 
-int secret_key_base_load(const char *path, char ret[129], struct err *err)
+int child_env_secret_key_base_load(const char *path, char ret[129], struct err *err)
 {
 	_cleanup_(key_material_wipe) struct key_material k = {0};
 	int r;
@@ -486,7 +486,7 @@ int secret_key_base_load(const char *path, char ret[129], struct err *err)
 	return err_set(err, ERR_FAILED, EEXIST, "the SECRET_KEY_BASE file %s keeps changing", path);
 }
 
-void session_id_generate(char ret[33])
+void child_env_session_id_generate(char ret[33])
 {
 	unsigned char raw[16];
 

@@ -11,12 +11,12 @@
 #include "err.h"
 
 /* The caller's variable NAME=VALUE must not reach the app (name or value rule). */
-bool env_entry_is_dropped(const char *name, const char *value);
-bool env_name_is_dropped(const char *name);
+bool child_env_entry_is_dropped(const char *name, const char *value);
+bool child_env_name_is_dropped(const char *name);
 /* A value holding "scheme://user@". */
-bool env_value_has_userinfo(const char *value);
+bool child_env_value_has_userinfo(const char *value);
 /* A name that looks like a secret by the contract's list (used to hide values in --dry-run). */
-bool env_name_looks_secret(const char *name);
+bool child_env_name_looks_secret(const char *name);
 
 struct child_env_request {
 	char *const *caller_env;   /* the caller's environment (environ) */
@@ -49,9 +49,9 @@ extern const char *const child_env_cache_dirs[];
  * Load the per-sandbox SECRET_KEY_BASE from path (0600, root-owned) or create it there with
  * libsodium (64 random bytes, hex: 128 characters). ret must hold 129 bytes.
  */
-int secret_key_base_load(const char *path, char ret[129], struct err *err);
+int child_env_secret_key_base_load(const char *path, char ret[129], struct err *err);
 
 /* A new session id: 32 hex characters from libsodium. ret must hold 33 bytes. */
-void session_id_generate(char ret[33]);
+void child_env_session_id_generate(char ret[33]);
 
 #endif

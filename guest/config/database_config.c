@@ -19,7 +19,7 @@
 #include <unistd.h>
 #include <yaml.h>
 
-#include "fileio.h"
+#include "file.h"
 #include "log.h"
 #include "strv.h"
 
@@ -53,7 +53,7 @@ static bool erb_tag_starts_key(const char *buf, size_t len, size_t start, size_t
 	return false;
 }
 
-void database_yaml_blank_erb(char *buf, size_t len)
+void database_config_blank_erb(char *buf, size_t len)
 {
 	size_t i = 0;
 
@@ -622,7 +622,7 @@ static char *variable_for(const char *name)
 	for (char *p = v; *p; p++)
 		if (*p >= 'a' && *p <= 'z')
 			*p = (char)(*p - 'a' + 'A');
-	if (!env_name_valid(v)) {
+	if (!strv_env_name_valid(v)) {
 		free(v);
 		return NULL;
 	}
@@ -647,7 +647,7 @@ static int add_entry(struct resolver *rs, const char *name, const char *adapter,
 	    .adapter = strdup(adapter),
 	    .variable = strdup(variable),
 	    .url = url,
-	    .set_by_file = env_get(rs->req->file_env, variable) != NULL,
+	    .set_by_file = strv_env_get(rs->req->file_env, variable) != NULL,
 	};
 	plan->n_entries++;
 	if (!e->name || !e->adapter || !e->variable || strv_push(&rs->share_keys, share_key) < 0)
@@ -787,16 +787,16 @@ static int plan_env_fill(struct resolver *rs)
 	for (size_t i = 0; i < plan->n_entries; i++) {
 		if (plan->entries[i].set_by_file)
 			continue;
-		if (env_set(&plan->env, plan->entries[i].variable, plan->entries[i].url) < 0)
+		if (strv_env_set(&plan->env, plan->entries[i].variable, plan->entries[i].url) < 0)
 			return err_set(rs->err, ERR_FAILED, ENOMEM, "out of memory");
 	}
-	if (rs->configs > 0 && !env_get(rs->req->file_env, "SKIP_TEST_DATABASE"))
-		if (env_set(&plan->env, "SKIP_TEST_DATABASE", "1") < 0)
+	if (rs->configs > 0 && !strv_env_get(rs->req->file_env, "SKIP_TEST_DATABASE"))
+		if (strv_env_set(&plan->env, "SKIP_TEST_DATABASE", "1") < 0)
 			return err_set(rs->err, ERR_FAILED, ENOMEM, "out of memory");
 	return 0;
 }
 
-void database_plan_dispose(struct database_plan *p)
+void database_config_plan_dispose(struct database_plan *p)
 {
 	if (!p)
 		return;
@@ -848,7 +848,7 @@ out:
 	return r;
 }
 
-int database_plan_from_yaml(const char *buf, size_t len, const struct database_request *req,
+int database_config_plan_from_yaml(const char *buf, size_t len, const struct database_request *req,
                             struct database_plan *ret, struct err *err)
 {
 	struct database_plan plan = {0};
@@ -873,7 +873,7 @@ int database_plan_from_yaml(const char *buf, size_t len, const struct database_r
 		}
 		memcpy(copy, buf, len);
 		copy[len] = '\0';
-		database_yaml_blank_erb(copy, len);
+		database_config_blank_erb(copy, len);
 		if ((r = yaml_check_depth(copy, len, err)) < 0)
 			goto out;
 		if (!yaml_parser_initialize(&y.parser)) {
@@ -893,14 +893,14 @@ out:
 	yaml_doc_dispose(&y);
 	strv_free(rs.share_keys);
 	if (r < 0) {
-		database_plan_dispose(&plan);
+		database_config_plan_dispose(&plan);
 		return r;
 	}
 	*ret = plan;
 	return 0;
 }
 
-int database_plan_resolve(const char *app_dir, const struct database_request *req,
+int database_config_plan_resolve(const char *app_dir, const struct database_request *req,
                           struct database_plan *ret, struct err *err)
 {
 	_cleanup_close_ int dfd = -1, cfd = -1;
@@ -915,14 +915,14 @@ int database_plan_resolve(const char *app_dir, const struct database_request *re
 	cfd = openat(dfd, "config", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (cfd < 0) {
 		if (errno == ENOENT)
-			return database_plan_from_yaml(NULL, 0, req, ret, err);
+			return database_config_plan_from_yaml(NULL, 0, req, ret, err);
 		if (fstatat(dfd, "config", &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode))
 			return err_set(err, ERR_REFUSED, ELOOP,
 			               "%s/config is a symbolic link; only the app directory's own "
 			               "config/database.yml is read",
 			               app_dir);
 		if (errno == ENOTDIR)
-			return database_plan_from_yaml(NULL, 0, req, ret, err);
+			return database_config_plan_from_yaml(NULL, 0, req, ret, err);
 		return err_errno(err, "cannot open %s/config", app_dir);
 	}
 	r = file_read_capped(cfd, "database.yml", DATABASE_CONFIG_MAX,
@@ -939,5 +939,5 @@ int database_plan_resolve(const char *app_dir, const struct database_request *re
 			                  DATABASE_CONFIG_MAX);
 		return err_wrap(err, "cannot read %s/" DB_FILE, app_dir);
 	}
-	return database_plan_from_yaml(r == 1 ? NULL : buf, len, req, ret, err);
+	return database_config_plan_from_yaml(r == 1 ? NULL : buf, len, req, ret, err);
 }

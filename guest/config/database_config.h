@@ -43,14 +43,14 @@ struct database_request {
  * a ':' later on the line) is filled with '_' rather than spaces, so the line keeps a key and
  * the document keeps its shape. "<%%" is ERB's literal "<%" and is left alone.
  */
-void database_yaml_blank_erb(char *buf, size_t len);
+void database_config_blank_erb(char *buf, size_t len);
 
 /* Resolve from a database.yml document (buf may be NULL: no file, no databases). */
-int database_plan_from_yaml(const char *buf, size_t len, const struct database_request *req,
+int database_config_plan_from_yaml(const char *buf, size_t len, const struct database_request *req,
                             struct database_plan *ret, struct err *err);
 /* Read APP_DIR/config/database.yml (no links followed, capped; missing is fine) and resolve. */
-int database_plan_resolve(const char *app_dir, const struct database_request *req,
+int database_config_plan_resolve(const char *app_dir, const struct database_request *req,
                           struct database_plan *ret, struct err *err);
-void database_plan_dispose(struct database_plan *p);
+void database_config_plan_dispose(struct database_plan *p);
 
 #endif

@@ -413,7 +413,7 @@ static int parse_env_entry(struct cfg_parser *p, const yaml_event_t *key, struct
 		return refuse_at(p->err, &key->start_mark,
 		                 ENV_RULE ": this variable name reads as %s; quote it",
 		                 kind == YAML_KIND_NULL ? "null" : "a boolean");
-	if (r > 0 || kind != YAML_KIND_STR || !env_name_valid(name))
+	if (r > 0 || kind != YAML_KIND_STR || !strv_env_name_valid(name))
 		return refuse_at(p->err, &key->start_mark,
 		                 ENV_RULE ": a variable name must match [A-Za-z_][A-Za-z0-9_]*");
 	r = keyset_add(seen, p->len, name);

@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "fileio.h"
+#include "file.h"
 #include "log.h"
 #include "strv.h"
 
@@ -214,7 +214,7 @@ static void installed_list(const char *versions_dir, char *buf, size_t len)
 
 static char *manager_versions_dir(const struct lang *l, char *const *caller_env, const char *home)
 {
-	const char *root = env_get(caller_env, l->root_var);
+	const char *root = strv_env_get(caller_env, l->root_var);
 	char *dir = NULL;
 	struct stat st;
 
@@ -239,11 +239,11 @@ static char *manager_versions_dir(const struct lang *l, char *const *caller_env,
 
 static int path_prepend(char ***env, const char *bin, struct err *err)
 {
-	const char *path = env_get(*env, "PATH");
+	const char *path = strv_env_get(*env, "PATH");
 	_cleanup_free_ char *np = NULL;
 
 	if (asprintf(&np, "%s%s%s", bin, path && *path ? ":" : "", path ? path : "") < 0 ||
-	    env_set(env, "PATH", np) < 0)
+	    strv_env_set(env, "PATH", np) < 0)
 		return err_set(err, ERR_FAILED, ENOMEM, "out of memory");
 	return 0;
 }
@@ -282,7 +282,7 @@ static int select_one(const struct lang *l, const char *want, bool from_spec,
 		return err_set(err, ERR_FAILED, ENOMEM, "out of memory");
 	if (path_prepend(env, bin, err) < 0)
 		return -1;
-	if (l->version_var && env_set(env, l->version_var, pick) < 0)
+	if (l->version_var && strv_env_set(env, l->version_var, pick) < 0)
 		return err_set(err, ERR_FAILED, ENOMEM, "out of memory");
 	*ret = TAKE_PTR(pick);
 	return 0;

@@ -26,7 +26,7 @@
 #include "boot_state.h"
 #include "boot_step.h"
 #include "child_env.h"
-#include "fileio.h"
+#include "file.h"
 #include "fs_safe.h"
 #include "logfile.h"
 #include "listen_check.h"
@@ -44,7 +44,7 @@
 static void observe(const struct step_context *ctx, const char *step, const char *phase,
                     const char *detail)
 {
-	boot_observe(ctx->plan, ctx->obs, step, phase, detail);
+	boot_step_observe(ctx->plan, ctx->obs, step, phase, detail);
 }
 
 static void result_fail_at(struct boot_result *res, const char *step, const char *log_path)
@@ -84,7 +84,7 @@ static int save_state(const struct boot_plan *p, struct boot_state *st, const ch
 /* Give the run user a directory of its own (created if missing), mode 0700. */
 static int dir_for_user(const struct boot_plan *p, const char *path, struct err *err)
 {
-	if (fs_dir_ensure(path, p->user.uid, p->user.gid, 0700, err) < 0)
+	if (fs_safe_dir_ensure(path, p->user.uid, p->user.gid, 0700, err) < 0)
 		return err_wrap(err, "cannot prepare %s", path);
 	return 0;
 }
@@ -94,14 +94,14 @@ static int prepare_directories(const struct boot_plan *p, struct err *err)
 	if (dir_for_user(p, p->db_dir, err) < 0 ||
 	    dir_for_user(p, p->manifest_scratch_dir, err) < 0)
 		return -1;
-	if (fs_dir_ensure(p->cache_root, p->user.uid, p->user.gid, 0755, err) < 0)
+	if (fs_safe_dir_ensure(p->cache_root, p->user.uid, p->user.gid, 0755, err) < 0)
 		return err_wrap(err, "cannot prepare the cache root");
 	for (size_t i = 0; p->directories && p->directories[i]; i++)
 		if (dir_for_user(p, p->directories[i], err) < 0)
 			return -1;
 	/* The checkout belongs to the run user, so the app can write tmp/, log/ and its db. */
 	if (p->user.uid != (uid_t)-1 && geteuid() == 0 &&
-	    fs_tree_chown(p->app_dir, p->user.uid, p->user.gid, err) < 0)
+	    fs_safe_tree_chown(p->app_dir, p->user.uid, p->user.gid, err) < 0)
 		return err_wrap(err, "cannot give the checkout to %s", p->user.name);
 	return 0;
 }
@@ -249,7 +249,7 @@ static int run_manifest(const struct step_context *ctx, char *const *env, struct
 	}
 	/* From now on the MCP token is a secret too, also in what the manifest step printed. */
 	if (ret->mcp_token) {
-		scrubber_add(p->scrub, ret->mcp_token, strlen(ret->mcp_token));
+		scrub_add(p->scrub, ret->mcp_token, strlen(ret->mcp_token));
 		log_rescrub(p, s->log_path);
 	}
 	unlink(p->manifest_scratch);
@@ -308,7 +308,7 @@ static int wait_ready(const struct step_context *ctx, const struct supervisor_in
 			uint16_t ports[4];
 			size_t np = 0;
 			if (procset_pids(ctx->procs, &pids, &n, &e) == 0)
-				np = listen_ports_of(pids, n, ports, 4);
+				np = listen_check_ports_of(pids, n, ports, 4);
 			if (last_state == LISTEN_NONE && np > 0)
 				return err_set(
 				    err, ERR_FAILED, ETIMEDOUT,
@@ -453,7 +453,7 @@ static int run_start(const struct step_context *ctx, char *const *env, unsigned 
 		    open(p->start.log_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW,
 		         0600);
 		if (fd >= 0 && asprintf(&header, "$ %s\n", p->start.command) >= 0)
-			write_all(fd, header, strlen(header));
+			file_write_all(fd, header, strlen(header));
 	}
 	if (supervisor_start(&spec, &info, err) < 0)
 		return err_wrap(err, "cannot start the server");
@@ -502,7 +502,7 @@ int boot_engine_run(struct boot_plan *p, const struct boot_options *o,
 	int r = -1;
 	memset(res, 0, sizeof(*res));
 	result_fail_at(res, "preflight", NULL);
-	if (boot_lock_acquire(p->state_dir, &lock, err) < 0)
+	if (boot_state_lock_acquire(p->state_dir, &lock, err) < 0)
 		return -1;
 	/* TERM, INT and HUP stop the boot cleanly (its processes, state "failed"). */
 	sigemptyset(&stop_signals);
@@ -570,7 +570,7 @@ int boot_engine_run(struct boot_plan *p, const struct boot_options *o,
 	result_fail_at(res, "start", NULL);
 	if (!port) {
 		uint16_t free_port;
-		if (listen_pick_free_port(&free_port, err) < 0)
+		if (listen_check_pick_free_port(&free_port, err) < 0)
 			goto out;
 		port = free_port;
 	}

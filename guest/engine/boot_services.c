@@ -114,7 +114,7 @@ static int postgresql_start(const struct boot_plan *p, struct err *err)
 	if (!pg_name_ok(role))
 		return err_set(err, ERR_FAILED, EINVAL,
 		               "the run user's name cannot be a PostgreSQL role: %s", role);
-	r = run_user_lookup("postgres", &pg, err);
+	r = proc_user_lookup("postgres", &pg, err);
 	if (r < 0)
 		return err_wrap(err, "PostgreSQL is installed but");
 	snprintf(cmd, sizeof(cmd),
@@ -122,7 +122,7 @@ static int postgresql_start(const struct boot_plan *p, struct err *err)
 	         "EXCEPTION WHEN duplicate_object THEN ALTER ROLE \"%s\" LOGIN CREATEDB; END $$'",
 	         role, role);
 	r = run_wait(cmd, &pg, env, err);
-	run_user_dispose(&pg);
+	proc_user_dispose(&pg);
 	if (r < 0)
 		return err_wrap(err, "cannot give %s a PostgreSQL role", role);
 	return 0;
@@ -180,12 +180,12 @@ int boot_services_drop_databases(const struct boot_plan *p, struct err *err)
 		db = strstr(url, ":///") + 4;
 		if (!pg_name_ok(db))
 			continue;
-		if (!pg.name && run_user_lookup("postgres", &pg, err) < 0)
+		if (!pg.name && proc_user_lookup("postgres", &pg, err) < 0)
 			return -1;
 		snprintf(cmd, sizeof(cmd), "psql -X -q -c 'DROP DATABASE IF EXISTS \"%s\"'", db);
 		if (run_wait(cmd, &pg, env, err) < 0)
 			r = -1;
 	}
-	run_user_dispose(&pg);
+	proc_user_dispose(&pg);
 	return r;
 }

@@ -11,8 +11,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "json_util.h"
-#include "fileio.h"
+#include "json_strict.h"
+#include "file.h"
 #include "log.h"
 #include "strv.h"
 
@@ -203,7 +203,7 @@ void boot_state_dispose(struct boot_state *s)
 	memset(s, 0, sizeof(*s));
 }
 
-int boot_lock_acquire(const char *state_dir, int *ret_fd, struct err *err)
+int boot_state_lock_acquire(const char *state_dir, int *ret_fd, struct err *err)
 {
 	_cleanup_free_ char *path = NULL;
 	_cleanup_close_ int fd = -1;

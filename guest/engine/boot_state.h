@@ -50,6 +50,6 @@ char *boot_state_to_json(const struct boot_state *s);
  * Take the app's boot lock (flock on STATE_DIR/lock, close-on-exec). A boot already in
  * progress: ERR_REFUSED "a boot of this app is already in progress (pid N)".
  */
-int boot_lock_acquire(const char *state_dir, int *ret_fd, struct err *err);
+int boot_state_lock_acquire(const char *state_dir, int *ret_fd, struct err *err);
 
 #endif

@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "clock.h"
-#include "fileio.h"
+#include "file.h"
 #include "log.h"
 #include "logfile.h"
 #include "proc.h"
@@ -24,7 +24,7 @@
 #define CAPTURE_MAX (1024 * 1024)
 #define DRAIN_AFTER_EXIT_MS 2000
 
-void boot_observe(const struct boot_plan *p, const struct boot_observer *obs, const char *step,
+void boot_step_observe(const struct boot_plan *p, const struct boot_observer *obs, const char *step,
                   const char *phase, const char *detail)
 {
 	_cleanup_free_ char *clean = NULL;
@@ -170,7 +170,7 @@ static int step_execute(const struct step_context *ctx, const char *name, const 
 	if (ctx->procs && procset_backend_of(ctx->procs) == PROCSET_NO_CGROUP)
 		procset_add_group(ctx->procs, pid, proc_start_time(pid));
 	pidfd = pidfd_open_compat(pid);
-	boot_observe(p, ctx->obs, name, "started", command);
+	boot_step_observe(p, ctx->obs, name, "started", command);
 
 	while (!(exited && eof)) {
 		struct pollfd pfd[3];

@@ -30,7 +30,7 @@ struct step_context {
 bool boot_step_interrupted(const struct step_context *ctx, struct err *err);
 
 /* Report a phase to the observer; detail passes through the plan's scrubber first. */
-void boot_observe(const struct boot_plan *p, const struct boot_observer *obs, const char *step,
+void boot_step_observe(const struct boot_plan *p, const struct boot_observer *obs, const char *step,
                   const char *phase, const char *detail);
 
 /*

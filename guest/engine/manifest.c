@@ -14,8 +14,8 @@
 
 #include <json-c/json.h>
 
-#include "json_util.h"
-#include "fileio.h"
+#include "json_strict.h"
+#include "file.h"
 #include "log.h"
 
 static int manifest_fail(struct err *err, const char *msg)
@@ -123,7 +123,7 @@ int manifest_parse(const char *buf, size_t len, struct manifest *ret, struct err
 	if (len > MANIFEST_MAX)
 		return err_set(err, ERR_FAILED, EFBIG, "the manifest is larger than %d bytes",
 		               MANIFEST_MAX);
-	switch (json_parse_strict(buf, len, &obj, &off, &jerr)) {
+	switch (json_strict_parse(buf, len, &obj, &off, &jerr)) {
 	case JSON_STRICT_OK:
 		break;
 	case JSON_STRICT_NUL_BYTE:

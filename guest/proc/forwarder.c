@@ -6,7 +6,7 @@
  * so a direction stopped by a full pipe is resumed by the event that drains it. The listener
  * is level-triggered so that pausing it (the cap) and resuming it never loses an arrival.
  */
-#include "forward.h"
+#include "forwarder.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

@@ -20,8 +20,8 @@
  * ends when both directions have carried their end-of-file across, or at once on an error on
  * either side; then the other side is reset (RST), as when the target refuses the connection.
  */
-#ifndef SA_FORWARD_H
-#define SA_FORWARD_H
+#ifndef SA_FORWARDER_H
+#define SA_FORWARDER_H
 
 #include <stdint.h>
 #include <sys/epoll.h>

@@ -383,7 +383,7 @@ int listen_check(uint16_t port, const pid_t *pids, size_t n_pids, enum listen_st
 	return 0;
 }
 
-size_t listen_ports_of(const pid_t *pids, size_t n_pids, uint16_t *ret_ports, size_t max)
+size_t listen_check_ports_of(const pid_t *pids, size_t n_pids, uint16_t *ret_ports, size_t max)
 {
 	_cleanup_free_ unsigned long *inodes = NULL;
 	struct listeners l = {0};
@@ -408,7 +408,7 @@ size_t listen_ports_of(const pid_t *pids, size_t n_pids, uint16_t *ret_ports, si
 	return n;
 }
 
-int listen_pick_free_port(uint16_t *ret, struct err *err)
+int listen_check_pick_free_port(uint16_t *ret, struct err *err)
 {
 	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
 	socklen_t len = sizeof(sa);

@@ -24,8 +24,8 @@ enum listen_state {
 int listen_check(uint16_t port, const pid_t *pids, size_t n_pids, enum listen_state *ret,
                  struct err *err);
 /* The ports (up to max) on which pids listen, for "it listens on port N instead". */
-size_t listen_ports_of(const pid_t *pids, size_t n_pids, uint16_t *ret_ports, size_t max);
+size_t listen_check_ports_of(const pid_t *pids, size_t n_pids, uint16_t *ret_ports, size_t max);
 /* A free TCP port on 127.0.0.1, chosen by the kernel. */
-int listen_pick_free_port(uint16_t *ret, struct err *err);
+int listen_check_pick_free_port(uint16_t *ret, struct err *err);
 
 #endif

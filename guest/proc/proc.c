@@ -38,7 +38,7 @@
 
 /* ---- users ---- */
 
-int run_user_lookup(const char *name, struct run_user *ret, struct err *err)
+int proc_user_lookup(const char *name, struct run_user *ret, struct err *err)
 {
 	_cleanup_free_ char *buf = NULL;
 	struct passwd pw, *found = NULL;
@@ -80,7 +80,7 @@ int run_user_lookup(const char *name, struct run_user *ret, struct err *err)
 	return 0;
 }
 
-void run_user_self(struct run_user *ret)
+void proc_user_self(struct run_user *ret)
 {
 	const char *home = getenv("HOME");
 
@@ -90,7 +90,7 @@ void run_user_self(struct run_user *ret)
 	ret->home = home ? strdup(home) : NULL;
 }
 
-void run_user_dispose(struct run_user *u)
+void proc_user_dispose(struct run_user *u)
 {
 	if (!u)
 		return;

@@ -22,10 +22,10 @@ struct run_user {
 };
 
 /* Look up a user by name; ERR_REFUSED "user NAME does not exist" when missing. */
-int run_user_lookup(const char *name, struct run_user *ret, struct err *err);
+int proc_user_lookup(const char *name, struct run_user *ret, struct err *err);
 /* The caller itself (uid -1), with HOME from the environment. */
-void run_user_self(struct run_user *ret);
-void run_user_dispose(struct run_user *u);
+void proc_user_self(struct run_user *ret);
+void proc_user_dispose(struct run_user *u);
 
 struct proc_spec {
 	const char *command;         /* run as: /bin/sh -c command */

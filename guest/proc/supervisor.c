@@ -29,9 +29,9 @@
 #include <malloc.h>
 #endif
 
-#include "json_util.h"
-#include "fileio.h"
-#include "forward.h"
+#include "json_strict.h"
+#include "file.h"
+#include "forwarder.h"
 #include "log.h"
 #include "logfile.h"
 #include "procset.h"
@@ -446,7 +446,7 @@ static void signals_reset(sigset_t *handled)
 	for (int sig = 1; sig < NSIG; sig++)
 		if (sig != SIGKILL && sig != SIGSTOP)
 			(void)sigaction(sig, &dfl, NULL);
-	/* splice() into a socket whose peer is gone raises SIGPIPE (forward.h). */
+	/* splice() into a socket whose peer is gone raises SIGPIPE (forwarder.h). */
 	(void)sigaction(SIGPIPE, &ign, NULL);
 	sigemptyset(handled);
 	sigaddset(handled, SIGCHLD);
@@ -578,7 +578,7 @@ static int sup_setup(struct sup *s, int report_fd, struct err *err)
 
 static void report_send(int fd, const struct sup_report *rep)
 {
-	(void)write_all(fd, rep, sizeof(*rep));
+	(void)file_write_all(fd, rep, sizeof(*rep));
 	close(fd);
 }
 

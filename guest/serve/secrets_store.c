@@ -24,7 +24,7 @@ static const char *const scope_names[] = {
     [SECRET_SCOPE_SESSION] = "session",
 };
 
-int secret_scope_from_string(const char *s)
+int secrets_store_scope_from_string(const char *s)
 {
 	if (!s)
 		return -1;
@@ -34,14 +34,14 @@ int secret_scope_from_string(const char *s)
 	return -1;
 }
 
-const char *secret_scope_name(enum secret_scope scope)
+const char *secrets_store_scope_name(enum secret_scope scope)
 {
 	if ((size_t)scope >= ELEMENTSOF(scope_names) || !scope_names[scope])
 		return "any";
 	return scope_names[scope];
 }
 
-bool secret_name_valid(const char *name)
+bool secrets_store_name_valid(const char *name)
 {
 	size_t i;
 
@@ -107,7 +107,7 @@ int secrets_store_put(struct secrets_store *s, const char *name, enum secret_sco
 	struct secret e = {0};
 	ssize_t old;
 
-	if (!secret_name_valid(name))
+	if (!secrets_store_name_valid(name))
 		return err_set(err, ERR_REFUSED, EINVAL,
 		               "a secret's name must match [A-Za-z_][A-Za-z0-9_]* (at most %d "
 		               "characters)",

@@ -31,10 +31,10 @@ enum secret_scope {
 };
 
 /* "fetch", "boot", "session" -> the scope, anything else -> -1. */
-int secret_scope_from_string(const char *s);
-const char *secret_scope_name(enum secret_scope scope);
+int secrets_store_scope_from_string(const char *s);
+const char *secrets_store_scope_name(enum secret_scope scope);
 /* [A-Za-z_][A-Za-z0-9_]*, at most SECRETS_NAME_MAX characters. */
-bool secret_name_valid(const char *name);
+bool secrets_store_name_valid(const char *name);
 
 struct secrets_store;
 

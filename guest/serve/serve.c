@@ -23,7 +23,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "fileio.h"
+#include "file.h"
 #include "log.h"
 #include "strv.h"
 
@@ -82,7 +82,7 @@ int serve_key_load_or_create(const char *path, struct keypair **ret, bool *ret_c
 	slash = strrchr(dir, '/');
 	if (slash && slash != dir) {
 		*slash = '\0';
-		if (mkdir_p(dir, 0700, err) < 0)
+		if (file_mkdir_p(dir, 0700, err) < 0)
 			return err_wrap(err, "cannot create the directory of the guest key");
 	}
 	if (keys_save(kp, path, err) < 0)
@@ -294,7 +294,7 @@ int serve_run(const struct serve_config *cfg, struct err *err)
 		return err_set(err, ERR_FAILED, ENOMEM, "out of memory");
 	if (signals_setup(&srv, err) < 0)
 		goto out;
-	if (mkdir_p(cfg->state_dir, 0700, err) < 0) {
+	if (file_mkdir_p(cfg->state_dir, 0700, err) < 0) {
 		err_wrap(err, "cannot create the state directory");
 		goto out;
 	}
@@ -339,7 +339,7 @@ out:
 	apps_free(&srv);
 	secrets_store_free(srv.secrets);
 	authkeys_free(srv.authkeys);
-	keypair_free(srv.key);
+	keys_free(srv.key);
 	strv_free(srv.clean_env);
 	if (srv.sigfd >= 0)
 		close(srv.sigfd);

@@ -57,7 +57,7 @@ int serve_key_load_or_create(const char *path, struct keypair **ret, bool *ret_c
 
 /* The command lines: `sandbox-agent serve ...`, `sandbox-agent keygen [--key FILE]`. */
 int serve_cli_main(int argc, char **argv);
-int keygen_cli_main(int argc, char **argv);
+int serve_cli_keygen_main(int argc, char **argv);
 
 /* The boot runner: the request arrives on fd (docs/daemon.md, "The boot runner"). */
 int serve_runner_main(int fd);

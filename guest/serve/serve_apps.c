@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fileio.h"
+#include "file.h"
 #include "log.h"
 
 #define APPS_FILE "apps.json"

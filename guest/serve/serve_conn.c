@@ -116,7 +116,7 @@ void conn_free(struct conn *c)
 	}
 	job_unfollow_conn(c->srv, c->id);
 	channel_free(c->ch);
-	hs_free(c->hs);
+	handshake_free(c->hs);
 	if (c->owns_io)
 		frame_io_free(c->io);
 	if (c->owns_fds) {
@@ -241,7 +241,7 @@ static void hello_send(struct conn *c)
 
 static void hs_fail(struct conn *c, const struct err *e)
 {
-	const uint8_t *peer = c->hs ? hs_peer_key(c->hs) : NULL;
+	const uint8_t *peer = c->hs ? handshake_peer_key(c->hs) : NULL;
 
 	if (peer) {
 		keys_fingerprint(peer, c->fingerprint);
@@ -273,7 +273,7 @@ static int hs_begin(struct conn *c)
 		hs_fail(c, &err);
 		return -1;
 	}
-	if (hs_new(&cfg, &c->hs, &err) < 0) {
+	if (handshake_new(&cfg, &c->hs, &err) < 0) {
 		hs_fail(c, &err);
 		return -1;
 	}
@@ -292,7 +292,7 @@ static void hs_done(struct conn *c)
 		hs_fail(c, &err);
 		return;
 	}
-	hs_free(c->hs);
+	handshake_free(c->hs);
 	c->hs = NULL;
 	c->state = CONN_SESSION;
 	snprintf(c->fingerprint, sizeof(c->fingerprint), "%s", channel_peer_fingerprint(c->ch));
@@ -329,7 +329,7 @@ static void hs_step(struct conn *c)
 			return;
 		}
 		if (ev == FRAME_EV_MARKER) {
-			if (hs_on_marker(c->hs, &err) < 0) {
+			if (handshake_on_marker(c->hs, &err) < 0) {
 				hs_fail(c, &err);
 				return;
 			}
@@ -337,7 +337,7 @@ static void hs_step(struct conn *c)
 		}
 		body = frame_decoder_body(&c->io->dec, &len);
 		out.len = 0;
-		r = hs_on_frame(c->hs, body, len, &out, &err);
+		r = handshake_on_frame(c->hs, body, len, &out, &err);
 		if (out.len > 0) {
 			struct err werr;
 			if (frame_io_write(c->io, out.buf, out.len, c->hs_deadline, &werr) < 0 &&

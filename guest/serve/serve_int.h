@@ -20,11 +20,11 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "json_util.h"
+#include "json_strict.h"
 #include "authkeys.h"
 #include "channel.h"
 #include "err.h"
-#include "frameio.h"
+#include "frame_io.h"
 #include "handshake.h"
 #include "keys.h"
 #include "msg.h"
@@ -84,7 +84,7 @@ struct conn {
 	struct frame_io *io;
 	bool owns_io;
 	enum conn_state state;
-	struct hs *hs;
+	struct handshake *hs;
 	int64_t hs_deadline;
 	char fingerprint[KEYS_FINGERPRINT_MAX];
 	struct channel *ch;

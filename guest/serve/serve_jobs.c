@@ -69,7 +69,7 @@ static int send_secret(void *userdata, const char *name, enum secret_scope scope
 		return 0;
 	}
 	json_object_object_add(o, "name", json_object_new_string(name));
-	json_object_object_add(o, "scope", json_object_new_string(secret_scope_name(scope)));
+	json_object_object_add(o, "scope", json_object_new_string(secrets_store_scope_name(scope)));
 	r = record_send(ss->fd, &m, ss->err);
 	json_object_put(o);
 	return r;

@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "boot_plan.h"
-#include "fileio.h"
+#include "file.h"
 #include "log.h"
 
 #define BOOT_TIMEOUT_MAX (7 * 24 * 3600)
@@ -60,7 +60,7 @@ static int spec_write(struct serve *srv, json_object *spec, char **ret_app_dir,
 	if (asprintf(&dir, "%.*s/boot", (int)(slash - app_dir), app_dir) < 0 ||
 	    asprintf(&path, "%.*s/boot/spec.json", (int)(slash - app_dir), app_dir) < 0)
 		return err_set(err, ERR_FAILED, ENOMEM, "out of memory");
-	if (mkdir_p(dir, 0700, err) < 0)
+	if (file_mkdir_p(dir, 0700, err) < 0)
 		return err_wrap(err, "cannot prepare %s for the spec", dir);
 	text = json_object_to_json_string_ext(spec, JSON_C_TO_STRING_PLAIN);
 	if (file_write_atomic(path, text, strlen(text), 0600, 0, 0, err) < 0)
@@ -80,7 +80,7 @@ static int check_pass_env(struct serve *srv, json_object *names, struct err *err
 		json_object *n = json_object_array_get_idx(names, i);
 		const char *name = json_object_get_string(n);
 
-		if (!json_object_is_type(n, json_type_string) || !secret_name_valid(name))
+		if (!json_object_is_type(n, json_type_string) || !secrets_store_name_valid(name))
 			return err_set(err, ERR_REFUSED, EINVAL,
 			               "boot.start: pass_env holds something that is not a name");
 		if (secrets_store_scope_of(srv->secrets, name) != SECRET_SCOPE_BOOT)

@@ -27,7 +27,7 @@
 #include "boot_plan.h"
 #include "boot_state.h"
 #include "checkout_stage.h"
-#include "fileio.h"
+#include "file.h"
 #include "git_fetch.h"
 #include "git_pack.h"
 #include "log.h"
@@ -219,8 +219,8 @@ int op_checkout_pack(struct conn *c, struct stream *st, const struct msg *m)
 	url = msg_get_string(m, "clone_url");
 	if (url && url[0] && git_fetch_url_check(url, false, &err) < 0)
 		return pack_fail(c, st, op, &err);
-	if (mkdir_p(op->state_dir, 0700, &err) < 0 ||
-	    boot_lock_acquire(op->state_dir, &op->lock_fd, &err) < 0)
+	if (file_mkdir_p(op->state_dir, 0700, &err) < 0 ||
+	    boot_state_lock_acquire(op->state_dir, &op->lock_fd, &err) < 0)
 		return pack_fail(c, st, op, &err);
 	t.app_dir = op->app_dir;
 	t.clone_url = url && url[0] ? url : NULL;
@@ -357,7 +357,7 @@ static int fetch_with(void *userdata, const char *name, enum secret_scope scope,
 	spec.token_len = len;
 	if (!t.app_dir || !t.clone_url)
 		return err_set(fr->err, ERR_REFUSED, EINVAL, "checkout.fetch: a malformed request");
-	if (checkout_fetch(&t, &spec, &fres, &res, fr->err) < 0)
+	if (checkout_stage_fetch(&t, &spec, &fres, &res, fr->err) < 0)
 		return -1;
 	git_oid_tostr(hex, sizeof(hex), &res.commit);
 	fr->reply = json_object_new_object();
@@ -385,9 +385,9 @@ int serve_checkout_fetch_run(json_object *req, struct secrets_store *secrets,
 		return err_set(err, ERR_REFUSED, EINVAL, "checkout.fetch: a malformed request");
 	if (git_fetch_global_init(NULL, err) < 0)
 		return err_ret(err);
-	r = mkdir_p(state_dir, 0700, err);
+	r = file_mkdir_p(state_dir, 0700, err);
 	if (r == 0)
-		r = boot_lock_acquire(state_dir, &lock_fd, err);
+		r = boot_state_lock_acquire(state_dir, &lock_fd, err);
 	if (r == 0)
 		r = secrets_store_visit(secrets, SECRET_SCOPE_FETCH, fetch_with, &fr);
 	if (r == 0 && !fr.found)

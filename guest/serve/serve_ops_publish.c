@@ -27,7 +27,7 @@
 #include <sys/wait.h>
 
 #include "boot_state.h"
-#include "fileio.h"
+#include "file.h"
 #include "git_fetch.h"
 #include "git_pack.h"
 #include "git_publish.h"
@@ -91,7 +91,7 @@ static void close_all_but(int a, int b)
 /* git_pack_write's sink in the child: the pack goes down the pipe to the daemon. */
 static int publish_pipe_sink(void *userdata, const void *buf, size_t len)
 {
-	return write_all(*(int *)userdata, buf, len) < 0 ? -1 : 0;
+	return file_write_all(*(int *)userdata, buf, len) < 0 ? -1 : 0;
 }
 
 /* author {"name", "email"} (required), "have" [hex, ...] (optional). */
@@ -170,7 +170,7 @@ static _noreturn_ void publish_child(const struct msg *m, const char *app_dir, u
 	line[GIT_OID_HEXSZ] = ' ';
 	git_oid_tostr(line + GIT_OID_HEXSZ + 1, GIT_OID_HEXSZ + 1, &base);
 	line[2 * GIT_OID_HEXSZ + 1] = '\n';
-	if (write_all(out_fd, line, 2 * GIT_OID_HEXSZ + 2) < 0) {
+	if (file_write_all(out_fd, line, 2 * GIT_OID_HEXSZ + 2) < 0) {
 		err_errno(&err, "cannot hand the commit over");
 		goto out_fail;
 	}
@@ -181,7 +181,7 @@ static _noreturn_ void publish_child(const struct msg *m, const char *app_dir, u
 	}
 	_exit(0);
 out_fail:
-	(void)write_all(err_fd, err.msg, strlen(err.msg));
+	(void)file_write_all(err_fd, err.msg, strlen(err.msg));
 	_exit(err.cls == ERR_REFUSED ? 2 : 1);
 }
 
@@ -301,7 +301,7 @@ int op_publish_commit(struct conn *c, struct stream *st, const struct msg *m)
 		        app_dir);
 		return stream_error(c, st, &err);
 	}
-	if (mkdir_p(state_dir, 0700, &err) < 0 || boot_lock_acquire(state_dir, &lock_fd, &err) < 0)
+	if (file_mkdir_p(state_dir, 0700, &err) < 0 || boot_state_lock_acquire(state_dir, &lock_fd, &err) < 0)
 		return stream_error(c, st, &err);
 	if (publish_run(c, st, m, app_dir, &reply, &err) < 0) {
 		log_info("connection %" PRIu64 ": publishing %s refused: %s", c->id, app_dir,

@@ -17,7 +17,7 @@
 #include <sys/stat.h>
 
 #include "boot_state.h"
-#include "fileio.h"
+#include "file.h"
 #include "log.h"
 #include "proc.h"
 

@@ -28,7 +28,7 @@ int op_secrets_put(struct conn *c, struct stream *st, const struct msg *m)
 	scope_name = op_field_string(m, "scope", true, &err);
 	if (!scope_name)
 		return stream_error(c, st, &err);
-	scope = secret_scope_from_string(scope_name);
+	scope = secrets_store_scope_from_string(scope_name);
 	if (scope < 0) {
 		err_set(&err, ERR_REFUSED, EINVAL,
 		        "secrets.put %s: the scope must be fetch, boot or session, not \"%.40s\"",
@@ -70,7 +70,7 @@ int op_secrets_drop(struct conn *c, struct stream *st, const struct msg *m)
 	}
 	if (scope_name) {
 		int scope = strcmp(scope_name, "all") == 0 ? SECRET_SCOPE_ANY
-		                                           : secret_scope_from_string(scope_name);
+		                                           : secrets_store_scope_from_string(scope_name);
 		if (scope < 0) {
 			err_set(&err, ERR_REFUSED, EINVAL,
 			        "secrets.drop: the scope must be fetch, boot, session or all");

@@ -18,7 +18,7 @@
 
 #include "boot_plan.h"
 #include "boot_state.h"
-#include "fileio.h"
+#include "file.h"
 #include "log.h"
 #include "proc.h"
 #include "tree_stage.h"
@@ -85,7 +85,7 @@ static int on_entry(struct conn *c, struct stream *st, struct tree_op *op, const
 	kind_name = op_field_string(m, "kind", true, &err);
 	if (!kind_name)
 		return fail(c, st, op, &err);
-	kind = tree_entry_kind_from_string(kind_name);
+	kind = tree_stage_entry_kind_from_string(kind_name);
 	if (kind < 0) {
 		err_set(&err, ERR_REFUSED, EINVAL,
 		        "tree entry \"%.200s\": the kind must be file, dir or symlink", path);
@@ -206,8 +206,8 @@ int op_tree_push(struct conn *c, struct stream *st, const struct msg *m)
 		return fail(c, st, op, &err);
 	}
 	/* The boot lock, as a boot takes it: no boot starts on a tree that is being swapped. */
-	if (mkdir_p(op->state_dir, 0700, &err) < 0 ||
-	    boot_lock_acquire(op->state_dir, &op->lock_fd, &err) < 0)
+	if (file_mkdir_p(op->state_dir, 0700, &err) < 0 ||
+	    boot_state_lock_acquire(op->state_dir, &op->lock_fd, &err) < 0)
 		return fail(c, st, op, &err);
 	t.app_dir = op->app_dir;
 	run_owner(c->srv->cfg->user, &t.uid, &t.gid);

@@ -28,12 +28,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "boot_discard.h"
+#include "workspace_discard.h"
 #include "boot_engine.h"
 #include "boot_plan.h"
 #include "boot_services.h"
 #include "boot_state.h"
-#include "fileio.h"
+#include "file.h"
 #include "log.h"
 #include "proc.h"
 #include "strv.h"
@@ -122,7 +122,7 @@ static int request_read(struct runner *r, struct err *err)
 			break;
 		case MSG_SECRETS_PUT: {
 			const char *name = msg_get_string(&m, "name");
-			int scope = secret_scope_from_string(msg_get_string(&m, "scope"));
+			int scope = secrets_store_scope_from_string(msg_get_string(&m, "scope"));
 			rc = secrets_store_put(r->secrets, name, (enum secret_scope)scope, m.data,
 			                       m.data_len, NULL, err);
 			break;
@@ -291,7 +291,7 @@ static int add_boot_secret(void *userdata, const char *name, enum secret_scope s
 	sprintf(entry, "%s=", name);
 	memcpy(entry + strlen(name) + 1, value, len);
 	entry[strlen(name) + 1 + len] = '\0';
-	env_unset(*b->env, name);
+	strv_env_unset(*b->env, name);
 	if (strv_consume(b->env, entry) < 0 || strv_push(b->names, name) < 0)
 		return -ENOMEM;
 	return 0;
@@ -301,7 +301,7 @@ static int add_to_scrubber(void *userdata, const char *name, enum secret_scope s
                            const uint8_t *value, size_t len)
 {
 	struct scrubber *s = userdata;
-	int r = scrubber_add(s, (const char *)value, len);
+	int r = scrub_add(s, (const char *)value, len);
 
 	return r == -E2BIG ? 0 : r;
 }

@@ -29,7 +29,7 @@ struct checkout_stage {
 	bool swapped;
 };
 
-void checkout_hook_kill_at(void *userdata, const char *point)
+void checkout_stage_hook_kill_at(void *userdata, const char *point)
 {
 	if (userdata && strcmp(userdata, point) == 0)
 		raise(SIGKILL);
@@ -43,7 +43,7 @@ static void hook(struct checkout_stage *s, const char *point)
 		s->sw.hook(s->sw.hook_userdata, point);
 }
 
-int checkout_recover(const char *app_dir, enum checkout_recovery *ret, struct err *err)
+int checkout_stage_recover(const char *app_dir, enum checkout_recovery *ret, struct err *err)
 {
 	_cleanup_(dir_swap_dispose) struct dir_swap sw = {.parent_fd = -1};
 	enum dir_swap_recovery action;
@@ -364,7 +364,7 @@ int checkout_stage_checkout(struct checkout_stage *s, const git_oid *commit, str
 	s->commit = *commit;
 
 	if (s->uid != (uid_t)-1 || s->gid != (gid_t)-1) {
-		r = fs_tree_chown_fd(s->stage_fd, s->uid, s->gid, s->sw.new_path, err);
+		r = fs_safe_tree_chown_fd(s->stage_fd, s->uid, s->gid, s->sw.new_path, err);
 		if (r < 0)
 			return r;
 	}
@@ -396,7 +396,7 @@ int checkout_stage_swap(struct checkout_stage *s, struct checkout_result *ret, s
 	return 0;
 }
 
-int checkout_fetch(const struct checkout_target *t, const struct git_fetch_spec *spec,
+int checkout_stage_fetch(const struct checkout_target *t, const struct git_fetch_spec *spec,
                    struct git_fetch_result *ret_fetch, struct checkout_result *ret, struct err *err)
 {
 	_cleanup_checkout_stage_ struct checkout_stage *s = NULL;

@@ -5,12 +5,12 @@
  * For the app directory /workspace/app the stage is /workspace/.app.checkout-new: a fresh
  * non-bare repository (root-owned, 0700 while it is built) that receives the objects (a pack
  * from the host through checkout_stage_repo() and git_pack_receiver_*, or a fetch of its own
- * through checkout_fetch()), is checked out at the commit with a detached HEAD and `origin` set
+ * through checkout_stage_fetch()), is checked out at the commit with a detached HEAD and `origin` set
  * to the clone URL without credentials, is given to the run user, fsync'ed, and then swapped
  * with the app directory by dir_swap.h (the names beside it, the swap and its recovery are
  * dir_swap's, shared with pushed trees): renameat2(RENAME_EXCHANGE) where the filesystem has
  * it, else two renames (app -> .app.checkout-old, stage -> app) with a window in which the app
- * directory is missing, which checkout_recover() closes. The old tree ends up at
+ * directory is missing, which checkout_stage_recover() closes. The old tree ends up at
  * .app.checkout-old and is removed. The app directory is always a real directory, never a
  * symbolic link.
  *
@@ -46,7 +46,7 @@ enum checkout_flags {
  */
 typedef dir_swap_hook_fn checkout_hook_fn;
 /* A ready hook: raise(SIGKILL) when point equals the string userdata. */
-void checkout_hook_kill_at(void *userdata, const char *point);
+void checkout_stage_hook_kill_at(void *userdata, const char *point);
 
 struct checkout_target {
 	const char *app_dir;   /* absolute; its parent must exist */
@@ -69,7 +69,7 @@ enum checkout_swap_method {
 struct checkout_result {
 	git_oid commit;
 	int method;         /* enum checkout_swap_method */
-	bool old_tree_left; /* the old tree could not be removed yet; checkout_recover() retries */
+	bool old_tree_left; /* the old tree could not be removed yet; checkout_stage_recover() retries */
 };
 
 enum checkout_recovery {
@@ -82,7 +82,7 @@ enum checkout_recovery {
 struct checkout_stage;
 
 /*
- * Recover from any interrupted checkout of t->app_dir (checkout_recover), then create the
+ * Recover from any interrupted checkout of t->app_dir (checkout_stage_recover), then create the
  * stage with a fresh repository in it. The existing app directory, if any, must be a directory
  * (not a symbolic link).
  */
@@ -109,7 +109,7 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(struct checkout_stage *, checkout_stage_free)
  * caller's memory and the fetch's wiped header), checkout, swap. Any failure before the swap
  * leaves the app directory as it was. ret_fetch may be NULL.
  */
-int checkout_fetch(const struct checkout_target *t, const struct git_fetch_spec *spec,
+int checkout_stage_fetch(const struct checkout_target *t, const struct git_fetch_spec *spec,
                    struct git_fetch_result *ret_fetch, struct checkout_result *ret,
                    struct err *err);
 
@@ -118,6 +118,6 @@ int checkout_fetch(const struct checkout_target *t, const struct git_fetch_spec 
  * app_dir (see there). A later run calls it before anything else touches the app directory;
  * checkout_stage_begin does. ret may be NULL.
  */
-int checkout_recover(const char *app_dir, enum checkout_recovery *ret, struct err *err);
+int checkout_stage_recover(const char *app_dir, enum checkout_recovery *ret, struct err *err);
 
 #endif

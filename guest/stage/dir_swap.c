@@ -37,7 +37,7 @@ static void call_hook(struct dir_swap *s, const char *point)
 /* Remove name beside the directory; on failure say what it was, with err's message. */
 static int remove_beside(struct dir_swap *s, const char *name, const char *what, struct err *err)
 {
-	if (fs_tree_remove_at(s->parent_fd, name, err) < 0)
+	if (fs_safe_tree_remove_at(s->parent_fd, name, err) < 0)
 		return err_wrap(err, "removing %s %s beside %s", what, name, s->dir);
 	return 0;
 }
@@ -47,7 +47,7 @@ static bool remove_left(struct dir_swap *s, const char *name)
 {
 	struct err e;
 
-	if (fs_tree_remove_at(s->parent_fd, name, &e) < 0) {
+	if (fs_safe_tree_remove_at(s->parent_fd, name, &e) < 0) {
 		log_debug("removing %s beside %s: %s", name, s->dir, e.msg);
 		return true;
 	}

@@ -96,6 +96,6 @@ void dir_swap_stage_discard(struct dir_swap *s);
  */
 int dir_swap_exchange(struct dir_swap *s, int *ret_method, bool *ret_old_left, struct err *err);
 
-/* Trees are removed with fs_tree_remove_at() (fs_safe.h): never through a link. */
+/* Trees are removed with fs_safe_tree_remove_at() (fs_safe.h): never through a link. */
 
 #endif

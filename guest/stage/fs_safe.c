@@ -20,7 +20,7 @@ static int open_dir_at(int dirfd, const char *name)
 	return openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 }
 
-int fs_dir_ensure(const char *path, uid_t uid, gid_t gid, mode_t mode, struct err *err)
+int fs_safe_dir_ensure(const char *path, uid_t uid, gid_t gid, mode_t mode, struct err *err)
 {
 	_cleanup_free_ char *copy = NULL;
 	_cleanup_close_ int fd = -1;
@@ -121,7 +121,7 @@ static int chown_below(struct chown_walk *w, int fd, unsigned depth)
 	return r;
 }
 
-int fs_tree_chown_fd(int fd, uid_t uid, gid_t gid, const char *what, struct err *err)
+int fs_safe_tree_chown_fd(int fd, uid_t uid, gid_t gid, const char *what, struct err *err)
 {
 	struct chown_walk w = {.uid = uid, .gid = gid, .root = what, .err = err};
 	int walk_fd;
@@ -134,13 +134,13 @@ int fs_tree_chown_fd(int fd, uid_t uid, gid_t gid, const char *what, struct err 
 	return chown_below(&w, walk_fd, 0);
 }
 
-int fs_tree_chown(const char *root, uid_t uid, gid_t gid, struct err *err)
+int fs_safe_tree_chown(const char *root, uid_t uid, gid_t gid, struct err *err)
 {
 	_cleanup_close_ int fd = open(root, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 
 	if (fd < 0)
 		return err_errno(err, "cannot open %s", root);
-	return fs_tree_chown_fd(fd, uid, gid, root, err);
+	return fs_safe_tree_chown_fd(fd, uid, gid, root, err);
 }
 
 static int unlink_missing_ok(int dfd, const char *name, int flags)
@@ -148,7 +148,7 @@ static int unlink_missing_ok(int dfd, const char *name, int flags)
 	return unlinkat(dfd, name, flags) < 0 && errno != ENOENT ? -errno : 0;
 }
 
-/* fs_tree_remove_at's walk: -errno of the first failure, or 0. */
+/* fs_safe_tree_remove_at's walk: -errno of the first failure, or 0. */
 static int remove_at(int dfd, const char *name, dev_t dev, unsigned depth)
 {
 	_cleanup_close_ int fd = -1;
@@ -193,7 +193,7 @@ static int remove_at(int dfd, const char *name, dev_t dev, unsigned depth)
 	return unlink_missing_ok(dfd, name, AT_REMOVEDIR);
 }
 
-int fs_tree_remove_at(int dfd, const char *name, struct err *err)
+int fs_safe_tree_remove_at(int dfd, const char *name, struct err *err)
 {
 	struct stat st;
 	int r;
@@ -208,7 +208,7 @@ int fs_tree_remove_at(int dfd, const char *name, struct err *err)
 	return 0;
 }
 
-int fs_tree_remove(const char *path, struct err *err)
+int fs_safe_tree_remove(const char *path, struct err *err)
 {
 	_cleanup_free_ char *copy = NULL;
 	_cleanup_close_ int dfd = -1;
@@ -238,12 +238,12 @@ int fs_tree_remove(const char *path, struct err *err)
 		return errno == ENOENT
 		           ? 0
 		           : err_errno(err, "cannot open the directory holding %s", path);
-	if (fs_tree_remove_at(dfd, name, err) < 0)
+	if (fs_safe_tree_remove_at(dfd, name, err) < 0)
 		return err_reword(err, "cannot remove %s: %s", path, strerror(err->code));
 	return 0;
 }
 
-int fs_dir_check_root_owned(const char *path, struct err *err)
+int fs_safe_dir_check_root_owned(const char *path, struct err *err)
 {
 	char buf[PATH_MAX];
 	size_t len = strlen(path);

@@ -16,16 +16,16 @@
  * Create the absolute directory path (and missing parents, mode 0755 root's) without following
  * links in any component; give the last one to uid:gid with mode (uid -1: leave the owner).
  */
-int fs_dir_ensure(const char *path, uid_t uid, gid_t gid, mode_t mode, struct err *err);
+int fs_safe_dir_ensure(const char *path, uid_t uid, gid_t gid, mode_t mode, struct err *err);
 
 /*
  * Give every entry below root (and root) to uid:gid, never following links; a regular file
  * with more than one hard link that uid does not already own is left alone (it may be a
  * link to a file outside the tree). uid or gid -1 leaves that part as it is.
  */
-int fs_tree_chown(const char *root, uid_t uid, gid_t gid, struct err *err);
+int fs_safe_tree_chown(const char *root, uid_t uid, gid_t gid, struct err *err);
 /* The same for the open directory fd (which stays the caller's); what names it in errors. */
-int fs_tree_chown_fd(int fd, uid_t uid, gid_t gid, const char *what, struct err *err);
+int fs_safe_tree_chown_fd(int fd, uid_t uid, gid_t gid, const char *what, struct err *err);
 
 /*
  * Remove name below the directory dfd and everything in it. Every directory is opened with
@@ -34,14 +34,14 @@ int fs_tree_chown_fd(int fd, uid_t uid, gid_t gid, const char *what, struct err 
  * directory on another filesystem than dfd's is refused (EXDEV), as is nesting deeper than 512
  * levels (ELOOP). Keeps removing after a failure and reports the first. A missing name is fine.
  */
-int fs_tree_remove_at(int dfd, const char *name, struct err *err);
+int fs_safe_tree_remove_at(int dfd, const char *name, struct err *err);
 /* The same for an absolute or relative path (links in its parent directories are followed). */
-int fs_tree_remove(const char *path, struct err *err);
+int fs_safe_tree_remove(const char *path, struct err *err);
 
 /*
  * The directory path must be owned by root and writable by nobody else, as must every
  * parent: what the engine writes there as root cannot be redirected by the app.
  */
-int fs_dir_check_root_owned(const char *path, struct err *err);
+int fs_safe_dir_check_root_owned(const char *path, struct err *err);
 
 #endif

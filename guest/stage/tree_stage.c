@@ -10,7 +10,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "fileio.h"
+#include "file.h"
 #include "log.h"
 #include "strv.h"
 
@@ -35,7 +35,7 @@ struct tree_stage {
 	bool swapped;
 };
 
-int tree_entry_kind_from_string(const char *s)
+int tree_stage_entry_kind_from_string(const char *s)
 {
 	if (!s)
 		return -1;
@@ -316,7 +316,7 @@ int tree_stage_data(struct tree_stage *s, const void *buf, size_t len, struct er
 		               s->file_path ? "\"" : "", s->file_path ? s->file_path : "any file",
 		               s->file_path ? "\"" : "");
 	}
-	if (write_all(s->file_fd, buf, len) < 0)
+	if (file_write_all(s->file_fd, buf, len) < 0)
 		return err_errno(err, "writing %s", s->file_path);
 	s->file_left -= len;
 	return 0;

@@ -36,7 +36,7 @@ enum tree_entry_kind {
 };
 
 /* "file", "dir", "symlink" -> the kind; anything else -> -1. */
-int tree_entry_kind_from_string(const char *s);
+int tree_stage_entry_kind_from_string(const char *s);
 
 struct tree_stage_target {
 	const char *app_dir; /* absolute; its parent must exist */

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#include "boot_discard.h"
+#include "workspace_discard.h"
 
 #include "fs_safe.h"
 
@@ -15,7 +15,7 @@
 
 int tree_remove(const char *path, struct err *err)
 {
-	return fs_tree_remove(path, err);
+	return fs_safe_tree_remove(path, err);
 }
 
 /* Leftovers of an interrupted discard: .NAME.discard.* beside the workspace. */

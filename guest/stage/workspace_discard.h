@@ -5,8 +5,8 @@
  * discard never leaves half a workspace in place; the next discard removes such leftovers.
  * A workspace that is a mount point is emptied in place instead.
  */
-#ifndef SA_BOOT_DISCARD_H
-#define SA_BOOT_DISCARD_H
+#ifndef SA_WORKSPACE_DISCARD_H
+#define SA_WORKSPACE_DISCARD_H
 
 #include "err.h"
 

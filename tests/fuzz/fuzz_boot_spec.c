@@ -28,7 +28,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	    s.listen_port == s.port)
 		abort();
 	for (size_t i = 0; i < s.n_steps; i++) {
-		if (!boot_step_name_valid(s.steps[i].name))
+		if (!boot_spec_step_name_valid(s.steps[i].name))
 			abort();
 		if (!s.steps[i].command && !s.steps[i].skip)
 			abort();
@@ -36,14 +36,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort();
 	}
 	for (size_t i = 0; s.env && s.env[i]; i++) {
-		size_t n = env_name_len(s.env[i]);
+		size_t n = strv_env_name_len(s.env[i]);
 		char name[128];
 
 		if (s.env[i][n] != '=' || n >= sizeof(name))
 			abort();
 		memcpy(name, s.env[i], n);
 		name[n] = '\0';
-		if (!env_name_valid(name))
+		if (!strv_env_name_valid(name))
 			abort();
 	}
 	boot_spec_dispose(&s);

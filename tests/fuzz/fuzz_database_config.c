@@ -27,7 +27,7 @@ static void read_as(const uint8_t *data, size_t size, const char *rails_env)
 	struct err e;
 
 	err_clear(&e);
-	if (database_plan_from_yaml((const char *)data, size, &req, &plan, &e) < 0) {
+	if (database_config_plan_from_yaml((const char *)data, size, &req, &plan, &e) < 0) {
 		/* a failure always says why */
 		if (e.cls == ERR_NONE || e.msg[0] == '\0')
 			abort();
@@ -45,7 +45,7 @@ static void read_as(const uint8_t *data, size_t size, const char *rails_env)
 		if (!plan.entries[i].variable || !plan.entries[i].name)
 			abort();
 	}
-	database_plan_dispose(&plan);
+	database_config_plan_dispose(&plan);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

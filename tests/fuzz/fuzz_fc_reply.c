@@ -37,7 +37,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	for (size_t len = 0; len <= size; len++) {
 		uint32_t port = 0;
 		struct err e = {0};
-		int r = connect_fc_parse_reply(buf, len, &port, &e);
+		int r = connect_fc_reply_parse(buf, len, &port, &e);
 
 		if (r < 0) {
 			if (e.cls != ERR_REFUSED || strnlen(e.msg, sizeof(e.msg)) >= sizeof(e.msg))

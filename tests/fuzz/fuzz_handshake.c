@@ -15,7 +15,7 @@
 #include "authkeys.h"
 #include "channel.h"
 #include "frame.h"
-#include "frameio.h"
+#include "frame_io.h"
 #include "handshake.h"
 #include "keys.h"
 #include "msg.h"
@@ -53,7 +53,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 }
 
 /* The session after the handshake: the rest of the input through a pipe into channel_recv. */
-static void run_session(const struct hs *hs, const uint8_t *rest, size_t len)
+static void run_session(const struct handshake *hs, const uint8_t *rest, size_t len)
 {
 	struct frame_io *io = NULL;
 	struct channel *ch = NULL;
@@ -86,7 +86,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct hs_config cfg = {0};
 	struct frame_decoder d;
 	struct hs_output out;
-	struct hs *hs = NULL;
+	struct handshake *hs = NULL;
 	struct err e;
 	size_t off = 0;
 	int r = HS_CONTINUE;
@@ -104,9 +104,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	data++;
 	size--;
-	if (hs_new(&cfg, &hs, &e) < 0)
+	if (handshake_new(&cfg, &hs, &e) < 0)
 		abort();
-	if (cfg.role == HS_HOST && hs_start(hs, &out, &e) < 0)
+	if (cfg.role == HS_HOST && handshake_start(hs, &out, &e) < 0)
 		abort();
 	frame_decoder_init(&d, FRAME_HANDSHAKE_MAX, true);
 	while (off < size && r >= 0 && r != HS_DONE) {
@@ -119,10 +119,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort(); /* resync mode refuses nothing */
 		off += (size_t)n;
 		if (ev == FRAME_EV_MARKER) {
-			r = hs_on_marker(hs, &e);
+			r = handshake_on_marker(hs, &e);
 		} else if (ev == FRAME_EV_FRAME) {
 			body = frame_decoder_body(&d, &blen);
-			r = hs_on_frame(hs, body, blen, &out, &e);
+			r = handshake_on_frame(hs, body, blen, &out, &e);
 			if (out.len > sizeof(out.buf))
 				abort();
 			if (r == HS_RESYNC)
@@ -132,11 +132,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort(); /* every failure says why */
 	}
 	if (r == HS_DONE) {
-		if (!hs_peer_key(hs))
+		if (!handshake_peer_key(hs))
 			abort();
 		run_session(hs, data + off, size - off);
 	}
 	frame_decoder_dispose(&d);
-	hs_free(hs);
+	handshake_free(hs);
 	return 0;
 }

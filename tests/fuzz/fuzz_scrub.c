@@ -168,7 +168,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (size > MAX_TEXT)
 		return 0;
-	s = scrubber_new();
+	s = scrub_new();
 	if (!s)
 		abort();
 	/* The header: secrets separated by \x01. */
@@ -180,7 +180,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			j++;
 		secrets[nsec].p = data + i;
 		secrets[nsec].n = j - i > MAX_SECRET_LEN ? MAX_SECRET_LEN : j - i;
-		if (scrubber_add(s, (const char *)secrets[nsec].p, secrets[nsec].n) < 0)
+		if (scrub_add(s, (const char *)secrets[nsec].p, secrets[nsec].n) < 0)
 			abort();
 		nsec++;
 		i = j + 1;
@@ -247,7 +247,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	for (i = 0; i < nsec; i++)
 		check_secret_gone(&want, &secrets[i]);
 
-	scrubber_free(s);
+	scrub_free(s);
 	free(text.p);
 	free(want.p);
 	free(got.p);

@@ -206,21 +206,21 @@ static inline void ts_secret_init(struct ts_secret *t, const char *user, const c
 {
 	char pair[256];
 
-	t->with = scrubber_new();
-	t->without = scrubber_new();
+	t->with = scrub_new();
+	t->without = scrub_new();
 	ck_assert_ptr_nonnull(t->with);
 	ck_assert_ptr_nonnull(t->without);
-	ck_assert_int_eq(scrubber_add(t->with, token, strlen(token)), 0);
+	ck_assert_int_eq(scrub_add(t->with, token, strlen(token)), 0);
 	/* "user:token" too: its base64 is the Authorization header's value. */
 	snprintf(pair, sizeof(pair), "%s:%s", user, token);
-	ck_assert_int_eq(scrubber_add(t->with, pair, strlen(pair)), 0);
-	ck_assert_int_eq(scrubber_add(t->without, "not-the-secret-0123456789", 25), 0);
+	ck_assert_int_eq(scrub_add(t->with, pair, strlen(pair)), 0);
+	ck_assert_int_eq(scrub_add(t->without, "not-the-secret-0123456789", 25), 0);
 }
 
 static inline void ts_secret_dispose(struct ts_secret *t)
 {
-	scrubber_free(t->with);
-	scrubber_free(t->without);
+	scrub_free(t->with);
+	scrub_free(t->without);
 }
 
 /* Does buf hold the secret in any form the scrubber knows? */

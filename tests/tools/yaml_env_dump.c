@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "err.h"
-#include "fileio.h"
+#include "file.h"
 #include "sandbox_config.h"
 #include "strv.h"
 
@@ -30,7 +30,7 @@ int main(int argc, char **argv)
 			free(buf);
 			continue;
 		}
-		v = env_get(c.env, "V");
+		v = strv_env_get(c.env, "V");
 		if (!v) {
 			printf("ERR\tno V\n");
 		} else {

@@ -15,7 +15,7 @@
 #define HS_WIRE_MAX 4096
 
 struct hs_side {
-	struct hs *hs;
+	struct handshake *hs;
 	struct frame_decoder dec;
 	uint8_t sent[HS_WIRE_MAX]; /* everything this side sent */
 	size_t sent_len;
@@ -27,13 +27,13 @@ struct hs_side {
 static inline void hs_side_init(struct hs_side *s, const struct hs_config *cfg)
 {
 	memset(s, 0, sizeof(*s));
-	ck_assert_int_eq(hs_new(cfg, &s->hs, &s->err), 0);
+	ck_assert_int_eq(handshake_new(cfg, &s->hs, &s->err), 0);
 	frame_decoder_init(&s->dec, FRAME_HANDSHAKE_MAX, true);
 }
 
 static inline void hs_side_dispose(struct hs_side *s)
 {
-	hs_free(s->hs);
+	handshake_free(s->hs);
 	frame_decoder_dispose(&s->dec);
 }
 
@@ -48,7 +48,7 @@ static inline void hs_side_start(struct hs_side *s)
 {
 	struct hs_output o;
 
-	s->last = hs_start(s->hs, &o, &s->err);
+	s->last = handshake_start(s->hs, &o, &s->err);
 	ck_assert_int_eq(s->last, HS_CONTINUE);
 	hs_side_append(s, &o);
 }
@@ -66,12 +66,12 @@ static inline int hs_side_feed(struct hs_side *s, const uint8_t *buf, size_t len
 		off += (size_t)n;
 		s->fed = off;
 		if (ev == FRAME_EV_MARKER) {
-			s->last = hs_on_marker(s->hs, &s->err);
+			s->last = handshake_on_marker(s->hs, &s->err);
 		} else if (ev == FRAME_EV_FRAME) {
 			struct hs_output o;
 			size_t blen;
 			const uint8_t *body = frame_decoder_body(&s->dec, &blen);
-			s->last = hs_on_frame(s->hs, body, blen, &o, &s->err);
+			s->last = handshake_on_frame(s->hs, body, blen, &o, &s->err);
 			hs_side_append(s, &o);
 			if (s->last == HS_RESYNC)
 				frame_decoder_set_mode(&s->dec, FRAME_HANDSHAKE_MAX, true);
@@ -83,8 +83,8 @@ static inline int hs_side_feed(struct hs_side *s, const uint8_t *buf, size_t len
 /* After a failed attempt: a new handshake on the same decoder, as a serial daemon does. */
 static inline void hs_side_retry(struct hs_side *s, const struct hs_config *cfg)
 {
-	hs_free(s->hs);
-	ck_assert_int_eq(hs_new(cfg, &s->hs, &s->err), 0);
+	handshake_free(s->hs);
+	ck_assert_int_eq(handshake_new(cfg, &s->hs, &s->err), 0);
 	s->last = HS_CONTINUE;
 	frame_decoder_set_mode(&s->dec, FRAME_HANDSHAKE_MAX, true);
 }

@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "authkeys.h"
-#include "fileio.h"
+#include "file.h"
 #include "keys.h"
 
 static char tmpdir[64], keydir[96], sysfile[96];
@@ -36,7 +36,7 @@ static void teardown(void)
 {
 	nftw(tmpdir, rm_entry, 8, FTW_DEPTH | FTW_PHYS);
 	for (size_t i = 0; i < ELEMENTSOF(k); i++)
-		keypair_free(k[i]);
+		keys_free(k[i]);
 }
 
 /* The public lines of the given keys, one per line, after a prefix. */

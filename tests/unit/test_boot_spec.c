@@ -136,8 +136,8 @@ START_TEST(test_platform_spec)
 	ck_assert_str_eq(s.directories[1], "/workspace/tmp");
 	ck_assert_uint_eq(strv_length(s.env), 3);
 	ck_assert_str_eq(s.env[0], "RAILS_ENV=development");
-	ck_assert_str_eq(env_get(s.env, "WEB_CONCURRENCY"), "2");
-	ck_assert_str_eq(env_get(s.env, "FORCE_SSL"), "false");
+	ck_assert_str_eq(strv_env_get(s.env, "WEB_CONCURRENCY"), "2");
+	ck_assert_str_eq(strv_env_get(s.env, "FORCE_SSL"), "false");
 	ck_assert_uint_eq(strv_length(s.secret_names), 1);
 	ck_assert_str_eq(s.secret_names[0], "ANTHROPIC_API_KEY");
 	ck_assert_uint_eq(s.n_steps, 4);
@@ -484,14 +484,14 @@ START_TEST(test_reserved_step_names)
 		refuse_with("steps", value,
 		            "spec: `steps[1].name` must not be checkout, preflight, toolchain, "
 		            "manifest or start (those are the boot's own phases)");
-		ck_assert(!boot_step_name_valid(names[i]));
+		ck_assert(!boot_spec_step_name_valid(names[i]));
 	}
-	ck_assert(boot_step_name_valid("starts"));
-	ck_assert(boot_step_name_valid("a"));
-	ck_assert(boot_step_name_valid("db_prepare2"));
-	ck_assert(!boot_step_name_valid("_a"));
-	ck_assert(!boot_step_name_valid("a.b"));
-	ck_assert(!boot_step_name_valid(NULL));
+	ck_assert(boot_spec_step_name_valid("starts"));
+	ck_assert(boot_spec_step_name_valid("a"));
+	ck_assert(boot_spec_step_name_valid("db_prepare2"));
+	ck_assert(!boot_spec_step_name_valid("_a"));
+	ck_assert(!boot_spec_step_name_valid("a.b"));
+	ck_assert(!boot_spec_step_name_valid(NULL));
 }
 END_TEST
 
@@ -539,11 +539,11 @@ START_TEST(test_env)
 
 	accept_with("env", "{\"A\":\"\",\"B\":-42,\"C\":true,\"D\":9007199254740992,\"E\":\"x=y\"}",
 	            &s);
-	ck_assert_str_eq(env_get(s.env, "A"), "");
-	ck_assert_str_eq(env_get(s.env, "B"), "-42");
-	ck_assert_str_eq(env_get(s.env, "C"), "true");
-	ck_assert_str_eq(env_get(s.env, "D"), "9007199254740992");
-	ck_assert_str_eq(env_get(s.env, "E"), "x=y");
+	ck_assert_str_eq(strv_env_get(s.env, "A"), "");
+	ck_assert_str_eq(strv_env_get(s.env, "B"), "-42");
+	ck_assert_str_eq(strv_env_get(s.env, "C"), "true");
+	ck_assert_str_eq(strv_env_get(s.env, "D"), "9007199254740992");
+	ck_assert_str_eq(strv_env_get(s.env, "E"), "x=y");
 	ck_assert_str_eq(s.env[0], "A=");
 	boot_spec_dispose(&s);
 }

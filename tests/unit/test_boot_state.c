@@ -7,7 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "boot_discard.h"
+#include "workspace_discard.h"
 #include "boot_state.h"
 #include "strv.h"
 
@@ -97,13 +97,13 @@ START_TEST(test_lock_refuses_a_second_boot)
 	int fd = -1, status;
 	pid_t pid;
 
-	ck_assert_int_eq(boot_lock_acquire(dir, &fd, &err), 0);
+	ck_assert_int_eq(boot_state_lock_acquire(dir, &fd, &err), 0);
 	/* Another process (flock locks are per open file) is refused while we hold it. */
 	pid = fork();
 	if (pid == 0) {
 		int fd2 = -1;
 		struct err e2;
-		int r = boot_lock_acquire(dir, &fd2, &e2);
+		int r = boot_state_lock_acquire(dir, &fd2, &e2);
 		char expect[64];
 		snprintf(expect, sizeof(expect), "(pid %ld)", (long)getppid());
 		_exit(r < 0 && e2.cls == ERR_REFUSED && strstr(e2.msg, "already in progress") &&
@@ -119,7 +119,7 @@ START_TEST(test_lock_refuses_a_second_boot)
 	if (pid == 0) {
 		int fd2 = -1;
 		struct err e2;
-		_exit(boot_lock_acquire(dir, &fd2, &e2) == 0 ? 0 : 1);
+		_exit(boot_state_lock_acquire(dir, &fd2, &e2) == 0 ? 0 : 1);
 	}
 	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
 	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);

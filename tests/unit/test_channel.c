@@ -22,8 +22,8 @@
 
 #include "authkeys.h"
 #include "channel.h"
-#include "fileio.h"
-#include "frameio.h"
+#include "file.h"
+#include "frame_io.h"
 #include "keys.h"
 #include "msg.h"
 
@@ -42,9 +42,9 @@ static void keys_setup(void)
 
 static void keys_teardown(void)
 {
-	keypair_free(host_key);
-	keypair_free(guest_key);
-	keypair_free(other_key);
+	keys_free(host_key);
+	keys_free(guest_key);
+	keys_free(other_key);
 }
 
 static void report(int fd, const char *fmt, ...) _printf_(2, 3);
@@ -60,7 +60,7 @@ static void report(int fd, const char *fmt, ...)
 	if (n < 0 || n > (int)sizeof(line) - 2)
 		n = (int)sizeof(line) - 2;
 	line[n++] = '\n';
-	(void)write_all(fd, line, (size_t)n);
+	(void)file_write_all(fd, line, (size_t)n);
 }
 
 static char *read_all(int fd)
@@ -390,7 +390,7 @@ START_TEST(test_garbage_before_marker)
 	close(sv[1]);
 	/* A login banner, binary junk and a frame of a session long gone. */
 	static const char junk[] = "Welcome!\r\n\xff\xfe\x00\x00\x00\x05stale\xff\xff";
-	ck_assert_int_eq(write_all(sv[0], junk, sizeof(junk) - 1), 0);
+	ck_assert_int_eq(file_write_all(sv[0], junk, sizeof(junk) - 1), 0);
 	ck_assert_int_eq(frame_io_new(sv[0], &io, &e), 0);
 	ck_assert_msg(channel_handshake_host(io, host_key, NULL, TIMEOUT_MS, &ch, &e) == 0, "%s",
 	              e.msg);
@@ -422,7 +422,7 @@ START_TEST(test_oversized_length_after_handshake)
 	ck_assert_int_eq(frame_io_new(sv[0], &io, &e), 0);
 	ck_assert_int_eq(channel_handshake_host(io, host_key, NULL, TIMEOUT_MS, &ch, &e), 0);
 	/* A length of 2 GiB and nothing behind it: refused at once, nothing allocated. */
-	ck_assert_int_eq(write_all(sv[0], "\x7f\xff\xff\xff", 4), 0);
+	ck_assert_int_eq(file_write_all(sv[0], "\x7f\xff\xff\xff", 4), 0);
 	out = guest_finish(&g);
 	snprintf(expect, sizeof(expect),
 	         "err %d invalid frame: length 2147483647 is over the limit of %d bytes [cap=",
@@ -791,7 +791,7 @@ START_TEST(test_recorded_session_replayed)
 	make_pair(sv, false);
 	g = guest_start(sv[1], ak, 1, TIMEOUT_MS, 0);
 	close(sv[1]);
-	ck_assert_int_eq(write_all(sv[0], rec.raw, rec.raw_len), 0);
+	ck_assert_int_eq(file_write_all(sv[0], rec.raw, rec.raw_len), 0);
 	shutdown(sv[0], SHUT_WR);
 	out = guest_finish(&g);
 	ck_assert_msg(strstr(out, "hs-err 74 the signature of host key") &&
@@ -823,7 +823,7 @@ START_TEST(test_new_session_on_the_same_stream)
 	ck_assert_int_eq(frame_io_new(sv[0], &io, &e), 0);
 	ck_assert_int_eq(channel_handshake_host(io, host_key, NULL, TIMEOUT_MS, &ch, &e), 0);
 	ck_assert_int_eq(channel_send(ch, &m, TIMEOUT_MS, &e), 0);
-	ck_assert_int_eq(write_all(sv[0], "\x00\x00\x01\x00partial", 11), 0);
+	ck_assert_int_eq(file_write_all(sv[0], "\x00\x00\x01\x00partial", 11), 0);
 	channel_free(ch);
 	frame_io_free(io);
 	/* ...and the next one starts over on the same stream, with the guest's unread hello

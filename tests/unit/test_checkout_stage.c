@@ -176,7 +176,7 @@ static void checkout_ok(const struct checkout_target *t, const struct git_fetch_
 {
 	struct err e;
 
-	ck_assert_msg(checkout_fetch(t, s, NULL, res, &e) == 0, "checkout of %s: %s", s->ref,
+	ck_assert_msg(checkout_stage_fetch(t, s, NULL, res, &e) == 0, "checkout of %s: %s", s->ref,
 	              e.msg);
 }
 
@@ -343,7 +343,7 @@ END_TEST
 
 /*
  * Kill a checkout of c4 over c1 at point; what is the app directory then, and after recovery?
- * expect_before: "old", "new" or "missing"; expect_action: checkout_recover's answer.
+ * expect_before: "old", "new" or "missing"; expect_action: checkout_stage_recover's answer.
  */
 static void kill_at(const char *point, unsigned int flags, bool first, const char *expect_before,
                     int expect_action, const char *expect_after)
@@ -363,13 +363,13 @@ static void kill_at(const char *point, unsigned int flags, bool first, const cha
 		checkout_ok(&t, &s, &res);
 	}
 	t.flags = flags;
-	t.hook = checkout_hook_kill_at;
+	t.hook = checkout_stage_hook_kill_at;
 	t.hook_userdata = (void *)point;
 	s.ref = "main";
 	pid = fork();
 	ck_assert_int_ge(pid, 0);
 	if (pid == 0) {
-		int r = checkout_fetch(&t, &s, NULL, &res, &e);
+		int r = checkout_stage_fetch(&t, &s, NULL, &res, &e);
 
 		_exit(r < 0 ? 2 : 3); /* never reached the point */
 	}
@@ -384,7 +384,7 @@ static void kill_at(const char *point, unsigned int flags, bool first, const cha
 	else
 		ck_assert_msg(access(app, F_OK) != 0, "%s: the app directory is there", point);
 
-	ck_assert_msg(checkout_recover(app, &action, &e) == 0, "%s", e.msg);
+	ck_assert_msg(checkout_stage_recover(app, &action, &e) == 0, "%s", e.msg);
 	ck_assert_msg((int)action == expect_action, "%s: recovery did %d, not %d", point, action,
 	              expect_action);
 	if (!strcmp(expect_after, "old"))
@@ -397,7 +397,7 @@ static void kill_at(const char *point, unsigned int flags, bool first, const cha
 		ck_assert_msg(access(app, F_OK) != 0, "%s: an app directory appeared", point);
 	ck_assert_msg(!leftovers(), "%s: something is left beside the app directory", point);
 	/* A second recovery has nothing to do, and the next checkout works. */
-	ck_assert_int_eq(checkout_recover(app, &action, &e), 0);
+	ck_assert_int_eq(checkout_stage_recover(app, &action, &e), 0);
 	ck_assert_int_eq(action, CHECKOUT_RECOVER_NONE);
 	t.hook = NULL;
 	s.ref = "feature";
@@ -472,12 +472,12 @@ START_TEST(test_recover_states)
 	struct err e;
 
 	/* Nothing there. */
-	ck_assert_int_eq(checkout_recover(app, &a, &e), 0);
+	ck_assert_int_eq(checkout_stage_recover(app, &a, &e), 0);
 	ck_assert_int_eq(a, CHECKOUT_RECOVER_NONE);
 
 	/* Only the old tree: the first rename happened, the stage is gone: put it back. */
 	make_dir_with(tpath("ws/.app.checkout-old"), "old");
-	ck_assert_int_eq(checkout_recover(app, &a, &e), 0);
+	ck_assert_int_eq(checkout_stage_recover(app, &a, &e), 0);
 	ck_assert_int_eq(a, CHECKOUT_RECOVER_RESTORED);
 	ck_assert_int_eq(access(tpath("ws/app/sub/old"), F_OK), 0);
 
@@ -492,7 +492,7 @@ START_TEST(test_recover_states)
 	                    tpath("ws/.app.checkout-old"), tpath("ws/.app.checkout-old"),
 	                    tpath("ws/.app.checkout-old")),
 	                 0);
-	ck_assert_int_eq(checkout_recover(app, &a, &e), 0);
+	ck_assert_int_eq(checkout_stage_recover(app, &a, &e), 0);
 	ck_assert_int_eq(a, CHECKOUT_RECOVER_CLEANED);
 	ck_assert(!leftovers());
 	ck_assert_int_eq(access(tpath("outside/sub/keep"), F_OK), 0);
@@ -501,7 +501,7 @@ START_TEST(test_recover_states)
 	/* Between the two renames: finish. */
 	ck_assert_int_eq(rename(app, tpath("ws/.app.checkout-old")), 0);
 	make_dir_with(tpath("ws/.app.checkout-new"), "new");
-	ck_assert_int_eq(checkout_recover(app, &a, &e), 0);
+	ck_assert_int_eq(checkout_stage_recover(app, &a, &e), 0);
 	ck_assert_int_eq(a, CHECKOUT_RECOVER_FINISHED);
 	ck_assert_int_eq(access(tpath("ws/app/sub/new"), F_OK), 0);
 	ck_assert(!leftovers());
@@ -509,7 +509,7 @@ START_TEST(test_recover_states)
 	/* Only a stage, no app: a first checkout that never finished. */
 	ck_assert_int_eq(sh("rm -rf '%s'", app), 0);
 	make_dir_with(tpath("ws/.app.checkout-new"), "new");
-	ck_assert_int_eq(checkout_recover(app, &a, &e), 0);
+	ck_assert_int_eq(checkout_stage_recover(app, &a, &e), 0);
 	ck_assert_int_eq(a, CHECKOUT_RECOVER_CLEANED);
 	ck_assert_int_ne(access(app, F_OK), 0);
 	ck_assert(!leftovers());
@@ -517,7 +517,7 @@ START_TEST(test_recover_states)
 	/* A link where the old tree would be is removed, its target kept. */
 	make_dir_with(app, "x");
 	ck_assert_int_eq(symlink(tpath("outside"), tpath("ws/.app.checkout-old")), 0);
-	ck_assert_int_eq(checkout_recover(app, &a, &e), 0);
+	ck_assert_int_eq(checkout_stage_recover(app, &a, &e), 0);
 	ck_assert(!leftovers());
 	ck_assert_int_eq(access(tpath("outside/sub/keep"), F_OK), 0);
 }
@@ -547,7 +547,7 @@ START_TEST(test_symlink_escape_refused)
 		snprintf(url, sizeof(url), "file://%s/%s.git", fixtures, name);
 		s.clone_url = url;
 		s.ref = "main";
-		ck_assert_int_lt(checkout_fetch(&t, &s, NULL, &res, &e), 0);
+		ck_assert_int_lt(checkout_stage_fetch(&t, &s, NULL, &res, &e), 0);
 		ck_assert_int_eq(e.cls, ERR_REFUSED);
 		ck_assert_msg(strstr(e.msg, "refusing to check out") && strstr(e.msg, "link"), "%s",
 		              e.msg);
@@ -566,7 +566,7 @@ START_TEST(test_symlink_escape_refused)
 	snprintf(url, sizeof(url), "file://%s/case.git", fixtures);
 	s.clone_url = url;
 	s.ref = NULL;
-	ck_assert_int_lt(checkout_fetch(&t, &s, NULL, &res, &e), 0);
+	ck_assert_int_lt(checkout_stage_fetch(&t, &s, NULL, &res, &e), 0);
 	ck_assert_msg(strstr(e.msg, "LINK/x lies beneath a symbolic link"), "%s", e.msg);
 	ck_assert_int_ne(access(tpath("outside/x"), F_OK), 0);
 	ck_assert(whole_at(app, ts_id(&ids, "c1")));
@@ -613,7 +613,7 @@ START_TEST(test_guest_fetch_with_token)
 	int files = 0;
 	struct err e;
 
-	ck_assert_msg(checkout_fetch(&t, &s, &fr, &res, &e) == 0, "%s", e.msg);
+	ck_assert_msg(checkout_stage_fetch(&t, &s, &fr, &res, &e) == 0, "%s", e.msg);
 	ck_assert_int_eq(fr.kind, GIT_FETCH_TAG);
 	ck_assert(whole_at(app, ts_id(&ids, "c2")));
 	ck_assert_str_eq(sh_out(GIT " -C '%s' config remote.origin.url", app), http_url);
@@ -627,7 +627,7 @@ START_TEST(test_guest_fetch_with_token)
 	s = http_spec("main");
 	s.token = "definitely-not-the-token";
 	s.token_len = strlen(s.token);
-	ck_assert_int_lt(checkout_fetch(&t, &s, NULL, &res, &e), 0);
+	ck_assert_int_lt(checkout_stage_fetch(&t, &s, NULL, &res, &e), 0);
 	ck_assert_int_eq(e.code, EACCES);
 	ck_assert_msg(strstr(e.msg, "authentication failed for"), "%s", e.msg);
 	ck_assert(whole_at(app, ts_id(&ids, "c2")));
@@ -635,7 +635,7 @@ START_TEST(test_guest_fetch_with_token)
 
 	/* A missing ref likewise. */
 	s = http_spec("no-such-ref");
-	ck_assert_int_lt(checkout_fetch(&t, &s, NULL, &res, &e), 0);
+	ck_assert_int_lt(checkout_stage_fetch(&t, &s, NULL, &res, &e), 0);
 	ck_assert_int_eq(e.code, ENOENT);
 	ck_assert(whole_at(app, ts_id(&ids, "c2")));
 	ck_assert(!leftovers());
@@ -655,14 +655,14 @@ START_TEST(test_refusals)
 	/* An app directory that is a link. */
 	ck_assert_int_eq(mkdir(tpath("elsewhere"), 0755), 0);
 	ck_assert_int_eq(symlink(tpath("elsewhere"), app), 0);
-	ck_assert_int_lt(checkout_fetch(&t, &s, NULL, &res, &e), 0);
+	ck_assert_int_lt(checkout_stage_fetch(&t, &s, NULL, &res, &e), 0);
 	ck_assert_int_eq(e.cls, ERR_REFUSED);
 	ck_assert_msg(strstr(e.msg, "not a directory"), "%s", e.msg);
 	ck_assert_int_eq(unlink(app), 0);
 
 	/* origin with credentials. */
 	t.clone_url = "https://x-access-token:abc@github.com/o/r.git";
-	ck_assert_int_lt(checkout_fetch(&t, &s, NULL, &res, &e), 0);
+	ck_assert_int_lt(checkout_stage_fetch(&t, &s, NULL, &res, &e), 0);
 	ck_assert_int_eq(e.cls, ERR_REFUSED);
 	ck_assert_msg(strstr(e.msg, "carries credentials"), "%s", e.msg);
 	t.clone_url = NULL;

@@ -34,18 +34,18 @@ static bool survives(const char *name, const char *value)
 	ck_assert_int_ge(asprintf(&entry, "%s=%s", name, value), 0);
 	caller[0] = entry;
 	env = build_from(caller, NULL);
-	return env_get(env, name) != NULL;
+	return strv_env_get(env, name) != NULL;
 }
 
 static void assert_dropped(const char *name)
 {
-	ck_assert_msg(env_name_is_dropped(name), "%s should be dropped", name);
+	ck_assert_msg(child_env_name_is_dropped(name), "%s should be dropped", name);
 	ck_assert_msg(!survives(name, "harmless"), "%s reached the child", name);
 }
 
 static void assert_kept(const char *name)
 {
-	ck_assert_msg(!env_name_is_dropped(name), "%s should be kept", name);
+	ck_assert_msg(!child_env_name_is_dropped(name), "%s should be kept", name);
 	ck_assert_msg(survives(name, "harmless"), "%s did not reach the child", name);
 }
 
@@ -128,7 +128,7 @@ START_TEST(test_prefixes_dropped)
 
 	for (size_t i = 0; i < ELEMENTSOF(names); i++) {
 		/* each of these is dropped by its prefix, not by the secret-name rule */
-		ck_assert_msg(!env_name_looks_secret(names[i]), "%s", names[i]);
+		ck_assert_msg(!child_env_name_looks_secret(names[i]), "%s", names[i]);
 		assert_dropped(names[i]);
 	}
 }
@@ -152,7 +152,7 @@ START_TEST(test_secret_words_anywhere)
 	                                    "Secret"};
 
 	for (size_t i = 0; i < ELEMENTSOF(names); i++) {
-		ck_assert_msg(env_name_looks_secret(names[i]), "%s", names[i]);
+		ck_assert_msg(child_env_name_looks_secret(names[i]), "%s", names[i]);
 		assert_dropped(names[i]);
 	}
 }
@@ -180,11 +180,11 @@ START_TEST(test_secret_whole_words_at_end)
 	                                    "XDG_RUNTIME_DIR"};
 
 	for (size_t i = 0; i < ELEMENTSOF(secret); i++) {
-		ck_assert_msg(env_name_looks_secret(secret[i]), "%s", secret[i]);
+		ck_assert_msg(child_env_name_looks_secret(secret[i]), "%s", secret[i]);
 		assert_dropped(secret[i]);
 	}
 	for (size_t i = 0; i < ELEMENTSOF(plain); i++) {
-		ck_assert_msg(!env_name_looks_secret(plain[i]), "%s", plain[i]);
+		ck_assert_msg(!child_env_name_looks_secret(plain[i]), "%s", plain[i]);
 		assert_kept(plain[i]);
 	}
 }
@@ -192,8 +192,8 @@ END_TEST
 
 START_TEST(test_shell_pwd_kept)
 {
-	/* The shell's working directory is no secret (see env_name_looks_secret). */
-	ck_assert(!env_name_looks_secret("PWD"));
+	/* The shell's working directory is no secret (see child_env_name_looks_secret). */
+	ck_assert(!child_env_name_looks_secret("PWD"));
 	ck_assert(survives("PWD", "/workspace/app"));
 	ck_assert(!survives("DB_PWD", "hunter2"));
 }
@@ -202,12 +202,12 @@ END_TEST
 START_TEST(test_looks_secret_is_the_name_rule_alone)
 {
 	/* dropped for other reasons, but their names do not look secret */
-	ck_assert(!env_name_looks_secret("DATABASE_URL"));
-	ck_assert(!env_name_looks_secret("RAILS_ENV"));
-	ck_assert(!env_name_looks_secret("BUNDLE_PATH"));
-	ck_assert(env_name_looks_secret("SECRET_KEY_BASE"));
-	ck_assert(env_name_looks_secret("RAILS_MASTER_KEY"));
-	ck_assert(!env_name_looks_secret(NULL));
+	ck_assert(!child_env_name_looks_secret("DATABASE_URL"));
+	ck_assert(!child_env_name_looks_secret("RAILS_ENV"));
+	ck_assert(!child_env_name_looks_secret("BUNDLE_PATH"));
+	ck_assert(child_env_name_looks_secret("SECRET_KEY_BASE"));
+	ck_assert(child_env_name_looks_secret("RAILS_MASTER_KEY"));
+	ck_assert(!child_env_name_looks_secret(NULL));
 }
 END_TEST
 
@@ -235,16 +235,16 @@ START_TEST(test_userinfo_values)
 	};
 
 	for (size_t i = 0; i < ELEMENTSOF(with); i++) {
-		ck_assert_msg(env_value_has_userinfo(with[i]), "%s", with[i]);
-		ck_assert(env_entry_is_dropped("HARMLESS_NAME", with[i]));
+		ck_assert_msg(child_env_value_has_userinfo(with[i]), "%s", with[i]);
+		ck_assert(child_env_entry_is_dropped("HARMLESS_NAME", with[i]));
 		ck_assert_msg(!survives("HARMLESS_NAME", with[i]), "%s", with[i]);
 	}
 	for (size_t i = 0; i < ELEMENTSOF(without); i++) {
-		ck_assert_msg(!env_value_has_userinfo(without[i]), "%s", without[i]);
-		ck_assert(!env_entry_is_dropped("HARMLESS_NAME", without[i]));
+		ck_assert_msg(!child_env_value_has_userinfo(without[i]), "%s", without[i]);
+		ck_assert(!child_env_entry_is_dropped("HARMLESS_NAME", without[i]));
 		ck_assert_msg(survives("HARMLESS_NAME", without[i]), "%s", without[i]);
 	}
-	ck_assert(!env_value_has_userinfo(NULL));
+	ck_assert(!child_env_value_has_userinfo(NULL));
 }
 END_TEST
 
@@ -256,16 +256,16 @@ START_TEST(test_pass_env)
 	_cleanup_strv_ char **env = build_from(caller, pass);
 	_cleanup_strv_ char **none = build_from(caller, NULL);
 
-	ck_assert_str_eq(env_get(env, "ANTHROPIC_API_KEY"), "sk-ant-1");
+	ck_assert_str_eq(strv_env_get(env, "ANTHROPIC_API_KEY"), "sk-ant-1");
 	/* the value rule yields to an opt-in too */
-	ck_assert_str_eq(env_get(env, "GIT_REMOTE"), "https://u:p@h/r");
-	ck_assert_ptr_null(env_get(env, "OPENAI_API_KEY"));
+	ck_assert_str_eq(strv_env_get(env, "GIT_REMOTE"), "https://u:p@h/r");
+	ck_assert_ptr_null(strv_env_get(env, "OPENAI_API_KEY"));
 	/* only names present in the caller's environment */
-	ck_assert_ptr_null(env_get(env, "MISSING_KEY"));
+	ck_assert_ptr_null(strv_env_get(env, "MISSING_KEY"));
 	/* PORT never */
-	ck_assert_ptr_null(env_get(env, "PORT"));
-	ck_assert_ptr_null(env_get(none, "ANTHROPIC_API_KEY"));
-	ck_assert_ptr_null(env_get(none, "GIT_REMOTE"));
+	ck_assert_ptr_null(strv_env_get(env, "PORT"));
+	ck_assert_ptr_null(strv_env_get(none, "ANTHROPIC_API_KEY"));
+	ck_assert_ptr_null(strv_env_get(none, "GIT_REMOTE"));
 }
 END_TEST
 
@@ -302,18 +302,18 @@ START_TEST(test_order_and_overrides)
 	ck_assert_str_eq(env[1], "PATH=/usr/bin");
 	ck_assert(!strv_contains(env, "MALFORMED"));
 	/* database variables, then the file's env over them */
-	ck_assert_str_eq(env_get(env, "DATABASE_URL"), "postgresql:///app_sandbox_12345678");
-	ck_assert_str_eq(env_get(env, "CACHE_DATABASE_URL"), "sqlite3:/elsewhere.sqlite3");
-	ck_assert_str_eq(env_get(env, "SKIP_TEST_DATABASE"), "1");
-	ck_assert_str_eq(env_get(env, "RAILS_ENV"), "development");
-	ck_assert_str_eq(env_get(env, "BUNDLE_GEMFILE"), "../../gemfiles/rails8.gemfile");
+	ck_assert_str_eq(strv_env_get(env, "DATABASE_URL"), "postgresql:///app_sandbox_12345678");
+	ck_assert_str_eq(strv_env_get(env, "CACHE_DATABASE_URL"), "sqlite3:/elsewhere.sqlite3");
+	ck_assert_str_eq(strv_env_get(env, "SKIP_TEST_DATABASE"), "1");
+	ck_assert_str_eq(strv_env_get(env, "RAILS_ENV"), "development");
+	ck_assert_str_eq(strv_env_get(env, "BUNDLE_GEMFILE"), "../../gemfiles/rails8.gemfile");
 	/* the two platform variables cannot be overridden */
-	ck_assert_str_eq(env_get(env, "ACTION_AGENT_SANDBOX_MANIFEST"),
+	ck_assert_str_eq(strv_env_get(env, "ACTION_AGENT_SANDBOX_MANIFEST"),
 	                 "/workspace/.sandbox/manifest.json");
-	ck_assert_str_eq(env_get(env, "ACTION_AGENT_SANDBOX_SESSION_ID"),
+	ck_assert_str_eq(strv_env_get(env, "ACTION_AGENT_SANDBOX_SESSION_ID"),
 	                 "0123456789abcdef0123456789abcdef");
 	/* PORT never, not even from the file */
-	ck_assert_ptr_null(env_get(env, "PORT"));
+	ck_assert_ptr_null(strv_env_get(env, "PORT"));
 }
 END_TEST
 
@@ -323,7 +323,7 @@ START_TEST(test_first_of_repeated_name_wins)
 	_cleanup_strv_ char **env = build_from(caller, NULL);
 
 	ck_assert_uint_eq(strv_length(env), 2);
-	ck_assert_str_eq(env_get(env, "LANG"), "C.UTF-8");
+	ck_assert_str_eq(strv_env_get(env, "LANG"), "C.UTF-8");
 }
 END_TEST
 
@@ -338,8 +338,8 @@ START_TEST(test_platform_variables_removed_when_unset)
 
 	err_clear(&e);
 	ck_assert_int_eq(child_env_build(&req, &env, &e), 0);
-	ck_assert_ptr_null(env_get(env, "ACTION_AGENT_SANDBOX_MANIFEST"));
-	ck_assert_ptr_null(env_get(env, "ACTION_AGENT_SANDBOX_SESSION_ID"));
+	ck_assert_ptr_null(strv_env_get(env, "ACTION_AGENT_SANDBOX_MANIFEST"));
+	ck_assert_ptr_null(strv_env_get(env, "ACTION_AGENT_SANDBOX_SESSION_ID"));
 }
 END_TEST
 
@@ -386,16 +386,16 @@ START_TEST(test_port_only_via_with_port)
 	char **bad = NULL;
 	struct err e;
 
-	ck_assert_ptr_null(env_get(env, "PORT"));
+	ck_assert_ptr_null(strv_env_get(env, "PORT"));
 	err_clear(&e);
 	ck_assert_int_eq(child_env_with_port(env, 4000, &with, &e), 0);
-	ck_assert_str_eq(env_get(with, "PORT"), "4000");
-	ck_assert_str_eq(env_get(with, "A"), "1");
+	ck_assert_str_eq(strv_env_get(with, "PORT"), "4000");
+	ck_assert_str_eq(strv_env_get(with, "A"), "1");
 	/* the original is untouched */
-	ck_assert_ptr_null(env_get(env, "PORT"));
+	ck_assert_ptr_null(strv_env_get(env, "PORT"));
 	/* an existing PORT is replaced, not doubled */
 	ck_assert_int_eq(child_env_with_port(with, 4001, &again, &e), 0);
-	ck_assert_str_eq(env_get(again, "PORT"), "4001");
+	ck_assert_str_eq(strv_env_get(again, "PORT"), "4001");
 	ck_assert_uint_eq(strv_length(again), strv_length(with));
 	ck_assert_int_lt(child_env_with_port(env, 0, &bad, &e), 0);
 	ck_assert_int_eq(e.cls, ERR_REFUSED);
@@ -416,15 +416,15 @@ START_TEST(test_identity)
 
 	err_clear(&e);
 	ck_assert_int_eq(child_env_build(&req, &env, &e), 0);
-	ck_assert_str_eq(env_get(env, "HOME"), "/home/sandbox");
-	ck_assert_str_eq(env_get(env, "USER"), "sandbox");
-	ck_assert_str_eq(env_get(env, "LOGNAME"), "sandbox");
+	ck_assert_str_eq(strv_env_get(env, "HOME"), "/home/sandbox");
+	ck_assert_str_eq(strv_env_get(env, "USER"), "sandbox");
+	ck_assert_str_eq(strv_env_get(env, "LOGNAME"), "sandbox");
 	req.home = NULL;
 	req.user = NULL;
 	req.file_env = NULL;
 	ck_assert_int_eq(child_env_build(&req, &kept, &e), 0);
-	ck_assert_str_eq(env_get(kept, "HOME"), "/root");
-	ck_assert_str_eq(env_get(kept, "USER"), "root");
+	ck_assert_str_eq(strv_env_get(kept, "HOME"), "/root");
+	ck_assert_str_eq(strv_env_get(kept, "USER"), "root");
 }
 END_TEST
 
@@ -441,17 +441,17 @@ START_TEST(test_caches)
 
 	err_clear(&e);
 	ck_assert_int_eq(child_env_build(&req, &env, &e), 0);
-	ck_assert_str_eq(env_get(env, "BUNDLE_USER_CACHE"), "/workspace/.cache/bundler");
-	ck_assert_str_eq(env_get(env, "npm_config_cache"), "/workspace/.cache/npm");
-	ck_assert_str_eq(env_get(env, "YARN_GLOBAL_FOLDER"), "/workspace/.cache/yarn");
-	ck_assert_str_eq(env_get(env, "pnpm_config_store_dir"), "/workspace/.cache/pnpm-store");
+	ck_assert_str_eq(strv_env_get(env, "BUNDLE_USER_CACHE"), "/workspace/.cache/bundler");
+	ck_assert_str_eq(strv_env_get(env, "npm_config_cache"), "/workspace/.cache/npm");
+	ck_assert_str_eq(strv_env_get(env, "YARN_GLOBAL_FOLDER"), "/workspace/.cache/yarn");
+	ck_assert_str_eq(strv_env_get(env, "pnpm_config_store_dir"), "/workspace/.cache/pnpm-store");
 	/* the file's own setting wins */
-	ck_assert_str_eq(env_get(env, "BUN_INSTALL_CACHE_DIR"), "/app/bun");
+	ck_assert_str_eq(strv_env_get(env, "BUN_INSTALL_CACHE_DIR"), "/app/bun");
 	/* never where an app installs: the caller's GEM_HOME is left as it was */
-	ck_assert_str_eq(env_get(env, "GEM_HOME"), "/usr/local/gems");
-	ck_assert_ptr_null(env_get(env, "BUNDLE_PATH"));
-	ck_assert_ptr_null(env_get(env, "YARN_CACHE_FOLDER"));
-	ck_assert_ptr_null(env_get(env, "npm_config_prefix"));
+	ck_assert_str_eq(strv_env_get(env, "GEM_HOME"), "/usr/local/gems");
+	ck_assert_ptr_null(strv_env_get(env, "BUNDLE_PATH"));
+	ck_assert_ptr_null(strv_env_get(env, "YARN_CACHE_FOLDER"));
+	ck_assert_ptr_null(strv_env_get(env, "npm_config_prefix"));
 	for (size_t i = 0; child_env_cache_dirs[i]; i++) {
 		const char *p = child_env_cache_dirs[i];
 		ck_assert_ptr_nonnull(strchr(p, '='));
@@ -462,8 +462,8 @@ START_TEST(test_caches)
 	ck_assert_uint_eq(n, 5);
 	req.cache_root = NULL;
 	ck_assert_int_eq(child_env_build(&req, &none, &e), 0);
-	ck_assert_str_eq(env_get(none, "npm_config_cache"), "/caller/npm");
-	ck_assert_ptr_null(env_get(none, "BUNDLE_USER_CACHE"));
+	ck_assert_str_eq(strv_env_get(none, "npm_config_cache"), "/caller/npm");
+	ck_assert_ptr_null(strv_env_get(none, "BUNDLE_USER_CACHE"));
 }
 END_TEST
 
@@ -502,13 +502,13 @@ START_TEST(test_secret_key_base_created_and_kept)
 	make_tmpdir();
 	snprintf(path, sizeof(path), "%s/secret_key_base", tmpdir);
 	err_clear(&e);
-	ck_assert_msg(secret_key_base_load(path, a, &e) == 0, "%s", e.msg);
+	ck_assert_msg(child_env_secret_key_base_load(path, a, &e) == 0, "%s", e.msg);
 	ck_assert(is_hex128(a));
 	ck_assert_int_eq(lstat(path, &st), 0);
 	ck_assert(S_ISREG(st.st_mode));
 	ck_assert_uint_eq(st.st_mode & 07777, 0600);
 	ck_assert_int_eq(st.st_size, 128);
-	ck_assert_int_eq(secret_key_base_load(path, b, &e), 0);
+	ck_assert_int_eq(child_env_secret_key_base_load(path, b, &e), 0);
 	ck_assert_str_eq(a, b);
 	/* no temporary files left beside it */
 	{
@@ -525,16 +525,16 @@ START_TEST(test_secret_key_base_created_and_kept)
 		_cleanup_strv_ char **over = NULL;
 
 		ck_assert_int_eq(child_env_build(&req, &env, &e), 0);
-		ck_assert_str_eq(env_get(env, "SECRET_KEY_BASE"), a);
+		ck_assert_str_eq(strv_env_get(env, "SECRET_KEY_BASE"), a);
 		req.file_env = file;
 		ck_assert_int_eq(child_env_build(&req, &over, &e), 0);
-		ck_assert_str_eq(env_get(over, "SECRET_KEY_BASE"), "from-file");
+		ck_assert_str_eq(strv_env_get(over, "SECRET_KEY_BASE"), "from-file");
 	}
 	/* a different sandbox gets a different key */
 	{
 		char other[128], c[129];
 		snprintf(other, sizeof(other), "%s/other", tmpdir);
-		ck_assert_int_eq(secret_key_base_load(other, c, &e), 0);
+		ck_assert_int_eq(child_env_secret_key_base_load(other, c, &e), 0);
 		ck_assert_str_ne(a, c);
 	}
 	remove_tmpdir();
@@ -566,50 +566,50 @@ START_TEST(test_secret_key_base_refusals)
 	/* an existing good file is read as it is */
 	write_file(path, good, 0600);
 	err_clear(&e);
-	ck_assert_int_eq(secret_key_base_load(path, out, &e), 0);
+	ck_assert_int_eq(child_env_secret_key_base_load(path, out, &e), 0);
 	ck_assert_str_eq(out, good);
 
 	/* too open */
 	ck_assert_int_eq(chmod(path, 0644), 0);
 	strcpy(out, "untouched");
-	ck_assert_int_lt(secret_key_base_load(path, out, &e), 0);
+	ck_assert_int_lt(child_env_secret_key_base_load(path, out, &e), 0);
 	ck_assert_int_eq(e.cls, ERR_REFUSED);
 	ck_assert_ptr_nonnull(strstr(e.msg, "0644"));
 	ck_assert_str_eq(out, "untouched");
 
 	/* wrong length, not hex */
 	write_file(path, "abc", 0600);
-	ck_assert_int_lt(secret_key_base_load(path, out, &e), 0);
+	ck_assert_int_lt(child_env_secret_key_base_load(path, out, &e), 0);
 	ck_assert_ptr_nonnull(strstr(e.msg, "128 hex"));
 	good[5] = 'z';
 	write_file(path, good, 0600);
-	ck_assert_int_lt(secret_key_base_load(path, out, &e), 0);
+	ck_assert_int_lt(child_env_secret_key_base_load(path, out, &e), 0);
 	good[5] = 'a';
 	{
 		char longer[131];
 		memset(longer, 'b', 130);
 		longer[130] = '\0';
 		write_file(path, longer, 0600);
-		ck_assert_int_lt(secret_key_base_load(path, out, &e), 0);
+		ck_assert_int_lt(child_env_secret_key_base_load(path, out, &e), 0);
 	}
 
 	/* a symbolic link is never followed, even to a good file */
 	write_file(path, good, 0600);
 	ck_assert_int_eq(symlink(path, link_path), 0);
-	ck_assert_int_lt(secret_key_base_load(link_path, out, &e), 0);
+	ck_assert_int_lt(child_env_secret_key_base_load(link_path, out, &e), 0);
 	ck_assert_int_eq(e.cls, ERR_REFUSED);
 	ck_assert_ptr_nonnull(strstr(e.msg, "symbolic link"));
 
 	/* another owner */
 	if (geteuid() == 0) {
 		ck_assert_int_eq(chown(path, 1000, 1000), 0);
-		ck_assert_int_lt(secret_key_base_load(path, out, &e), 0);
+		ck_assert_int_lt(child_env_secret_key_base_load(path, out, &e), 0);
 		ck_assert_int_eq(e.cls, ERR_REFUSED);
 	}
 
 	/* a missing directory is a failure, not a refusal */
 	snprintf(path, sizeof(path), "%s/missing/skb", tmpdir);
-	ck_assert_int_lt(secret_key_base_load(path, out, &e), 0);
+	ck_assert_int_lt(child_env_secret_key_base_load(path, out, &e), 0);
 	ck_assert_int_eq(e.cls, ERR_FAILED);
 	remove_tmpdir();
 }
@@ -619,8 +619,8 @@ START_TEST(test_session_id)
 {
 	char a[33], b[33];
 
-	session_id_generate(a);
-	session_id_generate(b);
+	child_env_session_id_generate(a);
+	child_env_session_id_generate(b);
 	ck_assert_uint_eq(strlen(a), 32);
 	ck_assert_uint_eq(strspn(a, "0123456789abcdef"), 32);
 	ck_assert_str_ne(a, b);

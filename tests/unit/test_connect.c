@@ -16,8 +16,8 @@
 #include <unistd.h>
 
 #include "connect.h"
-#include "fileio.h"
-#include "frameio.h"
+#include "file.h"
+#include "frame_io.h"
 #include "output.h"
 
 START_TEST(test_addr_parse)
@@ -145,7 +145,7 @@ static int fc(const char *s, uint32_t *port)
 {
 	struct err e;
 
-	return connect_fc_parse_reply(s, strlen(s), port, &e);
+	return connect_fc_reply_parse(s, strlen(s), port, &e);
 }
 
 START_TEST(test_fc_reply)
@@ -174,12 +174,12 @@ START_TEST(test_fc_reply)
 	for (size_t i = 0; i < ELEMENTSOF(refused); i++)
 		ck_assert_msg(fc(refused[i], &port) < 0, "accepted %s", refused[i]);
 	/* The offending bytes are shown, escaped. */
-	ck_assert_int_lt(connect_fc_parse_reply("OK \x1b[31m\n", 9, &port, &e), 0);
+	ck_assert_int_lt(connect_fc_reply_parse("OK \x1b[31m\n", 9, &port, &e), 0);
 	ck_assert_int_eq(e.cls, ERR_REFUSED);
 	ck_assert_ptr_nonnull(strstr(e.msg, "not a Firecracker vsock socket"));
 	ck_assert_ptr_nonnull(strstr(e.msg, "\"OK \\x1b[31m\\n\""));
 	/* A NUL is a byte like any other. */
-	ck_assert_int_lt(connect_fc_parse_reply("OK \0\n", 5, &port, &e), 0);
+	ck_assert_int_lt(connect_fc_reply_parse("OK \0\n", 5, &port, &e), 0);
 }
 END_TEST
 

@@ -42,7 +42,7 @@ START_TEST(test_keygen)
 	ck_assert_int_eq(keys_load(env.key, &kp, &e), 0);
 	keys_fingerprint(kp->pk, fp);
 	ck_assert_str_eq(fp, env.host_fp);
-	keypair_free(kp);
+	keys_free(kp);
 
 	/* Never replaces a key unless forced. */
 	r = CTL_RUN(&env, NULL, "keygen");
@@ -162,7 +162,7 @@ START_TEST(test_guest_key_changed)
 	r = CTL_RUN(&env, NULL, "hello", "--connect", addr_a, "--instance", "vm1");
 	ck_assert_int_eq(r.rc, 4);
 	ctl_run_dispose(&r);
-	keypair_free(other);
+	keys_free(other);
 }
 END_TEST
 
@@ -188,7 +188,7 @@ START_TEST(test_host_key_not_authorized)
 		_cleanup_free_ char *pins = ctl_read_file(env.pins);
 		ck_assert_str_eq(pins, "");
 	}
-	keypair_free(stranger);
+	keys_free(stranger);
 }
 END_TEST
 

@@ -127,7 +127,7 @@ static inline pid_t ctl_spawn(struct ctl_env *e, const char *input, char *const 
 	close(out[1]);
 	close(err[1]);
 	if (input)
-		(void)write_all(in[1], input, strlen(input));
+		(void)file_write_all(in[1], input, strlen(input));
 	close(in[1]);
 	*out_fd = out[0];
 	*err_fd = err[0];
@@ -283,7 +283,7 @@ static inline void ctl_env_teardown(struct ctl_env *e)
 	}
 	if (e->cfg.report_fd >= 0)
 		close(e->cfg.report_fd);
-	keypair_free(e->guest);
+	keys_free(e->guest);
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", e->dir);
 	(void)!system(cmd);
 }

@@ -36,8 +36,8 @@
 
 #include "authkeys.h"
 #include "channel.h"
-#include "fileio.h"
-#include "frameio.h"
+#include "file.h"
+#include "frame_io.h"
 #include "keys.h"
 #include "msg.h"
 
@@ -79,7 +79,7 @@ static inline void fg_report(const struct fg_config *cfg, const char *fmt, ...)
 	if (n < 0 || n > (int)sizeof(line) - 2)
 		n = (int)sizeof(line) - 2;
 	line[n++] = '\n';
-	(void)write_all(cfg->report_fd, line, (size_t)n);
+	(void)file_write_all(cfg->report_fd, line, (size_t)n);
 }
 
 static inline void fg_log_text(char *buf)
@@ -168,7 +168,7 @@ static inline int fg_push_msg(struct channel *ch, struct fg_state *st, const str
 	}
 	case MSG_TREE_PUSH_DATA:
 		if (st->file_fd < 0 || (int64_t)m->data_len > st->file_left ||
-		    write_all(st->file_fd, m->data, m->data_len) < 0)
+		    file_write_all(st->file_fd, m->data, m->data_len) < 0)
 			return fg_error(ch, m->stream, EPROTO, "failed", "data out of place");
 		st->file_left -= (int64_t)m->data_len;
 		st->bytes += (int64_t)m->data_len;
@@ -482,7 +482,7 @@ static inline pid_t fg_serve_fc(const char *path, const struct fg_config *cfg, i
 			close(c); /* nothing listens on that port yet */
 			continue;
 		}
-		(void)write_all(c, reply, strlen(reply));
+		(void)file_write_all(c, reply, strlen(reply));
 		if (strncmp(reply, "OK ", 3) == 0)
 			fg_serve_fd(c, cfg, 1);
 		close(c);
@@ -497,7 +497,7 @@ static inline bool fg_pump(int from, int to)
 
 	if (n <= 0)
 		return n < 0 && errno == EINTR;
-	return write_all(to, buf, (size_t)n) == 0;
+	return file_write_all(to, buf, (size_t)n) == 0;
 }
 
 /*
@@ -532,8 +532,8 @@ static inline pid_t fg_serve_serial(const char *path, const struct fg_config *cf
 		int c = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
 		if (c < 0)
 			continue;
-		(void)write_all(port[0], noise, sizeof(noise) - 1);
-		(void)write_all(c, "login: ", 7);
+		(void)file_write_all(port[0], noise, sizeof(noise) - 1);
+		(void)file_write_all(c, "login: ", 7);
 		for (;;) {
 			struct pollfd p[2] = {{.fd = c, .events = POLLIN},
 			                      {.fd = port[0], .events = POLLIN}};
@@ -576,7 +576,7 @@ static inline int fg_stdio_main(const char *dir, const char *report)
 	cfg.report_fd = open(report, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
 	fprintf(stderr, "fake guest: serving on stdin/stdout\n");
 	fg_serve_fd(STDIN_FILENO, &cfg, 1);
-	keypair_free(kp);
+	keys_free(kp);
 	return 0;
 }
 

@@ -14,7 +14,7 @@
 
 #include "database_config.h"
 #include "err.h"
-#include "fileio.h"
+#include "file.h"
 #include "strv.h"
 
 #define CORPUS "tests/fuzz/corpus/database_config/"
@@ -32,7 +32,7 @@ static void plan_text(const char *yaml, const struct database_request *req,
 	struct err e;
 
 	err_clear(&e);
-	ck_assert_msg(database_plan_from_yaml(yaml, strlen(yaml), req, plan, &e) == 0, "%s", e.msg);
+	ck_assert_msg(database_config_plan_from_yaml(yaml, strlen(yaml), req, plan, &e) == 0, "%s", e.msg);
 }
 
 static char *fixture(const char *name, size_t *len)
@@ -56,7 +56,7 @@ static void plan_fixture(const char *name, const char *rails_env, struct databas
 	struct err e;
 
 	err_clear(&e);
-	ck_assert_msg(database_plan_from_yaml(buf, len, &req, plan, &e) == 0, "%s: %s", name,
+	ck_assert_msg(database_config_plan_from_yaml(buf, len, &req, plan, &e) == 0, "%s: %s", name,
 	              e.msg);
 }
 
@@ -67,7 +67,7 @@ static int refuse_text(const char *yaml, const char *rails_env, struct err *e)
 	int r;
 
 	err_clear(e);
-	r = database_plan_from_yaml(yaml, strlen(yaml), &req, &plan, e);
+	r = database_config_plan_from_yaml(yaml, strlen(yaml), &req, &plan, e);
 	ck_assert_int_lt(r, 0);
 	ck_assert_ptr_null(plan.entries);
 	ck_assert_ptr_null(plan.env);
@@ -90,7 +90,7 @@ static void assert_blanked(const char *in, const char *want)
 	size_t n = strlen(in);
 	_cleanup_free_ char *buf = strdup(in);
 
-	database_yaml_blank_erb(buf, n);
+	database_config_blank_erb(buf, n);
 	ck_assert_str_eq(buf, want);
 	ck_assert_uint_eq(strlen(buf), n);
 }
@@ -138,16 +138,16 @@ START_TEST(test_rails_sqlite3)
 	ck_assert_str_eq(p.entries[0].url, "sqlite3:/workspace/db/development.sqlite3");
 	ck_assert(!p.entries[0].set_by_file);
 	ck_assert_uint_eq(strv_length(p.env), 2);
-	ck_assert_str_eq(env_get(p.env, "DATABASE_URL"),
+	ck_assert_str_eq(strv_env_get(p.env, "DATABASE_URL"),
 	                 "sqlite3:/workspace/db/development.sqlite3");
-	ck_assert_str_eq(env_get(p.env, "SKIP_TEST_DATABASE"), "1");
+	ck_assert_str_eq(strv_env_get(p.env, "SKIP_TEST_DATABASE"), "1");
 	ck_assert(!p.wants_postgresql && !p.wants_mysql);
-	database_plan_dispose(&p);
+	database_config_plan_dispose(&p);
 	ck_assert_ptr_null(p.entries);
 
 	plan_fixture("rails61_sqlite3.yml", "test", &p);
-	ck_assert_str_eq(env_get(p.env, "DATABASE_URL"), "sqlite3:/workspace/db/test.sqlite3");
-	database_plan_dispose(&p);
+	ck_assert_str_eq(strv_env_get(p.env, "DATABASE_URL"), "sqlite3:/workspace/db/test.sqlite3");
+	database_config_plan_dispose(&p);
 }
 END_TEST
 
@@ -158,18 +158,18 @@ START_TEST(test_rails_postgresql)
 	plan_fixture("rails61_postgresql.yml", "development", &p);
 	ck_assert_uint_eq(p.n_entries, 1);
 	ck_assert_str_eq(p.entries[0].adapter, "postgresql");
-	ck_assert_str_eq(env_get(p.env, "DATABASE_URL"),
+	ck_assert_str_eq(strv_env_get(p.env, "DATABASE_URL"),
 	                 "postgresql:///rn_postgresql_development_sandbox_0123abcd");
-	ck_assert_str_eq(env_get(p.env, "SKIP_TEST_DATABASE"), "1");
+	ck_assert_str_eq(strv_env_get(p.env, "SKIP_TEST_DATABASE"), "1");
 	ck_assert(p.wants_postgresql);
 	ck_assert(!p.wants_mysql);
-	database_plan_dispose(&p);
+	database_config_plan_dispose(&p);
 
 	/* production's password comes from ERB: no matter, the URL names the database only */
 	plan_fixture("rails61_postgresql.yml", "production", &p);
-	ck_assert_str_eq(env_get(p.env, "DATABASE_URL"),
+	ck_assert_str_eq(strv_env_get(p.env, "DATABASE_URL"),
 	                 "postgresql:///rn_postgresql_production_sandbox_0123abcd");
-	database_plan_dispose(&p);
+	database_config_plan_dispose(&p);
 }
 END_TEST
 
@@ -180,11 +180,11 @@ START_TEST(test_rails_mysql)
 	plan_fixture("rails61_mysql.yml", "development", &p);
 	ck_assert_uint_eq(p.n_entries, 1);
 	ck_assert_str_eq(p.entries[0].adapter, "mysql2");
-	ck_assert_str_eq(env_get(p.env, "DATABASE_URL"),
+	ck_assert_str_eq(strv_env_get(p.env, "DATABASE_URL"),
 	                 "mysql2:///rn_mysql_development_sandbox_0123abcd");
 	ck_assert(p.wants_mysql);
 	ck_assert(!p.wants_postgresql);
-	database_plan_dispose(&p);
+	database_config_plan_dispose(&p);
 }
 END_TEST
 
@@ -194,23 +194,23 @@ START_TEST(test_rails8_three_tier_sqlite3)
 
 	plan_fixture("rails8_sqlite3.yml", "production", &p);
 	ck_assert_uint_eq(p.n_entries, 4);
-	ck_assert_str_eq(env_get(p.env, "DATABASE_URL"),
+	ck_assert_str_eq(strv_env_get(p.env, "DATABASE_URL"),
 	                 "sqlite3:/workspace/db/production.sqlite3");
-	ck_assert_str_eq(env_get(p.env, "CACHE_DATABASE_URL"),
+	ck_assert_str_eq(strv_env_get(p.env, "CACHE_DATABASE_URL"),
 	                 "sqlite3:/workspace/db/production_cache.sqlite3");
-	ck_assert_str_eq(env_get(p.env, "QUEUE_DATABASE_URL"),
+	ck_assert_str_eq(strv_env_get(p.env, "QUEUE_DATABASE_URL"),
 	                 "sqlite3:/workspace/db/production_queue.sqlite3");
-	ck_assert_str_eq(env_get(p.env, "CABLE_DATABASE_URL"),
+	ck_assert_str_eq(strv_env_get(p.env, "CABLE_DATABASE_URL"),
 	                 "sqlite3:/workspace/db/production_cable.sqlite3");
 	ck_assert_str_eq(entry(&p, "cache")->adapter, "sqlite3");
 	ck_assert_uint_eq(strv_length(p.env), 5);
-	database_plan_dispose(&p);
+	database_config_plan_dispose(&p);
 
 	plan_fixture("rails8_sqlite3.yml", "development", &p);
 	ck_assert_uint_eq(p.n_entries, 1);
-	ck_assert_str_eq(env_get(p.env, "DATABASE_URL"),
+	ck_assert_str_eq(strv_env_get(p.env, "DATABASE_URL"),
 	                 "sqlite3:/workspace/db/development.sqlite3");
-	database_plan_dispose(&p);
+	database_config_plan_dispose(&p);
 }
 END_TEST
 
@@ -221,15 +221,15 @@ START_TEST(test_rails8_three_tier_postgresql_chained_anchors)
 	/* cache/queue/cable merge primary's anchor, which merges *default itself */
 	plan_fixture("rails8_postgresql.yml", "production", &p);
 	ck_assert_uint_eq(p.n_entries, 4);
-	ck_assert_str_eq(env_get(p.env, "DATABASE_URL"),
+	ck_assert_str_eq(strv_env_get(p.env, "DATABASE_URL"),
 	                 "postgresql:///store_production_sandbox_0123abcd");
-	ck_assert_str_eq(env_get(p.env, "CACHE_DATABASE_URL"),
+	ck_assert_str_eq(strv_env_get(p.env, "CACHE_DATABASE_URL"),
 	                 "postgresql:///store_production_cache_sandbox_0123abcd");
 	ck_assert_str_eq(entry(&p, "queue")->adapter, "postgresql");
 	ck_assert_str_eq(entry(&p, "cable")->url,
 	                 "postgresql:///store_production_cable_sandbox_0123abcd");
 	ck_assert(p.wants_postgresql);
-	database_plan_dispose(&p);
+	database_config_plan_dispose(&p);
 }
 END_TEST
 
@@ -249,8 +249,8 @@ START_TEST(test_multidb_replicas_share)
 	ck_assert_str_eq(entry(&p, "animals")->url,
 	                 "postgresql:///my_animals_database_sandbox_0123abcd");
 	ck_assert_str_eq(entry(&p, "animals_replica")->url, entry(&p, "animals")->url);
-	ck_assert_str_eq(env_get(p.env, "ANIMALS_REPLICA_DATABASE_URL"), entry(&p, "animals")->url);
-	database_plan_dispose(&p);
+	ck_assert_str_eq(strv_env_get(p.env, "ANIMALS_REPLICA_DATABASE_URL"), entry(&p, "animals")->url);
+	database_config_plan_dispose(&p);
 }
 END_TEST
 
@@ -274,7 +274,7 @@ START_TEST(test_sqlite_replica_shares_file)
 	/* the same name under another adapter is another database */
 	ck_assert_str_eq(entry(&p, "other")->url,
 	                 "postgresql:///db_animals_sqlite3_sandbox_0123abcd");
-	database_plan_dispose(&p);
+	database_config_plan_dispose(&p);
 }
 END_TEST
 
@@ -293,8 +293,8 @@ START_TEST(test_three_tier_primary_choice)
 	ck_assert_str_eq(entry(&p, "main")->url, "sqlite3:/workspace/db/development.sqlite3");
 	ck_assert_str_eq(entry(&p, "animals")->url,
 	                 "sqlite3:/workspace/db/development_animals.sqlite3");
-	ck_assert_ptr_null(env_get(p.env, "DATABASE_URL"));
-	database_plan_dispose(&p);
+	ck_assert_ptr_null(strv_env_get(p.env, "DATABASE_URL"));
+	database_config_plan_dispose(&p);
 
 	/* "primary" second in the file is still the primary */
 	plan_text("development:\n"
@@ -305,7 +305,7 @@ START_TEST(test_three_tier_primary_choice)
 	ck_assert_str_eq(entry(&p, "animals")->url,
 	                 "sqlite3:/workspace/db/development_animals.sqlite3");
 	ck_assert_str_eq(p.entries[0].name, "animals");
-	database_plan_dispose(&p);
+	database_config_plan_dispose(&p);
 
 	/* names are upper-cased; ones that cannot be a variable name are skipped */
 	plan_text("development:\n"
@@ -314,9 +314,9 @@ START_TEST(test_three_tier_primary_choice)
 	          "  analytics: {adapter: postgresql}\n",
 	          &req, &p);
 	ck_assert_uint_eq(p.n_entries, 2);
-	ck_assert_str_eq(env_get(p.env, "ANALYTICS_DATABASE_URL"),
+	ck_assert_str_eq(strv_env_get(p.env, "ANALYTICS_DATABASE_URL"),
 	                 "postgresql:///development_analytics_sandbox_0123abcd");
-	database_plan_dispose(&p);
+	database_config_plan_dispose(&p);
 }
 END_TEST
 
@@ -344,8 +344,8 @@ START_TEST(test_merge_keys_like_psych)
 
 		plan_fixture("merge_keys.yml", want[i].env, &p);
 		ck_assert_msg(p.n_entries == 1, "%s", want[i].env);
-		ck_assert_str_eq(env_get(p.env, "DATABASE_URL"), want[i].url);
-		database_plan_dispose(&p);
+		ck_assert_str_eq(strv_env_get(p.env, "DATABASE_URL"), want[i].url);
+		database_config_plan_dispose(&p);
 	}
 }
 END_TEST
@@ -360,7 +360,7 @@ START_TEST(test_merge_list_with_non_mapping)
 	          "development:\n  adapter: sqlite3\n  <<: [*a, 1]\n",
 	          &req, &p);
 	ck_assert_str_eq(p.entries[0].adapter, "sqlite3");
-	database_plan_dispose(&p);
+	database_config_plan_dispose(&p);
 }
 END_TEST
 
@@ -373,21 +373,21 @@ START_TEST(test_erb_values_and_keys)
 	/* database from ERB: the environment's name stands in */
 	plan_fixture("erb_everywhere.yml", "development", &p);
 	ck_assert_uint_eq(p.n_entries, 1);
-	ck_assert_str_eq(env_get(p.env, "DATABASE_URL"),
+	ck_assert_str_eq(strv_env_get(p.env, "DATABASE_URL"),
 	                 "postgresql:///development_sandbox_0123abcd");
-	database_plan_dispose(&p);
+	database_config_plan_dispose(&p);
 
 	/* shards from an ERB loop: the generated key cannot be known, the rest still reads */
 	plan_fixture("erb_everywhere.yml", "shards", &p);
 	ck_assert_uint_eq(p.n_entries, 1);
-	ck_assert_str_eq(env_get(p.env, "DATABASE_URL"), "mysql2:///app_sandbox_0123abcd");
-	database_plan_dispose(&p);
+	ck_assert_str_eq(strv_env_get(p.env, "DATABASE_URL"), "mysql2:///app_sandbox_0123abcd");
+	database_config_plan_dispose(&p);
 
 	/* an environment named by ERB is not found; an adapter from ERB is unknown */
 	plan_fixture("erb_everywhere.yml", "staging", &p);
 	ck_assert_uint_eq(p.n_entries, 0);
 	ck_assert_uint_eq(strv_length(p.env), 0);
-	database_plan_dispose(&p);
+	database_config_plan_dispose(&p);
 }
 END_TEST
 
@@ -398,8 +398,8 @@ START_TEST(test_erb_adapter_only_gets_nothing)
 
 	plan_text("development:\n  adapter: <%= ENV['ADAPTER'] %>\n  database: x\n", &req, &p);
 	ck_assert_uint_eq(p.n_entries, 0);
-	ck_assert_ptr_null(env_get(p.env, "SKIP_TEST_DATABASE"));
-	database_plan_dispose(&p);
+	ck_assert_ptr_null(strv_env_get(p.env, "SKIP_TEST_DATABASE"));
+	database_config_plan_dispose(&p);
 }
 END_TEST
 
@@ -414,13 +414,13 @@ START_TEST(test_billion_laughs_refused)
 	struct err e;
 
 	err_clear(&e);
-	ck_assert_int_lt(database_plan_from_yaml(buf, len, &req, &p, &e), 0);
+	ck_assert_int_lt(database_config_plan_from_yaml(buf, len, &req, &p, &e), 0);
 	ck_assert_int_eq(e.cls, ERR_REFUSED);
 	ck_assert_ptr_nonnull(strstr(e.msg, "billion laughs"));
 	ck_assert_ptr_nonnull(strstr(e.msg, "config/database.yml expands to more than"));
 	/* whichever environment is asked for */
 	req.rails_env = "nothing";
-	ck_assert_int_lt(database_plan_from_yaml(buf, len, &req, &p, &e), 0);
+	ck_assert_int_lt(database_config_plan_from_yaml(buf, len, &req, &p, &e), 0);
 }
 END_TEST
 
@@ -456,7 +456,7 @@ START_TEST(test_moderate_aliasing_accepted)
 	          "c: [*b,*b,*b,*b,*b,*b,*b,*b,*b]\ndevelopment: {adapter: sqlite3}\n",
 	          &req, &p);
 	ck_assert_uint_eq(p.n_entries, 1);
-	database_plan_dispose(&p);
+	database_config_plan_dispose(&p);
 }
 END_TEST
 
@@ -469,7 +469,7 @@ START_TEST(test_recursive_alias_refused)
 	struct err e;
 
 	err_clear(&e);
-	ck_assert_int_lt(database_plan_from_yaml(buf, len, &req, &p, &e), 0);
+	ck_assert_int_lt(database_config_plan_from_yaml(buf, len, &req, &p, &e), 0);
 	ck_assert_int_eq(e.cls, ERR_REFUSED);
 	ck_assert_ptr_nonnull(strstr(e.msg, "alias inside the node it refers to"));
 }
@@ -502,7 +502,7 @@ START_TEST(test_invalid_yaml_refused_with_place)
 	struct err e;
 
 	err_clear(&e);
-	ck_assert_int_lt(database_plan_from_yaml(buf, len, &req, &p, &e), 0);
+	ck_assert_int_lt(database_config_plan_from_yaml(buf, len, &req, &p, &e), 0);
 	ck_assert_int_eq(e.cls, ERR_REFUSED);
 	/* line 7 of the file, though an ERB tag spanning lines 3-4 comes before it */
 	ck_assert_str_eq(e.msg,
@@ -546,15 +546,15 @@ START_TEST(test_file_env_left_alone)
 		struct err e;
 
 		err_clear(&e);
-		ck_assert_int_eq(database_plan_from_yaml(buf, len, &req, &p, &e), 0);
+		ck_assert_int_eq(database_config_plan_from_yaml(buf, len, &req, &p, &e), 0);
 	}
 	ck_assert(entry(&p, "primary")->set_by_file);
 	ck_assert(!entry(&p, "animals")->set_by_file);
-	ck_assert_ptr_null(env_get(p.env, "DATABASE_URL"));
-	ck_assert_ptr_null(env_get(p.env, "SKIP_TEST_DATABASE"));
-	ck_assert_ptr_nonnull(env_get(p.env, "ANIMALS_DATABASE_URL"));
-	ck_assert_ptr_nonnull(env_get(p.env, "PRIMARY_REPLICA_DATABASE_URL"));
-	database_plan_dispose(&p);
+	ck_assert_ptr_null(strv_env_get(p.env, "DATABASE_URL"));
+	ck_assert_ptr_null(strv_env_get(p.env, "SKIP_TEST_DATABASE"));
+	ck_assert_ptr_nonnull(strv_env_get(p.env, "ANIMALS_DATABASE_URL"));
+	ck_assert_ptr_nonnull(strv_env_get(p.env, "PRIMARY_REPLICA_DATABASE_URL"));
+	database_config_plan_dispose(&p);
 }
 END_TEST
 
@@ -575,22 +575,22 @@ START_TEST(test_urls_and_adapters)
 	ck_assert_uint_eq(strlen(entry(&p, "legacy")->url) - strlen("trilogy:///"), 64);
 	/* unknown adapters and in-memory sqlite get nothing */
 	ck_assert_uint_eq(p.n_entries, 3);
-	ck_assert_ptr_null(env_get(p.env, "WAREHOUSE_DATABASE_URL"));
-	ck_assert_ptr_null(env_get(p.env, "MEMORY_DATABASE_URL"));
-	ck_assert_str_eq(env_get(p.env, "SKIP_TEST_DATABASE"), "1");
+	ck_assert_ptr_null(strv_env_get(p.env, "WAREHOUSE_DATABASE_URL"));
+	ck_assert_ptr_null(strv_env_get(p.env, "MEMORY_DATABASE_URL"));
+	ck_assert_str_eq(strv_env_get(p.env, "SKIP_TEST_DATABASE"), "1");
 	ck_assert(p.wants_postgresql && p.wants_mysql);
-	database_plan_dispose(&p);
+	database_config_plan_dispose(&p);
 
 	/* an environment given as a URL string */
 	plan_fixture("urls_and_adapters.yml", "staging", &p);
-	ck_assert_str_eq(env_get(p.env, "DATABASE_URL"), "mysql2:///staging_app_sandbox_0123abcd");
-	database_plan_dispose(&p);
+	ck_assert_str_eq(strv_env_get(p.env, "DATABASE_URL"), "mysql2:///staging_app_sandbox_0123abcd");
+	database_config_plan_dispose(&p);
 
 	/* a null environment */
 	plan_fixture("urls_and_adapters.yml", "test", &p);
 	ck_assert_uint_eq(p.n_entries, 0);
 	ck_assert_uint_eq(strv_length(p.env), 0);
-	database_plan_dispose(&p);
+	database_config_plan_dispose(&p);
 }
 END_TEST
 
@@ -607,22 +607,22 @@ START_TEST(test_name_limits)
 	snprintf(yaml, sizeof(yaml), "development: {adapter: postgresql, database: %s}\n",
 	         longname);
 	plan_text(yaml, &req, &p);
-	url = env_get(p.env, "DATABASE_URL");
+	url = strv_env_get(p.env, "DATABASE_URL");
 	name = url + strlen("postgresql:///");
 	ck_assert_uint_eq(strlen(name), 63);
 	ck_assert_str_eq(name + 63 - strlen("_sandbox_0123abcd"), "_sandbox_0123abcd");
-	database_plan_dispose(&p);
+	database_config_plan_dispose(&p);
 
 	snprintf(yaml, sizeof(yaml), "development: {adapter: mysql2, database: %s}\n", longname);
 	plan_text(yaml, &req, &p);
-	ck_assert_uint_eq(strlen(env_get(p.env, "DATABASE_URL") + strlen("mysql2:///")), 64);
-	database_plan_dispose(&p);
+	ck_assert_uint_eq(strlen(strv_env_get(p.env, "DATABASE_URL") + strlen("mysql2:///")), 64);
+	database_config_plan_dispose(&p);
 
 	/* the session id is cut to 8 and sanitized like the name */
 	req.session_id = "3F2A-9C1E-0000";
 	plan_text("development: {adapter: postgresql, database: \"My App!\"}\n", &req, &p);
-	ck_assert_str_eq(env_get(p.env, "DATABASE_URL"), "postgresql:///my_app_sandbox_3f2a_9c1");
-	database_plan_dispose(&p);
+	ck_assert_str_eq(strv_env_get(p.env, "DATABASE_URL"), "postgresql:///my_app_sandbox_3f2a_9c1");
+	database_config_plan_dispose(&p);
 }
 END_TEST
 
@@ -636,19 +636,19 @@ START_TEST(test_session_and_workspace_needed)
 
 	req.session_id = NULL;
 	err_clear(&e);
-	ck_assert_int_lt(database_plan_from_yaml(pg, strlen(pg), &req, &p, &e), 0);
+	ck_assert_int_lt(database_config_plan_from_yaml(pg, strlen(pg), &req, &p, &e), 0);
 	ck_assert_int_eq(e.cls, ERR_REFUSED);
 	/* sqlite3 does not need one */
 	plan_text(sq, &req, &p);
 	ck_assert_uint_eq(p.n_entries, 1);
-	database_plan_dispose(&p);
+	database_config_plan_dispose(&p);
 	req.workspace = "/work space";
-	ck_assert_int_lt(database_plan_from_yaml(sq, strlen(sq), &req, &p, &e), 0);
+	ck_assert_int_lt(database_config_plan_from_yaml(sq, strlen(sq), &req, &p, &e), 0);
 	ck_assert_int_eq(e.cls, ERR_REFUSED);
 	req.workspace = "/w/";
 	plan_text(sq, &req, &p);
 	ck_assert_str_eq(p.entries[0].url, "sqlite3:/w/db/development.sqlite3");
-	database_plan_dispose(&p);
+	database_config_plan_dispose(&p);
 }
 END_TEST
 
@@ -659,27 +659,27 @@ START_TEST(test_empty_inputs)
 	struct err e;
 
 	err_clear(&e);
-	ck_assert_int_eq(database_plan_from_yaml(NULL, 0, &req, &p, &e), 0);
+	ck_assert_int_eq(database_config_plan_from_yaml(NULL, 0, &req, &p, &e), 0);
 	ck_assert_uint_eq(p.n_entries, 0);
 	ck_assert_ptr_nonnull(p.env);
 	ck_assert_uint_eq(strv_length(p.env), 0);
-	database_plan_dispose(&p);
+	database_config_plan_dispose(&p);
 	plan_text("# nothing here\n", &req, &p);
 	ck_assert_uint_eq(p.n_entries, 0);
-	database_plan_dispose(&p);
+	database_config_plan_dispose(&p);
 	plan_text("<%= File.read('other.yml') %>\n", &req, &p);
 	ck_assert_uint_eq(p.n_entries, 0);
-	database_plan_dispose(&p);
+	database_config_plan_dispose(&p);
 	plan_text("production: {adapter: sqlite3}\n", &req, &p);
 	ck_assert_uint_eq(p.n_entries, 0);
-	ck_assert_ptr_null(env_get(p.env, "SKIP_TEST_DATABASE"));
-	database_plan_dispose(&p);
+	ck_assert_ptr_null(strv_env_get(p.env, "SKIP_TEST_DATABASE"));
+	database_config_plan_dispose(&p);
 	/* only the first document counts, as in Rails */
 	plan_text("development: {adapter: sqlite3}\n---\ndevelopment: {adapter: mysql2}\n", &req,
 	          &p);
 	ck_assert_str_eq(p.entries[0].adapter, "sqlite3");
-	database_plan_dispose(&p);
-	database_plan_dispose(NULL);
+	database_config_plan_dispose(&p);
+	database_config_plan_dispose(NULL);
 }
 END_TEST
 
@@ -728,14 +728,14 @@ START_TEST(test_resolve_reads_app_file)
 	make_app();
 	err_clear(&e);
 	/* no file: no databases */
-	ck_assert_int_eq(database_plan_resolve(appdir, &req, &p, &e), 0);
+	ck_assert_int_eq(database_config_plan_resolve(appdir, &req, &p, &e), 0);
 	ck_assert_uint_eq(p.n_entries, 0);
-	database_plan_dispose(&p);
+	database_config_plan_dispose(&p);
 	put("config/database.yml", buf, len);
-	ck_assert_msg(database_plan_resolve(appdir, &req, &p, &e) == 0, "%s", e.msg);
-	ck_assert_str_eq(env_get(p.env, "DATABASE_URL"),
+	ck_assert_msg(database_config_plan_resolve(appdir, &req, &p, &e) == 0, "%s", e.msg);
+	ck_assert_str_eq(strv_env_get(p.env, "DATABASE_URL"),
 	                 "postgresql:///rn_postgresql_development_sandbox_0123abcd");
-	database_plan_dispose(&p);
+	database_config_plan_dispose(&p);
 	remove_app();
 }
 END_TEST
@@ -754,7 +754,7 @@ START_TEST(test_resolve_refuses_links_and_size)
 	snprintf(path, sizeof(path), "%s/config/database.yml", appdir);
 	ck_assert_int_eq(symlink(target, path), 0);
 	err_clear(&e);
-	ck_assert_int_lt(database_plan_resolve(appdir, &req, &p, &e), 0);
+	ck_assert_int_lt(database_config_plan_resolve(appdir, &req, &p, &e), 0);
 	ck_assert_int_eq(e.cls, ERR_REFUSED);
 	ck_assert_ptr_nonnull(strstr(e.msg, "config/database.yml is a symbolic link"));
 	ck_assert_ptr_null(p.entries);
@@ -767,7 +767,7 @@ START_TEST(test_resolve_refuses_links_and_size)
 	ck_assert_int_eq(mkdir(target, 0755), 0);
 	ck_assert_int_eq(symlink(target, path), 0);
 	put("real_config/database.yml", "development: {adapter: sqlite3}\n", 32);
-	ck_assert_int_lt(database_plan_resolve(appdir, &req, &p, &e), 0);
+	ck_assert_int_lt(database_config_plan_resolve(appdir, &req, &p, &e), 0);
 	ck_assert_int_eq(e.cls, ERR_REFUSED);
 	ck_assert_ptr_nonnull(strstr(e.msg, "config is a symbolic link"));
 	unlink(path);
@@ -778,15 +778,15 @@ START_TEST(test_resolve_refuses_links_and_size)
 	ck_assert_ptr_nonnull(big);
 	memset(big, '#', DATABASE_CONFIG_MAX + 1);
 	put("config/database.yml", big, DATABASE_CONFIG_MAX + 1);
-	ck_assert_int_lt(database_plan_resolve(appdir, &req, &p, &e), 0);
+	ck_assert_int_lt(database_config_plan_resolve(appdir, &req, &p, &e), 0);
 	ck_assert_int_eq(e.cls, ERR_REFUSED);
 	ck_assert_ptr_nonnull(strstr(e.msg, "larger than"));
-	ck_assert_int_lt(database_plan_from_yaml(big, DATABASE_CONFIG_MAX + 1, &req, &p, &e), 0);
+	ck_assert_int_lt(database_config_plan_from_yaml(big, DATABASE_CONFIG_MAX + 1, &req, &p, &e), 0);
 	ck_assert_int_eq(e.cls, ERR_REFUSED);
 	free(big);
 
 	/* a missing app directory is a failure */
-	ck_assert_int_lt(database_plan_resolve("/nonexistent/app", &req, &p, &e), 0);
+	ck_assert_int_lt(database_config_plan_resolve("/nonexistent/app", &req, &p, &e), 0);
 	ck_assert_int_eq(e.cls, ERR_FAILED);
 	remove_app();
 }

@@ -23,7 +23,7 @@
 #include <unistd.h>
 
 #include "err.h"
-#include "forward.h"
+#include "forwarder.h"
 
 enum echo_mode {
 	ECHO_STREAM,    /* write back what arrives, as it arrives */

@@ -48,9 +48,9 @@ static void fixture_dispose(struct fixture *f)
 	hs_side_dispose(&f->h);
 	hs_side_dispose(&f->g);
 	authkeys_free(f->ak);
-	keypair_free(f->host);
-	keypair_free(f->guest);
-	keypair_free(f->other);
+	keys_free(f->host);
+	keys_free(f->guest);
+	keys_free(f->other);
 }
 
 /* Offset of the first byte after the marker and n frames in buf. */
@@ -74,13 +74,13 @@ START_TEST(test_handshake_completes)
 	ck_assert_int_eq(hs_side_pass(&f.g, &f.gc, &f.h), HS_CONTINUE);
 	ck_assert_int_eq(hs_side_pass(&f.h, &f.hc, &f.g), HS_DONE);
 	ck_assert_int_eq(hs_side_pass(&f.g, &f.gc, &f.h), HS_DONE);
-	ck_assert_int_eq(hs_version(f.h.hs), 1);
-	ck_assert_int_eq(hs_version(f.g.hs), 1);
-	ck_assert_mem_eq(hs_peer_key(f.h.hs), f.guest->pk, KEYS_PUBLIC_LEN);
-	ck_assert_mem_eq(hs_peer_key(f.g.hs), f.host->pk, KEYS_PUBLIC_LEN);
-	ck_assert_mem_eq(hs_session_id(f.h.hs), hs_session_id(f.g.hs), HS_HASH_LEN);
-	hs_session_keys(f.h.hs, htx, hrx);
-	hs_session_keys(f.g.hs, gtx, grx);
+	ck_assert_int_eq(handshake_version(f.h.hs), 1);
+	ck_assert_int_eq(handshake_version(f.g.hs), 1);
+	ck_assert_mem_eq(handshake_peer_key(f.h.hs), f.guest->pk, KEYS_PUBLIC_LEN);
+	ck_assert_mem_eq(handshake_peer_key(f.g.hs), f.host->pk, KEYS_PUBLIC_LEN);
+	ck_assert_mem_eq(handshake_session_id(f.h.hs), handshake_session_id(f.g.hs), HS_HASH_LEN);
+	handshake_session_keys(f.h.hs, htx, hrx);
+	handshake_session_keys(f.g.hs, gtx, grx);
 	ck_assert_mem_eq(htx, grx, HS_KEY_LEN);
 	ck_assert_mem_eq(hrx, gtx, HS_KEY_LEN);
 	ck_assert(memcmp(htx, hrx, HS_KEY_LEN) != 0);
@@ -105,10 +105,10 @@ START_TEST(test_fresh_keys_every_session)
 		hs_side_pass(&f->h, &f->hc, &f->g);
 		ck_assert_int_eq(hs_side_pass(&f->g, &f->gc, &f->h), HS_DONE);
 	}
-	hs_session_keys(a.h.hs, atx, arx);
-	hs_session_keys(b.h.hs, btx, brx);
+	handshake_session_keys(a.h.hs, atx, arx);
+	handshake_session_keys(b.h.hs, btx, brx);
 	ck_assert(memcmp(atx, btx, HS_KEY_LEN) != 0);
-	ck_assert(memcmp(hs_session_id(a.h.hs), hs_session_id(b.h.hs), HS_HASH_LEN) != 0);
+	ck_assert(memcmp(handshake_session_id(a.h.hs), handshake_session_id(b.h.hs), HS_HASH_LEN) != 0);
 	fixture_dispose(&a);
 	fixture_dispose(&b);
 }
@@ -127,9 +127,9 @@ START_TEST(test_version_highest_common)
 	hs_side_pass(&f.g, &f.gc, &f.h);
 	hs_side_pass(&f.h, &f.hc, &f.g);
 	ck_assert_int_eq(hs_side_pass(&f.g, &f.gc, &f.h), HS_DONE);
-	ck_assert_int_eq(hs_version(f.h.hs), 2);
-	ck_assert_int_eq(hs_version(f.g.hs), 2);
-	ck_assert_uint_eq(hs_pick_version(hv, 3, gv, 1), 0);
+	ck_assert_int_eq(handshake_version(f.h.hs), 2);
+	ck_assert_int_eq(handshake_version(f.g.hs), 2);
+	ck_assert_uint_eq(handshake_pick_version(hv, 3, gv, 1), 0);
 	fixture_dispose(&f);
 }
 END_TEST
@@ -180,7 +180,7 @@ START_TEST(test_downgrade_detected)
 	n += 32;
 	f.hc = f.h.sent_len;
 	ck_assert_int_eq(hs_side_feed(&f.g, ch, n), HS_CONTINUE);
-	ck_assert_int_eq(hs_version(f.g.hs), 1);
+	ck_assert_int_eq(handshake_version(f.g.hs), 1);
 	/* The guest answers that hello: its hash is not the host's, so the host ignores it. */
 	ck_assert_int_eq(hs_side_pass(&f.g, &f.gc, &f.h), HS_RESYNC);
 	fixture_dispose(&f);
@@ -210,7 +210,7 @@ START_TEST(test_host_key_not_authorized)
 	ck_assert_int_eq(f.g.err.code, EKEYREJECTED);
 	ck_assert_ptr_nonnull(strstr(f.g.err.msg, fp));
 	ck_assert_ptr_nonnull(strstr(f.g.err.msg, "not authorized"));
-	ck_assert_mem_eq(hs_peer_key(f.g.hs), f.host->pk, KEYS_PUBLIC_LEN);
+	ck_assert_mem_eq(handshake_peer_key(f.g.hs), f.host->pk, KEYS_PUBLIC_LEN);
 	/* The guest sent a refusal and no signature of its own. */
 	ck_assert_uint_eq(f.g.sent[f.gc + FRAME_HEADER_LEN], HS_REFUSE);
 	ck_assert_int_lt(hs_side_pass(&f.g, &f.gc, &f.h), 0);

@@ -8,7 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "fileio.h"
+#include "file.h"
 #include "keys.h"
 
 /* RFC 8032, section 7.1, TEST 1; the fingerprint and base64 computed with Python's hashlib. */

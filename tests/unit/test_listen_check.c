@@ -46,7 +46,7 @@ static uint16_t free_port(void)
 	uint16_t port = 0;
 	struct err e;
 
-	ck_assert_msg(listen_pick_free_port(&port, &e) == 0, "%s", e.msg);
+	ck_assert_msg(listen_check_pick_free_port(&port, &e) == 0, "%s", e.msg);
 	ck_assert_uint_gt(port, 0);
 	return port;
 }
@@ -138,9 +138,9 @@ START_TEST(test_server_on_ipv4_loopback_is_ours)
 	/* The same listener seen from a set that does not hold it. */
 	ck_assert_int_eq(check(port, &other, 1), LISTEN_FOREIGN);
 	ck_assert_int_eq(check(port, NULL, 0), LISTEN_FOREIGN);
-	ck_assert_uint_eq(listen_ports_of(&server, 1, ports, 8), 1);
+	ck_assert_uint_eq(listen_check_ports_of(&server, 1, ports, 8), 1);
 	ck_assert_uint_eq(ports[0], port);
-	ck_assert_uint_eq(listen_ports_of(&server, 1, ports, 0), 0);
+	ck_assert_uint_eq(listen_check_ports_of(&server, 1, ports, 0), 0);
 	/* It listens on port, not on port + 1. */
 	ck_assert_int_eq(check((uint16_t)(port + 1), &server, 1) == LISTEN_OURS, 0);
 	stop_server(server);
@@ -219,7 +219,7 @@ START_TEST(test_pick_free_port)
 	pid_t self = getpid();
 	uint16_t ports[4];
 
-	ck_assert_uint_eq(listen_ports_of(&self, 1, ports, 4), 1);
+	ck_assert_uint_eq(listen_check_ports_of(&self, 1, ports, 4), 1);
 	ck_assert_uint_eq(ports[0], a);
 	close(fd);
 }

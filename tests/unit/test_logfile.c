@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "fileio.h"
+#include "file.h"
 #include "logfile.h"
 #include "scrub.h"
 
@@ -58,7 +58,7 @@ static void write_file(const char *path, const char *data, size_t len)
 	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 
 	ck_assert_int_ge(fd, 0);
-	ck_assert_int_eq(write_all(fd, data, len), 0);
+	ck_assert_int_eq(file_write_all(fd, data, len), 0);
 	close(fd);
 }
 
@@ -235,14 +235,14 @@ END_TEST
 START_TEST(test_scrubbed_stream_into_log)
 {
 	_cleanup_logfile_ struct logfile *lf = NULL;
-	struct scrubber *s = scrubber_new();
+	struct scrubber *s = scrub_new();
 	struct scrub_stream *st;
 	_cleanup_free_ char *got = NULL;
 	const char *in = "token: sup3rs3cr3t!\nbye\n";
 	struct err e;
 	size_t n;
 
-	ck_assert_int_eq(scrubber_add(s, "sup3rs3cr3t!", 12), 0);
+	ck_assert_int_eq(scrub_add(s, "sup3rs3cr3t!", 12), 0);
 	ck_assert_int_eq(logfile_open(tpath("s.log"), 0, (uid_t)-1, (gid_t)-1, &lf, &e), 0);
 	st = scrub_stream_new(s, logfile_sink, lf);
 	for (size_t i = 0; in[i]; i++)
@@ -253,7 +253,7 @@ START_TEST(test_scrubbed_stream_into_log)
 	/* Offsets count scrubbed bytes. */
 	ck_assert_uint_eq(logfile_offset(lf), n);
 	scrub_stream_free(st);
-	scrubber_free(s);
+	scrub_free(s);
 }
 END_TEST
 

@@ -7,7 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "fileio.h"
+#include "file.h"
 #include "keys.h"
 #include "pins.h"
 
@@ -31,8 +31,8 @@ static void teardown(void)
 	unlink(pins);
 	unlink(lock);
 	rmdir(tmpdir);
-	keypair_free(a);
-	keypair_free(b);
+	keys_free(a);
+	keys_free(b);
 }
 
 static char *contents(void)

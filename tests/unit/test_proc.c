@@ -318,7 +318,7 @@ START_TEST(test_spawn_as_other_user)
 	struct err e;
 
 	err_clear(&e);
-	ck_assert_msg(run_user_lookup("nobody", &nobody, &e) == 0, "%s", e.msg);
+	ck_assert_msg(proc_user_lookup("nobody", &nobody, &e) == 0, "%s", e.msg);
 	ck_assert_uint_ne(nobody.uid, 0);
 	fd = mkstemp(secret);
 	ck_assert_int_ge(fd, 0);
@@ -363,7 +363,7 @@ START_TEST(test_spawn_as_other_user)
 	}
 	close(out[0]);
 	unlink(secret);
-	run_user_dispose(&nobody);
+	proc_user_dispose(&nobody);
 }
 END_TEST
 
@@ -375,7 +375,7 @@ START_TEST(test_spawn_as_user_chdir_error_names_user)
 
 	if (geteuid() != 0)
 		return; /* covered by test_spawn_as_other_user */
-	ck_assert_int_eq(run_user_lookup("nobody", &nobody, &e), 0);
+	ck_assert_int_eq(proc_user_lookup("nobody", &nobody, &e), 0);
 	/* /root is 0700 root: nobody cannot enter it, so the chdir runs as the user. */
 	struct proc_spec spec = {.command = "true",
 	                         .cwd = "/root",
@@ -391,7 +391,7 @@ START_TEST(test_spawn_as_user_chdir_error_names_user)
 		ck_assert_str_eq(e.msg,
 		                 "cannot run true as nobody: chdir /root: Permission denied");
 	}
-	run_user_dispose(&nobody);
+	proc_user_dispose(&nobody);
 }
 END_TEST
 
@@ -401,25 +401,25 @@ START_TEST(test_run_user_lookup)
 	struct err e;
 
 	err_clear(&e);
-	ck_assert_int_lt(run_user_lookup("no-such-user-sandbox-xyz", &u, &e), 0);
+	ck_assert_int_lt(proc_user_lookup("no-such-user-sandbox-xyz", &u, &e), 0);
 	ck_assert_int_eq(e.cls, ERR_REFUSED);
 	ck_assert_str_eq(e.msg, "user no-such-user-sandbox-xyz does not exist");
 	ck_assert_ptr_null(u.name);
 
-	ck_assert_int_eq(run_user_lookup("root", &u, &e), 0);
+	ck_assert_int_eq(proc_user_lookup("root", &u, &e), 0);
 	ck_assert_uint_eq(u.uid, 0);
 	ck_assert_uint_eq(u.gid, 0);
 	ck_assert_str_eq(u.name, "root");
 	ck_assert_str_eq(u.home, "/root");
-	run_user_dispose(&u);
+	proc_user_dispose(&u);
 	ck_assert_ptr_null(u.name);
 
 	setenv("HOME", "/home/someone", 1);
-	run_user_self(&u);
+	proc_user_self(&u);
 	ck_assert_uint_eq(u.uid, (uid_t)-1);
 	ck_assert_ptr_null(u.name);
 	ck_assert_str_eq(u.home, "/home/someone");
-	run_user_dispose(&u);
+	proc_user_dispose(&u);
 }
 END_TEST
 

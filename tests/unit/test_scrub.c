@@ -11,20 +11,20 @@
 
 #include "scrub.h"
 
-DEFINE_TRIVIAL_CLEANUP_FUNC(struct scrubber *, scrubber_free)
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct scrubber *, scrub_free)
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct scrub_stream *, scrub_stream_free)
-#define _cleanup_scrubber_ _cleanup_(scrubber_freep)
+#define _cleanup_scrubber_ _cleanup_(scrub_freep)
 #define _cleanup_stream_ _cleanup_(scrub_stream_freep)
 
 static const char TOKEN36[] = "abcdefghijklmnopqrstuvwxyz0123456789";
 
 static struct scrubber *make(const char *const *secrets)
 {
-	struct scrubber *s = scrubber_new();
+	struct scrubber *s = scrub_new();
 
 	ck_assert_ptr_nonnull(s);
 	for (; secrets && *secrets; secrets++)
-		ck_assert_int_eq(scrubber_add(s, *secrets, strlen(*secrets)), 0);
+		ck_assert_int_eq(scrub_add(s, *secrets, strlen(*secrets)), 0);
 	return s;
 }
 
@@ -48,7 +48,7 @@ START_TEST(test_raw_secret)
 {
 	_cleanup_scrubber_ struct scrubber *s = make((const char *[]){"hunter2hunter2", NULL});
 
-	ck_assert_uint_eq(scrubber_count(s), 1);
+	ck_assert_uint_eq(scrub_count(s), 1);
 	ck_scrub(s, "password=hunter2hunter2 ok", "password=[REDACTED] ok");
 	ck_scrub(s, "hunter2hunter2hunter2hunter2", "[REDACTED]");
 	ck_scrub(s, "hunter2hunter", "hunter2hunter");
@@ -60,11 +60,11 @@ START_TEST(test_short_and_duplicate_secrets_ignored)
 {
 	_cleanup_scrubber_ struct scrubber *s = make((const char *[]){"1234567", NULL});
 
-	ck_assert_uint_eq(scrubber_count(s), 0);
+	ck_assert_uint_eq(scrub_count(s), 0);
 	ck_scrub(s, "x 1234567 y", "x 1234567 y");
-	ck_assert_int_eq(scrubber_add(s, "12345678", 8), 0);
-	ck_assert_int_eq(scrubber_add(s, "12345678", 8), 0);
-	ck_assert_uint_eq(scrubber_count(s), 1);
+	ck_assert_int_eq(scrub_add(s, "12345678", 8), 0);
+	ck_assert_int_eq(scrub_add(s, "12345678", 8), 0);
+	ck_assert_uint_eq(scrub_count(s), 1);
 	ck_scrub(s, "x 12345678 y", "x [REDACTED] y");
 }
 END_TEST
@@ -86,13 +86,13 @@ END_TEST
 
 START_TEST(test_binary_secret)
 {
-	_cleanup_scrubber_ struct scrubber *s = scrubber_new();
+	_cleanup_scrubber_ struct scrubber *s = scrub_new();
 	const char sec[] = "\0\1\2\3\xff\xfe\xfd\0\n";
 	const char in[] = "a\0\1\2\3\xff\xfe\xfd\0\nb";
 	_cleanup_free_ char *out = NULL;
 	size_t n;
 
-	ck_assert_int_eq(scrubber_add(s, sec, sizeof(sec) - 1), 0);
+	ck_assert_int_eq(scrub_add(s, sec, sizeof(sec) - 1), 0);
 	out = scrub_string(s, in, sizeof(in) - 1, &n);
 	ck_assert_uint_eq(n, 12);
 	ck_assert_mem_eq(out, "a[REDACTED]b", 12);
@@ -333,7 +333,7 @@ START_TEST(test_stream_holdback_bound)
 	_cleanup_scrubber_ struct scrubber *s = make((const char *[]){"0123456789abcdef", NULL});
 	struct collect c = {0};
 	_cleanup_stream_ struct scrub_stream *st = scrub_stream_new(s, collect_sink, &c);
-	size_t hold = scrubber_holdback(s), total = 0;
+	size_t hold = scrub_holdback(s), total = 0;
 	char chunk[7] = "zzzzzz\n";
 
 	/* The longest pattern (URL-safe base64 of 16 bytes, 24 chars) is under 40. */
@@ -349,8 +349,8 @@ START_TEST(test_stream_holdback_bound)
 	/* A longer secret raises the bound, also for a stream already running. */
 	char big[200];
 	memset(big, 'q', sizeof(big));
-	ck_assert_int_eq(scrubber_add(s, big, sizeof(big)), 0);
-	hold = scrubber_holdback(s);
+	ck_assert_int_eq(scrub_add(s, big, sizeof(big)), 0);
+	hold = scrub_holdback(s);
 	ck_assert_uint_ge(hold, 199);
 	ck_assert_uint_le(hold, 4 * sizeof(big));
 	c.len = 0;
@@ -466,7 +466,7 @@ START_TEST(test_property_random_splits)
 	char *secrets[6];
 	const char *pieces[] = {"ghp_", "gho_", "github_pat_", "_",   "a", "Z9",
 	                        " ",    "-",    "\n",          "%20", "g", "h"};
-	_cleanup_scrubber_ struct scrubber *s = scrubber_new();
+	_cleanup_scrubber_ struct scrubber *s = scrub_new();
 	unsigned seed = 12345;
 
 	/* Alphanumeric secrets: their URL forms are themselves, their base64 never occurs. */
@@ -475,7 +475,7 @@ START_TEST(test_property_random_splits)
 		secrets[k] = calloc(n + 1, 1);
 		for (size_t i = 0; i < n; i++)
 			secrets[k][i] = "abcXYZ019"[rand_r(&seed) % 9];
-		ck_assert_int_eq(scrubber_add(s, secrets[k], n), 0);
+		ck_assert_int_eq(scrub_add(s, secrets[k], n), 0);
 	}
 	for (int iter = 0; iter < 3000; iter++) {
 		char in[1024];

@@ -20,7 +20,7 @@ static int collect(void *userdata, const char *name, enum secret_scope scope, co
 	struct seen *s = userdata;
 	char buf[256];
 
-	snprintf(buf, sizeof(buf), "%s:%s:%.*s", name, secret_scope_name(scope), (int)len,
+	snprintf(buf, sizeof(buf), "%s:%s:%.*s", name, secrets_store_scope_name(scope), (int)len,
 	         (const char *)value);
 	strv_push(&s->lines, buf);
 	s->last_value = value;
@@ -97,9 +97,9 @@ START_TEST(test_refusals)
 	ck_assert_int_eq(err.code, ENOSPC);
 	/* Replacing still works when full. */
 	ck_assert_int_eq(secrets_store_put(s, "S1", SECRET_SCOPE_FETCH, "w", 1, NULL, &err), 0);
-	ck_assert(secret_scope_from_string("boot") == SECRET_SCOPE_BOOT);
-	ck_assert(secret_scope_from_string("nope") == -1);
-	ck_assert(secret_scope_from_string(NULL) == -1);
+	ck_assert(secrets_store_scope_from_string("boot") == SECRET_SCOPE_BOOT);
+	ck_assert(secrets_store_scope_from_string("nope") == -1);
+	ck_assert(secrets_store_scope_from_string(NULL) == -1);
 }
 END_TEST
 

@@ -127,8 +127,8 @@ static void teardown(void)
 {
 	kill_daemon();
 	stop_app();
-	keypair_free(host_key);
-	keypair_free(other_key);
+	keys_free(host_key);
+	keys_free(other_key);
 	host_key = other_key = NULL;
 	if (!getenv("KEEP_TMP"))
 		sh("rm -rf %s", tmp);

@@ -22,7 +22,7 @@
 #include <unistd.h>
 
 #include "channel.h"
-#include "frameio.h"
+#include "frame_io.h"
 #include "keys.h"
 #include "msg.h"
 

@@ -10,14 +10,14 @@ START_TEST(test_env_set_replaces_in_place)
 {
 	_cleanup_strv_ char **env = NULL;
 
-	ck_assert_int_eq(env_set(&env, "A", "1"), 0);
-	ck_assert_int_eq(env_set(&env, "B", "2"), 0);
-	ck_assert_int_eq(env_set(&env, "A", "3"), 0);
+	ck_assert_int_eq(strv_env_set(&env, "A", "1"), 0);
+	ck_assert_int_eq(strv_env_set(&env, "B", "2"), 0);
+	ck_assert_int_eq(strv_env_set(&env, "A", "3"), 0);
 	ck_assert_uint_eq(strv_length(env), 2);
 	ck_assert_str_eq(env[0], "A=3");
-	ck_assert_str_eq(env_get(env, "B"), "2");
-	ck_assert_ptr_null(env_get(env, "AB"));
-	env_unset(env, "A");
+	ck_assert_str_eq(strv_env_get(env, "B"), "2");
+	ck_assert_ptr_null(strv_env_get(env, "AB"));
+	strv_env_unset(env, "A");
 	ck_assert_uint_eq(strv_length(env), 1);
 	ck_assert_str_eq(env[0], "B=2");
 }
@@ -25,12 +25,12 @@ END_TEST
 
 START_TEST(test_env_name_valid)
 {
-	ck_assert(env_name_valid("_A1"));
-	ck_assert(env_name_valid("rails_env"));
-	ck_assert(!env_name_valid("1A"));
-	ck_assert(!env_name_valid("A-B"));
-	ck_assert(!env_name_valid(""));
-	ck_assert(!env_name_valid("A=B"));
+	ck_assert(strv_env_name_valid("_A1"));
+	ck_assert(strv_env_name_valid("rails_env"));
+	ck_assert(!strv_env_name_valid("1A"));
+	ck_assert(!strv_env_name_valid("A-B"));
+	ck_assert(!strv_env_name_valid(""));
+	ck_assert(!strv_env_name_valid("A=B"));
 }
 END_TEST
 

@@ -30,7 +30,7 @@
 #include <unistd.h>
 
 #include "err.h"
-#include "fileio.h"
+#include "file.h"
 #include "listen_check.h"
 #include "proc.h"
 #include "procset.h"
@@ -253,7 +253,7 @@ static uint16_t free_port(void)
 	struct err e;
 
 	err_clear(&e);
-	ck_assert_msg(listen_pick_free_port(&port, &e) == 0, "%s", e.msg);
+	ck_assert_msg(listen_check_pick_free_port(&port, &e) == 0, "%s", e.msg);
 	return port;
 }
 
@@ -470,11 +470,11 @@ START_TEST(test_secrets_redacted_in_log)
 {
 	struct fixture f;
 	struct supervisor_info info;
-	struct scrubber *sc = scrubber_new();
+	struct scrubber *sc = scrub_new();
 	char buf[256];
 
 	ck_assert_ptr_nonnull(sc);
-	ck_assert_int_eq(scrubber_add(sc, SECRET, strlen(SECRET)), 0);
+	ck_assert_int_eq(scrub_add(sc, SECRET, strlen(SECRET)), 0);
 	fixture_init(&f);
 	struct supervisor_spec spec =
 	    spec_for(&f, "echo 'password is " SECRET " and token " GH_TOKEN
@@ -497,7 +497,7 @@ START_TEST(test_secrets_redacted_in_log)
 	ck_assert(!strstr(t, SECRET));
 	free(t);
 	stop(&info);
-	scrubber_free(sc);
+	scrub_free(sc);
 	fixture_dispose(&f);
 }
 END_TEST
@@ -675,7 +675,7 @@ START_TEST(test_cgroup_and_run_user)
 	snprintf(name, sizeof(name), "test-%d-supervisor", (int)getpid());
 	err_clear(&e);
 	ck_assert_msg(procset_create(name, &ps, &e) == 0, "%s", e.msg);
-	ck_assert_int_eq(run_user_lookup("nobody", &nobody, &e), 0);
+	ck_assert_int_eq(proc_user_lookup("nobody", &nobody, &e), 0);
 	fixture_init(&f);
 	struct supervisor_spec spec = spec_for(&f, "echo as $(id -u); exec sleep 1000");
 	spec.cwd = "/"; /* the fixture's directory is 0700 root */
@@ -701,7 +701,7 @@ START_TEST(test_cgroup_and_run_user)
 	stop(&info);
 	procset_destroy(ps);
 	procset_free(ps);
-	run_user_dispose(&nobody);
+	proc_user_dispose(&nobody);
 	fixture_dispose(&f);
 }
 END_TEST

@@ -7,7 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "boot_discard.h"
+#include "workspace_discard.h"
 #include "strv.h"
 #include "toolchain.h"
 
@@ -124,12 +124,12 @@ START_TEST(test_select_sets_path_and_version)
 	snprintf(app, sizeof(app), "%s/app", dir);
 	snprintf(rootvar, sizeof(rootvar), "RBENV_ROOT=%s", root);
 	ck_assert_int_eq(strv_push(&caller, rootvar), 0);
-	ck_assert_int_eq(env_set(&env, "PATH", "/usr/bin"), 0);
+	ck_assert_int_eq(strv_env_set(&env, "PATH", "/usr/bin"), 0);
 	ck_assert_int_eq(toolchain_select(app, &spec, caller, "/nonexistent", &env, &c, &err), 0);
 	ck_assert_str_eq(c.ruby, "3.1.2");
-	ck_assert_str_eq(env_get(env, "RBENV_VERSION"), "3.1.2");
-	ck_assert(strncmp(env_get(env, "PATH"), root, strlen(root)) == 0);
-	ck_assert(strstr(env_get(env, "PATH"), "/versions/3.1.2/bin:/usr/bin") != NULL);
+	ck_assert_str_eq(strv_env_get(env, "RBENV_VERSION"), "3.1.2");
+	ck_assert(strncmp(strv_env_get(env, "PATH"), root, strlen(root)) == 0);
+	ck_assert(strstr(strv_env_get(env, "PATH"), "/versions/3.1.2/bin:/usr/bin") != NULL);
 	toolchain_choice_dispose(&c);
 }
 END_TEST
@@ -173,7 +173,7 @@ START_TEST(test_select_without_manager_uses_system_for_checkout)
 	/* The checkout asks, the image has no manager: the system's node is used. */
 	ck_assert_int_eq(toolchain_select(app, &none, caller, NULL, &env, &c, &err), 0);
 	ck_assert_ptr_null(c.node);
-	ck_assert_ptr_null(env_get(env, "NODENV_VERSION"));
+	ck_assert_ptr_null(strv_env_get(env, "NODENV_VERSION"));
 	/* The spec asks: that is a request the image cannot serve. */
 	ck_assert_int_lt(toolchain_select(app, &spec, caller, NULL, &env, &c, &err), 0);
 	ck_assert_int_eq(err.cls, ERR_REFUSED);

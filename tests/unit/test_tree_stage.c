@@ -8,7 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "fileio.h"
+#include "file.h"
 #include "tree_stage.h"
 
 static char root[PATH_MAX];
@@ -299,8 +299,8 @@ START_TEST(test_target_inside)
 	ck_assert(!tree_stage_target_inside("a/b", "c/../../../d"));
 	ck_assert(!tree_stage_target_inside("a", "/etc"));
 	ck_assert(!tree_stage_target_inside("a", ""));
-	ck_assert_int_eq(tree_entry_kind_from_string("symlink"), TREE_ENTRY_SYMLINK);
-	ck_assert_int_eq(tree_entry_kind_from_string("fifo"), -1);
+	ck_assert_int_eq(tree_stage_entry_kind_from_string("symlink"), TREE_ENTRY_SYMLINK);
+	ck_assert_int_eq(tree_stage_entry_kind_from_string("fifo"), -1);
 }
 END_TEST
 

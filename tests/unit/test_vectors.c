@@ -19,7 +19,7 @@
 
 #include "authkeys.h"
 #include "channel.h"
-#include "frameio.h"
+#include "frame_io.h"
 #include "handshake.h"
 #include "hs_helpers.h"
 #include "keys.h"
@@ -144,8 +144,8 @@ static json_object *generate(void)
 	add(v, "guest_ephemeral_public", hex(gepk, 32));
 	add(v, "host_sends", hex(h.sent, h.sent_len));
 	add(v, "guest_sends", hex(g.sent, g.sent_len));
-	add(v, "session_id", hex(hs_session_id(h.hs), HS_HASH_LEN));
-	hs_session_keys(h.hs, htx, hrx);
+	add(v, "session_id", hex(handshake_session_id(h.hs), HS_HASH_LEN));
+	handshake_session_keys(h.hs, htx, hrx);
 	add(v, "key_host_to_guest", hex(htx, 32));
 	add(v, "key_guest_to_host", hex(hrx, 32));
 

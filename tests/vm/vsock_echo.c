@@ -44,7 +44,7 @@ static double now_ms(void)
 	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
-static int write_all(int fd, const unsigned char *p, size_t n)
+static int file_write_all(int fd, const unsigned char *p, size_t n)
 {
 	while (n > 0) {
 		ssize_t w = write(fd, p, n);
@@ -86,7 +86,7 @@ static int echo_one(int lfd)
 		}
 		if (n == 0)
 			break;
-		if (write_all(fd, buf, (size_t)n) < 0) {
+		if (file_write_all(fd, buf, (size_t)n) < 0) {
 			perror("vsock_echo: echo write");
 			return 1;
 		}
