@@ -14,24 +14,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "frame_io.h"
-
-bool connect_pause_until(int64_t deadline, int ms)
-{
-	int64_t now = frame_io_now_ms();
-	struct timespec ts;
-
-	if (deadline >= 0) {
-		if (now >= deadline)
-			return false;
-		if (deadline - now < ms)
-			ms = (int)(deadline - now);
-	}
-	ts.tv_sec = ms / 1000;
-	ts.tv_nsec = (long)(ms % 1000) * 1000000L;
-	nanosleep(&ts, NULL);
-	return true;
-}
 
 int connect_open(const struct connect_addr *a, int64_t deadline, struct connect_stream *ret,
                  struct err *err)
@@ -50,7 +34,7 @@ int connect_open(const struct connect_addr *a, int64_t deadline, struct connect_
 		r = connect_unix(a->path, deadline, &s.fd, err);
 		break;
 	case CONNECT_SERIAL:
-		r = connect_serial(a->path, deadline, &s.fd, err);
+		r = connect_unix_serial(a->path, deadline, &s.fd, err);
 		break;
 	case CONNECT_FC:
 		r = connect_fc(a->path, a->port, deadline, &s.fd, err);
@@ -88,7 +72,7 @@ static bool reap_within(struct connect_stream *s, int ms)
 	int64_t deadline = frame_io_deadline(ms);
 
 	while (!reap(s, false))
-		if (!connect_pause_until(deadline, 10))
+		if (!clock_pause_until(deadline, 10))
 			return reap(s, false);
 	return true;
 }

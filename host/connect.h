@@ -92,13 +92,11 @@ void connect_stream_explain(struct connect_stream *s, struct err *err);
 
 /* The transports, each opening one kind of address. */
 int connect_unix(const char *path, int64_t deadline, int *ret_fd, struct err *err);
-int connect_serial(const char *path, int64_t deadline, int *ret_fd, struct err *err);
+int connect_unix_serial(const char *path, int64_t deadline, int *ret_fd, struct err *err);
 int connect_fc(const char *path, uint32_t port, int64_t deadline, int *ret_fd, struct err *err);
 int connect_vsock(uint32_t cid, uint32_t port, int64_t deadline, int *ret_fd, struct err *err);
 int connect_exec(char *const *argv, int *ret_fd, pid_t *ret_pid, struct err *err);
 
-/* Sleep ms, or until deadline if sooner; false when the deadline has passed already. */
-bool connect_pause_until(int64_t deadline, int ms);
 
 /*
  * Firecracker's reply, parsed by hand (it is the one piece of the transports that is not the

@@ -8,6 +8,8 @@
  */
 #include "connect.h"
 
+#include "clock.h"
+
 #include <errno.h>
 #include <poll.h>
 #include <stdio.h>
@@ -150,7 +152,7 @@ int connect_fc(const char *path, uint32_t port, int64_t deadline, int *ret_fd, s
 			*err = last;
 			return r;
 		}
-		if (!connect_pause_until(deadline, delay))
+		if (!clock_pause_until(deadline, delay))
 			break;
 		delay = delay * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : delay * 2;
 	}

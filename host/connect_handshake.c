@@ -65,7 +65,7 @@ static int pin_after(const struct session_pin_policy *p, bool pinned, const uint
 	return 0;
 }
 
-int session_handshake(struct frame_io *io, const struct keypair *host_key,
+int connect_handshake(struct frame_io *io, const struct keypair *host_key,
                       const struct session_pin_policy *p, int timeout_ms, struct channel **ret,
                       enum session_pin *ret_pin, struct err *err)
 {

@@ -386,7 +386,7 @@ int connect_session_open(const struct session_options *o, struct session **ret, 
 	    .accept_new = o->accept_new,
 	    .replace = o->replace,
 	};
-	r = session_handshake(s->io, key, &policy, left_ms(deadline), &s->ch, &s->pin, err);
+	r = connect_handshake(s->io, key, &policy, left_ms(deadline), &s->ch, &s->pin, err);
 	if (r != 0) {
 		if (err->code == ECONNRESET || err->code == EPIPE)
 			connect_stream_explain(&s->stream, err);

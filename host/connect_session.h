@@ -55,7 +55,7 @@ struct session_pin_policy {
  * pin is accepted only with accept_new (else exit 3, nothing signed); the key is pinned once
  * the guest proved it. *ret_pin says what happened to the pin.
  */
-int session_handshake(struct frame_io *io, const struct keypair *host_key,
+int connect_handshake(struct frame_io *io, const struct keypair *host_key,
                       const struct session_pin_policy *policy, int timeout_ms, struct channel **ret,
                       enum session_pin *ret_pin, struct err *err);
 

@@ -7,6 +7,8 @@
  */
 #include "connect.h"
 
+#include "clock.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -36,7 +38,7 @@ int connect_unix(const char *path, int64_t deadline, int *ret_fd, struct err *er
 		if (errno == EINTR)
 			continue;
 		/* A full backlog: the listener is busy, not gone. */
-		if (errno == EAGAIN && connect_pause_until(deadline, 10))
+		if (errno == EAGAIN && clock_pause_until(deadline, 10))
 			continue;
 		return err_errno(err, "cannot connect to %s", path);
 	}
@@ -44,7 +46,7 @@ int connect_unix(const char *path, int64_t deadline, int *ret_fd, struct err *er
 	return 0;
 }
 
-int connect_serial(const char *path, int64_t deadline, int *ret_fd, struct err *err)
+int connect_unix_serial(const char *path, int64_t deadline, int *ret_fd, struct err *err)
 {
 	_cleanup_close_ int fd = -1;
 	struct termios t;

@@ -15,3 +15,20 @@ uint64_t clock_now_ms(void)
 {
 	return clock_now_us() / 1000;
 }
+
+bool clock_pause_until(int64_t deadline, int ms)
+{
+	int64_t now = (int64_t)clock_now_ms();
+	struct timespec ts;
+
+	if (deadline >= 0) {
+		if (now >= deadline)
+			return false;
+		if (deadline - now < ms)
+			ms = (int)(deadline - now);
+	}
+	ts.tv_sec = ms / 1000;
+	ts.tv_nsec = (long)(ms % 1000) * 1000000L;
+	nanosleep(&ts, NULL);
+	return true;
+}

@@ -169,11 +169,6 @@ uint64_t logfile_file_start(const struct logfile *lf)
 	return lf->offset - lf->size;
 }
 
-const char *logfile_path(const struct logfile *lf)
-{
-	return lf->path;
-}
-
 int logfile_sink(void *userdata, const char *buf, size_t len)
 {
 	struct logfile *lf = userdata;

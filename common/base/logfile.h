@@ -35,7 +35,6 @@ int logfile_open(const char *path, uint64_t max_bytes, uid_t uid, gid_t gid, str
 int logfile_write(struct logfile *lf, const void *buf, size_t len, struct err *err);
 uint64_t logfile_offset(const struct logfile *lf);
 uint64_t logfile_file_start(const struct logfile *lf);
-const char *logfile_path(const struct logfile *lf);
 void logfile_close(struct logfile *lf);
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct logfile *, logfile_close)
 #define _cleanup_logfile_ _cleanup_(logfile_closep)

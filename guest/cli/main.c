@@ -12,7 +12,7 @@
 #include "init.h"
 #include "log.h"
 #include "ready.h"
-#include "serve.h"
+#include "serve_cli.h"
 
 static int usage(FILE *f)
 {

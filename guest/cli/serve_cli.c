@@ -4,7 +4,10 @@
  * (`sandbox-agent keygen`). Like boot_cli.c, the only places here that choose exit codes and
  * write to the user. docs/daemon.md describes every option.
  */
+#include "serve_cli.h"
+
 #include "serve.h"
+#include "serve_runner.h"
 
 #include <errno.h>
 #include <getopt.h>

@@ -12,16 +12,8 @@
 #include <stddef.h>
 
 #include "boot_plan.h"
+#include "boot_step.h"
 #include "err.h"
-
-/* Progress, as it happens (the daemon streams these to the host). */
-struct boot_observer {
-	/* phase: "started", "done", "skipped", "failed", "ready"; detail may be NULL. */
-	void (*phase)(void *userdata, const char *step, const char *phase, const char *detail);
-	/* A step's scrubbed output, as it is written to its log. */
-	void (*output)(void *userdata, const char *step, const char *buf, size_t len);
-	void *userdata;
-};
 
 struct boot_result {
 	char step[64];           /* the failed step's name ("configuration", "setup", ...) */

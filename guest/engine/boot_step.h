@@ -11,8 +11,17 @@
 
 #include <stdint.h>
 
-#include "boot_engine.h"
+#include "boot_plan.h"
 #include "procset.h"
+
+/* Progress, as it happens (the daemon streams these to the host). */
+struct boot_observer {
+	/* phase: "started", "done", "skipped", "failed", "ready"; detail may be NULL. */
+	void (*phase)(void *userdata, const char *step, const char *phase, const char *detail);
+	/* A step's scrubbed output, as it is written to its log. */
+	void (*output)(void *userdata, const char *step, const char *buf, size_t len);
+	void *userdata;
+};
 
 struct step_context {
 	const struct boot_plan *plan;

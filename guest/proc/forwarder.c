@@ -264,7 +264,7 @@ static void conn_rearm(struct fwd_conn *c)
  * are re-armed, so a busy connection yields to the rest of the loop and is served again on
  * the next pass.
  */
-static void conn_pump(struct fwd_conn *c)
+static void serve_conn_pump(struct fwd_conn *c)
 {
 	for (unsigned round = 0;; round++) {
 		int r0 = direction_pump(&c->end[0], &c->end[1]);
@@ -313,7 +313,7 @@ static void end_event(struct ev_handler *h, uint32_t events)
 			return;
 		c->connected = true;
 	}
-	conn_pump(c);
+	serve_conn_pump(c);
 }
 
 static int end_init(struct fwd_conn *c, struct fwd_end *e, int fd)
@@ -380,7 +380,7 @@ static int conn_start(struct forwarder *fw, int cfd)
 	if (r < 0)
 		goto fail;
 	if (c->connected)
-		conn_pump(c);
+		serve_conn_pump(c);
 	return 0;
 fail:
 	conn_close(c, true);

@@ -5,7 +5,7 @@
  * sending a reply (bounded by SERVE_SEND_TIMEOUT_MS): handshakes advance as bytes arrive, long
  * replies (logs) go out one chunk per pass, boots and stops run in runner processes.
  */
-#include "serve_int.h"
+#include "serve.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -26,6 +26,11 @@
 #include "file.h"
 #include "log.h"
 #include "strv.h"
+#include "secrets_store.h"
+#include "serve_apps.h"
+#include "serve_conn.h"
+#include "serve_jobs.h"
+#include "serve_listen.h"
 
 extern char **environ;
 
@@ -130,7 +135,7 @@ static void signals_read(struct serve *srv)
 	while (read(srv->sigfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
 		switch (si.ssi_signo) {
 		case SIGCHLD:
-			jobs_reap(srv);
+			serve_jobs_reap(srv);
 			break;
 		case SIGTERM:
 		case SIGINT:
@@ -164,9 +169,10 @@ static void conns_sweep(struct serve *srv)
 		bool eof = c->io && c->io->eof;
 
 		dead = c->next;
-		conn_free(c);
+		serve_jobs_unfollow_conn(srv, c->id);
+		serve_conn_free(c);
 		if (l)
-			listener_session_ended(srv, l, eof);
+			serve_listen_session_ended(srv, l, eof);
 	}
 }
 
@@ -175,13 +181,13 @@ static int poll_timeout(struct serve *srv)
 	int64_t now = frame_io_now_ms(), t = -1;
 
 	for (struct conn *c = srv->conns; c; c = c->next) {
-		if (conn_has_pending(c))
+		if (serve_conn_has_pending(c))
 			return 0;
 		if (c->state == CONN_HANDSHAKE) {
 			int64_t left = c->hs_deadline - now;
 			if (t < 0 || left < t)
 				t = left < 0 ? 0 : left;
-		} else if (conn_wants_timer(c) && (t < 0 || t > SERVE_FOLLOW_MS)) {
+		} else if (serve_conn_wants_timer(c) && (t < 0 || t > SERVE_FOLLOW_MS)) {
 			t = SERVE_FOLLOW_MS;
 		}
 	}
@@ -247,24 +253,24 @@ static int loop_run(struct serve *srv)
 		for (size_t i = 0; i < srv->n_listeners; i++)
 			if ((r > 0 && pfd[li0 + i].revents) ||
 			    srv->listeners[i].kind == LISTEN_SERIAL)
-				listener_ready(srv, &srv->listeners[i]);
+				serve_listen_ready(srv, &srv->listeners[i]);
 		for (size_t i = 0; i < nconn; i++) {
 			struct conn *c = conns[i];
-			if ((r > 0 && pfd[ci0 + i].revents) || conn_has_pending(c) ||
+			if ((r > 0 && pfd[ci0 + i].revents) || serve_conn_has_pending(c) ||
 			    (c->state == CONN_HANDSHAKE && frame_io_now_ms() >= c->hs_deadline))
-				conn_ready(c);
+				serve_conn_ready(c);
 		}
-		/* Jobs may be freed by job_readable: only those still listed are looked at. */
+		/* Jobs may be freed by serve_jobs_readable: only those still listed are looked at. */
 		for (size_t i = 0; i < njob; i++) {
 			bool listed = false;
 			for (struct job *j = srv->jobs; j; j = j->next)
 				listed |= j == jobs[i];
 			if (listed && r > 0 && pfd[ji0 + i].revents && jobs[i]->fd >= 0)
-				job_readable(srv, jobs[i]);
+				serve_jobs_readable(srv, jobs[i]);
 		}
 		for (struct conn *c = srv->conns; c; c = c->next)
 			if (c->state == CONN_SESSION)
-				conn_pump(c);
+				serve_conn_pump(c);
 		conns_sweep(srv);
 	}
 	return 0;
@@ -314,10 +320,10 @@ int serve_run(const struct serve_config *cfg, struct err *err)
 	if (authkeys_new(cfg->authkeys_file, cfg->authkeys_dir, &srv.authkeys, err) < 0 ||
 	    secrets_store_new(&srv.secrets, err) < 0)
 		goto out;
-	apps_load(&srv);
+	serve_apps_load(&srv);
 	if (gethostname(srv.instance, sizeof(srv.instance) - 1) < 0)
 		snprintf(srv.instance, sizeof(srv.instance), "guest");
-	if (listeners_open(&srv, err) < 0)
+	if (serve_listen_open(&srv, err) < 0)
 		goto out;
 	notify(notify_socket, "READY=1\nSTATUS=serving");
 	r = loop_run(&srv);
@@ -332,11 +338,11 @@ out:
 			struct err e;
 			channel_close(c->ch, 1000, &e);
 		}
-		conn_free(c);
+		serve_conn_free(c);
 	}
-	listeners_close(&srv);
-	jobs_free(&srv);
-	apps_free(&srv);
+	serve_listen_close(&srv);
+	serve_jobs_free(&srv);
+	serve_apps_free(&srv);
 	secrets_store_free(srv.secrets);
 	authkeys_free(srv.authkeys);
 	keys_free(srv.key);

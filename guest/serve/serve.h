@@ -15,37 +15,7 @@
 
 #include "err.h"
 
-#define SERVE_VSOCK_PORT 7340 /* the agent's documented vsock port */
-#define SERVE_HOST_CID 2      /* VMADDR_CID_HOST: the only peer accepted by default */
-#define SERVE_DEFAULT_UNIX "/run/sandbox-agent/agent.sock"
-#define SERVE_DEFAULT_SERIAL "/dev/virtio-ports/org.sandbox-app-runtime.agent"
-#define SERVE_DEFAULT_AUTHKEYS "/etc/sandbox-agent/authorized_keys"
-#define SERVE_DEFAULT_AUTHKEYS_DIR "/etc/sandbox-agent/authorized_keys.d"
-#define SERVE_DEFAULT_KEY "/var/lib/sandbox-agent/guest_key"
-#define SERVE_DEFAULT_STATE_DIR "/run/sandbox-agent"
-
-struct serve_config {
-	char **unix_paths;        /* --unix PATH (repeatable) */
-	bool vsock;               /* --vsock */
-	unsigned vsock_port;      /* 0: SERVE_VSOCK_PORT */
-	uint32_t vsock_allow_cid; /* peer CID accepted on vsock (SERVE_HOST_CID) */
-	const char *serial_path;  /* --serial PATH */
-	bool serial_wait;         /* a missing port is waited for (opened once udev makes it) */
-	bool stdio;               /* --stdio: one session on fds 0 and 1, then exit */
-	const char *authkeys_file;
-	const char *authkeys_dir;
-	const char *key_path;
-	const char *state_dir;
-	int handshake_timeout_ms;
-	/* What every boot gets (sandbox-app-boot's options of the same names). */
-	const char *user;
-	const char *listen_addr;
-	unsigned listen_port;
-	bool no_forward;
-	unsigned grace_ms;
-	const char *cache_root;
-	const char *runner; /* the executable run as the boot runner: /proc/self/exe */
-};
+#include "serve_config.h"
 
 /* Run the daemon until SIGTERM/SIGINT (or, with --stdio, the end of the session). */
 int serve_run(const struct serve_config *cfg, struct err *err);
@@ -54,12 +24,5 @@ int serve_run(const struct serve_config *cfg, struct err *err);
 struct keypair;
 int serve_key_load_or_create(const char *path, struct keypair **ret, bool *ret_created,
                              struct err *err);
-
-/* The command lines: `sandbox-agent serve ...`, `sandbox-agent keygen [--key FILE]`. */
-int serve_cli_main(int argc, char **argv);
-int serve_cli_keygen_main(int argc, char **argv);
-
-/* The boot runner: the request arrives on fd (docs/daemon.md, "The boot runner"). */
-int serve_runner_main(int fd);
 
 #endif

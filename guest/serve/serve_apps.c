@@ -6,7 +6,7 @@
  * restarted daemon (the file lives in its tmpfs) still answers status, logs and stop for apps
  * it booted before.
  */
-#include "serve_int.h"
+#include "serve_apps.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -32,7 +32,7 @@ static void apps_clear(struct serve *srv)
 	srv->n_apps = 0;
 }
 
-void apps_free(struct serve *srv)
+void serve_apps_free(struct serve *srv)
 {
 	apps_clear(srv);
 }
@@ -77,7 +77,7 @@ static void apps_save(struct serve *srv)
 		log_warn("cannot remember the apps: %s", err.msg);
 }
 
-int apps_load(struct serve *srv)
+int serve_apps_load(struct serve *srv)
 {
 	_cleanup_free_ char *path = NULL;
 	_cleanup_free_ char *buf = NULL;
@@ -114,7 +114,7 @@ int apps_load(struct serve *srv)
 	return 0;
 }
 
-int apps_normalize(const char *app_dir, char **ret, struct err *err)
+int serve_apps_normalize(const char *app_dir, char **ret, struct err *err)
 {
 	char real[PATH_MAX];
 	_cleanup_free_ char *out = NULL;
@@ -163,13 +163,13 @@ int apps_normalize(const char *app_dir, char **ret, struct err *err)
 	return 0;
 }
 
-int apps_state_dir(struct serve *srv, const char *app_dir, char **ret, struct err *err)
+int serve_apps_state_dir(struct serve *srv, const char *app_dir, char **ret, struct err *err)
 {
 	_cleanup_free_ char *norm = NULL;
 	char *slash;
 	int r;
 
-	r = apps_normalize(app_dir, &norm, err);
+	r = serve_apps_normalize(app_dir, &norm, err);
 	if (r < 0)
 		return r;
 	for (size_t i = 0; i < srv->n_apps; i++) {
@@ -186,7 +186,7 @@ int apps_state_dir(struct serve *srv, const char *app_dir, char **ret, struct er
 	return 0;
 }
 
-int apps_set(struct serve *srv, const char *app_dir, const char *state_dir)
+int serve_apps_set(struct serve *srv, const char *app_dir, const char *state_dir)
 {
 	int r;
 
@@ -208,7 +208,7 @@ int apps_set(struct serve *srv, const char *app_dir, const char *state_dir)
 	return 0;
 }
 
-void apps_forget(struct serve *srv, const char *app_dir)
+void serve_apps_forget(struct serve *srv, const char *app_dir)
 {
 	for (size_t i = 0; i < srv->n_apps; i++) {
 		if (strcmp(srv->apps[i].app_dir, app_dir) == 0) {

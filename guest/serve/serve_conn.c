@@ -5,7 +5,7 @@
  * session: messages dispatched by stream (docs/protocol.md "Streams"), replies, and the
  * operations' pumps.
  */
-#include "serve_int.h"
+#include "serve_conn.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -16,105 +16,18 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "serve_ops.h"
+#include "serve_stream.h"
 
-typedef int (*op_start_fn)(struct conn *c, struct stream *st, const struct msg *m);
-
-static op_start_fn op_for(uint16_t type)
-{
-	switch (type) {
-	case MSG_SECRETS_PUT:
-		return op_secrets_put;
-	case MSG_SECRETS_DROP:
-		return op_secrets_drop;
-	case MSG_TREE_PUSH_BEGIN:
-		return op_tree_push;
-	case MSG_BOOT_START:
-		return op_boot_start;
-	case MSG_STATUS:
-		return op_status;
-	case MSG_LOGS:
-		return op_logs;
-	case MSG_STOP:
-		return op_stop;
-	case MSG_RUNTIME_READ:
-		return op_runtime_read;
-	case MSG_CHECKOUT_PACK:
-		return op_checkout_pack;
-	case MSG_CHECKOUT_FETCH:
-		return op_checkout_fetch;
-	case MSG_PUBLISH_COMMIT:
-		return op_publish_commit;
-	default:
-		return NULL;
-	}
-}
-
-struct conn *conn_find(struct serve *srv, uint64_t id)
-{
-	for (struct conn *c = srv->conns; c; c = c->next)
-		if (c->id == id && c->state != CONN_DEAD)
-			return c;
-	return NULL;
-}
-
-struct stream *stream_find(struct conn *c, uint32_t id)
-{
-	for (struct stream *st = c->streams; st; st = st->next)
-		if (st->id == id)
-			return st;
-	return NULL;
-}
-
-static void stream_free(struct stream *st)
-{
-	if (st->ops && st->ops->free && st->data)
-		st->ops->free(st->data);
-	free(st);
-}
-
-static void stream_remove(struct conn *c, struct stream *st)
-{
-	for (struct stream **p = &c->streams; *p; p = &(*p)->next) {
-		if (*p == st) {
-			*p = st->next;
-			c->n_streams--;
-			stream_free(st);
-			return;
-		}
-	}
-}
-
-/*
- * Once our half is done nothing more happens on a stream: it is forgotten, and what the host
- * still sends on it (the rest of a refused push, a cancel that crossed our last reply) is
- * dropped as belonging to a finished stream.
- */
-static void stream_maybe_free(struct conn *c, struct stream *st)
-{
-	if (st->done)
-		stream_remove(c, st);
-}
-
-void conn_kill(struct conn *c, const char *why)
-{
-	if (c->state == CONN_DEAD)
-		return;
-	if (c->state == CONN_SESSION)
-		log_info("connection %" PRIu64 " (%s, %s) ended: %s", c->id, c->peer,
-		         c->fingerprint, why);
-	c->state = CONN_DEAD;
-}
-
-void conn_free(struct conn *c)
+void serve_conn_free(struct conn *c)
 {
 	if (!c)
 		return;
 	while (c->streams) {
 		struct stream *st = c->streams;
 		c->streams = st->next;
-		stream_free(st);
+		serve_stream_free(st);
 	}
-	job_unfollow_conn(c->srv, c->id);
 	channel_free(c->ch);
 	handshake_free(c->hs);
 	if (c->owns_io)
@@ -128,59 +41,6 @@ void conn_free(struct conn *c)
 	free(c);
 }
 
-int conn_send(struct conn *c, uint16_t type, uint16_t flags, uint32_t stream, json_object *json,
-              const void *data, size_t len)
-{
-	struct msg m = {.type = type,
-	                .flags = flags,
-	                .stream = stream,
-	                .json = json,
-	                .data = data,
-	                .data_len = len};
-	struct err err;
-	int r;
-
-	if (c->state != CONN_SESSION) {
-		json_object_put(json);
-		return -EPIPE;
-	}
-	r = channel_send(c->ch, &m, SERVE_SEND_TIMEOUT_MS, &err);
-	json_object_put(json);
-	if (r < 0)
-		conn_kill(c, err.msg);
-	return r;
-}
-
-void stream_finish(struct conn *c, struct stream *st)
-{
-	st->done = true;
-}
-
-int stream_ok(struct conn *c, struct stream *st, json_object *json)
-{
-	st->done = true;
-	return conn_send(c, MSG_OK, MSG_F_END, st->id, json ? json : json_object_new_object(), NULL,
-	                 0);
-}
-
-int stream_error(struct conn *c, struct stream *st, const struct err *e)
-{
-	struct msg m = {0};
-	struct err err;
-	int r;
-
-	st->done = true;
-	if (c->state != CONN_SESSION)
-		return -EPIPE;
-	log_debug("connection %" PRIu64 " stream %" PRIu32 ": %s", c->id, st->id, e->msg);
-	msg_error_from_err(&m, st->id, e, true);
-	r = channel_send(c->ch, &m, SERVE_SEND_TIMEOUT_MS, &err);
-	msg_dispose(&m);
-	if (r < 0)
-		conn_kill(c, err.msg);
-	return r;
-}
-
 static void error_on(struct conn *c, uint32_t stream, int code, const char *fmt, ...)
     _printf_(4, 5);
 static void error_on(struct conn *c, uint32_t stream, int code, const char *fmt, ...)
@@ -192,32 +52,7 @@ static void error_on(struct conn *c, uint32_t stream, int code, const char *fmt,
 	va_start(ap, fmt);
 	vsnprintf(e.msg, sizeof(e.msg), fmt, ap);
 	va_end(ap);
-	stream_error(c, &st, &e);
-}
-
-const char *op_field_string(const struct msg *m, const char *key, bool required, struct err *err)
-{
-	json_object *v = NULL;
-	const char *s;
-
-	if (!m->json || !json_object_object_get_ex(m->json, key, &v) || !v) {
-		if (required)
-			err_set(err, ERR_REFUSED, EINVAL, "%s: \"%s\" is missing",
-			        msg_type_name(m->type) ?: "request", key);
-		return NULL;
-	}
-	if (!json_object_is_type(v, json_type_string)) {
-		err_set(err, ERR_REFUSED, EINVAL, "%s: \"%s\" must be a string",
-		        msg_type_name(m->type) ?: "request", key);
-		return NULL;
-	}
-	s = json_object_get_string(v);
-	if ((size_t)json_object_get_string_len(v) != strlen(s)) {
-		err_set(err, ERR_REFUSED, EINVAL, "%s: \"%s\" holds a NUL character",
-		        msg_type_name(m->type) ?: "request", key);
-		return NULL;
-	}
-	return s;
+	serve_stream_error(c, &st, &e);
 }
 
 /* ---- the handshake ---- */
@@ -236,7 +71,7 @@ static void hello_send(struct conn *c)
 	json_object_object_add(o, "capabilities", caps);
 	json_object_object_add(o, "max_payload", json_object_new_int(FRAME_PLAINTEXT_MAX));
 	json_object_object_add(o, "instance", json_object_new_string(c->srv->instance));
-	conn_send(c, MSG_HELLO, 0, 0, o, NULL, 0);
+	serve_stream_send(c, MSG_HELLO, 0, 0, o, NULL, 0);
 }
 
 static void hs_fail(struct conn *c, const struct err *e)
@@ -359,7 +194,7 @@ static void hs_step(struct conn *c)
 	}
 }
 
-struct conn *conn_new(struct serve *srv, int fd, int wfd, bool owns_fds, const char *peer,
+struct conn *serve_conn_new(struct serve *srv, int fd, int wfd, bool owns_fds, const char *peer,
                       struct listener *l, struct frame_io *io)
 {
 	struct conn *c = calloc(1, sizeof(*c));
@@ -416,7 +251,7 @@ static void conn_level(struct conn *c, const struct msg *m)
 		int64_t t = 0;
 		msg_get_int64(m, "t", &t);
 		json_object_object_add(o, "t", json_object_new_int64(t));
-		conn_send(c, MSG_PONG, 0, 0, o, NULL, 0);
+		serve_stream_send(c, MSG_PONG, 0, 0, o, NULL, 0);
 		break;
 	}
 	case MSG_ERROR: {
@@ -433,13 +268,13 @@ static void conn_level(struct conn *c, const struct msg *m)
 static void dispatch(struct conn *c, const struct msg *m)
 {
 	struct stream *st;
-	op_start_fn start;
+	serve_ops_start_fn start;
 
 	if (m->stream == 0) {
 		conn_level(c, m);
 		return;
 	}
-	st = stream_find(c, m->stream);
+	st = serve_stream_find(c, m->stream);
 	if (st) {
 		if (m->type == MSG_CANCEL) {
 			st->host_done = true;
@@ -449,7 +284,7 @@ static void dispatch(struct conn *c, const struct msg *m)
 				} else {
 					struct err e = {.cls = ERR_FAILED, .code = ECANCELED};
 					snprintf(e.msg, sizeof(e.msg), "cancelled by the host");
-					stream_error(c, st, &e);
+					serve_stream_error(c, st, &e);
 				}
 			}
 		} else if (st->host_done) {
@@ -469,11 +304,11 @@ static void dispatch(struct conn *c, const struct msg *m)
 				snprintf(e.msg, sizeof(e.msg), "%s does not belong on a %s stream",
 				         msg_type_name(m->type) ?: "an unknown message",
 				         msg_type_name(st->type) ?: "?");
-				stream_error(c, st, &e);
+				serve_stream_error(c, st, &e);
 			}
 		}
 		if (c->state != CONN_DEAD)
-			stream_maybe_free(c, st);
+			serve_stream_release(c, st);
 		return;
 	}
 	if (m->stream <= c->last_stream) {
@@ -495,7 +330,7 @@ static void dispatch(struct conn *c, const struct msg *m)
 		         SERVE_STREAMS_MAX);
 		return;
 	}
-	start = op_for(m->type);
+	start = serve_ops_find(m->type);
 	if (!start) {
 		error_on(c, m->stream, EOPNOTSUPP,
 		         "%s (type 0x%04x) is not supported by this agent",
@@ -515,7 +350,7 @@ static void dispatch(struct conn *c, const struct msg *m)
 	c->n_streams++;
 	start(c, st, m);
 	if (c->state != CONN_DEAD)
-		stream_maybe_free(c, st);
+		serve_stream_release(c, st);
 }
 
 static void session_ended(struct conn *c, const struct err *e, bool clean)
@@ -523,10 +358,10 @@ static void session_ended(struct conn *c, const struct err *e, bool clean)
 	if (clean) {
 		struct err err;
 		channel_close(c->ch, 1000, &err);
-		conn_kill(c, "the host closed the session");
+		serve_stream_kill_conn(c, "the host closed the session");
 		return;
 	}
-	conn_kill(c, e->msg);
+	serve_stream_kill_conn(c, e->msg);
 }
 
 static void session_step(struct conn *c)
@@ -547,7 +382,7 @@ static void session_step(struct conn *c)
 	}
 }
 
-void conn_ready(struct conn *c)
+void serve_conn_ready(struct conn *c)
 {
 	if (c->state == CONN_HANDSHAKE)
 		hs_step(c);
@@ -561,14 +396,14 @@ void conn_ready(struct conn *c)
 	}
 }
 
-int conn_pump(struct conn *c)
+int serve_conn_pump(struct conn *c)
 {
 	int more = 0;
 
 	/* Streams a relayed result finished (serve_jobs.c) go now. */
 	for (struct stream *st = c->streams, *next; st; st = next) {
 		next = st->next;
-		stream_maybe_free(c, st);
+		serve_stream_release(c, st);
 	}
 
 	for (struct stream *st = c->streams, *next; st && c->state == CONN_SESSION; st = next) {
@@ -579,12 +414,12 @@ int conn_pump(struct conn *c)
 		st->more = st->ops->pump(c, st) > 0;
 		more |= st->more;
 		if (c->state == CONN_SESSION)
-			stream_maybe_free(c, st);
+			serve_stream_release(c, st);
 	}
 	return more;
 }
 
-bool conn_has_pending(const struct conn *c)
+bool serve_conn_has_pending(const struct conn *c)
 {
 	if (c->state == CONN_DEAD)
 		return false;
@@ -596,7 +431,7 @@ bool conn_has_pending(const struct conn *c)
 	return false;
 }
 
-bool conn_wants_timer(const struct conn *c)
+bool serve_conn_wants_timer(const struct conn *c)
 {
 	if (c->state == CONN_HANDSHAKE)
 		return true;

@@ -8,7 +8,7 @@
  * runner outlives the connection that started it, and the daemon: it is in a session of its
  * own and carries on when its socket breaks.
  */
-#include "serve_int.h"
+#include "serve_jobs.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -23,6 +23,8 @@
 
 #include "log.h"
 #include "proc.h"
+#include "secrets_store.h"
+#include "serve_stream.h"
 
 #define JOB_RECORD_MAX (256 * 1024)
 
@@ -110,7 +112,7 @@ static _noreturn_ void runner_exec(struct serve *srv, int sock)
 	_exit(127);
 }
 
-int job_spawn(struct serve *srv, enum job_kind kind, json_object *request, bool with_secrets,
+int serve_jobs_spawn(struct serve *srv, enum job_kind kind, json_object *request, bool with_secrets,
               const char *app_dir, const char *state_dir, struct job **ret, struct err *err)
 {
 	struct job *j;
@@ -184,7 +186,7 @@ int job_spawn(struct serve *srv, enum job_kind kind, json_object *request, bool 
 	return 0;
 }
 
-int job_follow(struct job *j, uint64_t conn_id, uint32_t stream)
+int serve_jobs_follow(struct job *j, uint64_t conn_id, uint32_t stream)
 {
 	struct follower *v = reallocarray(j->followers, j->n_followers + 1, sizeof(*v));
 
@@ -195,7 +197,7 @@ int job_follow(struct job *j, uint64_t conn_id, uint32_t stream)
 	return 0;
 }
 
-void job_unfollow_conn(struct serve *srv, uint64_t conn_id)
+void serve_jobs_unfollow_conn(struct serve *srv, uint64_t conn_id)
 {
 	for (struct job *j = srv->jobs; j; j = j->next)
 		for (size_t i = 0; i < j->n_followers;)
@@ -205,7 +207,7 @@ void job_unfollow_conn(struct serve *srv, uint64_t conn_id)
 				i++;
 }
 
-struct job *job_find(struct serve *srv, enum job_kind kind, const char *state_dir)
+struct job *serve_jobs_find(struct serve *srv, enum job_kind kind, const char *state_dir)
 {
 	for (struct job *j = srv->jobs; j; j = j->next)
 		if (j->kind == kind && !j->result_seen && strcmp(j->state_dir, state_dir) == 0)
@@ -217,14 +219,14 @@ struct job *job_find(struct serve *srv, enum job_kind kind, const char *state_di
 static void relay(struct serve *srv, struct job *j, const struct msg *m)
 {
 	for (size_t i = 0; i < j->n_followers; i++) {
-		struct conn *c = conn_find(srv, j->followers[i].conn_id);
-		struct stream *st = c ? stream_find(c, j->followers[i].stream) : NULL;
+		struct conn *c = serve_stream_conn_find(srv, j->followers[i].conn_id);
+		struct stream *st = c ? serve_stream_find(c, j->followers[i].stream) : NULL;
 
 		if (!st || st->done)
 			continue;
 		if (m->flags & MSG_F_END)
-			stream_finish(c, st);
-		conn_send(c, m->type, m->flags, st->id, m->json ? json_object_get(m->json) : NULL,
+			serve_stream_finish(c, st);
+		serve_stream_send(c, m->type, m->flags, st->id, m->json ? json_object_get(m->json) : NULL,
 		          m->data, m->data_len);
 	}
 }
@@ -281,7 +283,7 @@ static void job_check_done(struct serve *srv, struct job *j)
 	}
 }
 
-void job_readable(struct serve *srv, struct job *j)
+void serve_jobs_readable(struct serve *srv, struct job *j)
 {
 	_cleanup_free_ uint8_t *buf = malloc(JOB_RECORD_MAX);
 
@@ -317,7 +319,7 @@ void job_readable(struct serve *srv, struct job *j)
 	job_check_done(srv, j);
 }
 
-void jobs_reap(struct serve *srv)
+void serve_jobs_reap(struct serve *srv)
 {
 	for (;;) {
 		int status;
@@ -330,7 +332,7 @@ void jobs_reap(struct serve *srv)
 				j->exited = true;
 				j->status = status;
 				if (j->fd >= 0)
-					job_readable(srv, j); /* its last words first */
+					serve_jobs_readable(srv, j); /* its last words first */
 				else
 					job_check_done(srv, j);
 				break;
@@ -339,7 +341,7 @@ void jobs_reap(struct serve *srv)
 	}
 }
 
-void jobs_free(struct serve *srv)
+void serve_jobs_free(struct serve *srv)
 {
 	while (srv->jobs) {
 		struct job *j = srv->jobs;

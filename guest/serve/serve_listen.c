@@ -5,7 +5,7 @@
  * time on the serial port (one frame_io across sessions, so bytes read past the end of one
  * reach the next: the resync marker sorts them out), and stdin/stdout for exec pipes.
  */
-#include "serve_int.h"
+#include "serve_listen.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "serve_conn.h"
 
 #if __has_include(<linux/vm_sockets.h>)
 #include <linux/vm_sockets.h>
@@ -117,7 +118,7 @@ static void serial_session(struct serve *srv, struct listener *l)
 
 	snprintf(peer, sizeof(peer), "serial %s", l->path);
 	l->busy = true;
-	if (!conn_new(srv, l->fd, l->fd, false, peer, l, l->io))
+	if (!serve_conn_new(srv, l->fd, l->fd, false, peer, l, l->io))
 		l->busy = false;
 }
 
@@ -157,7 +158,7 @@ static void serial_park(struct listener *l)
 	l->retry_at = frame_io_now_ms() + SERVE_SERIAL_RETRY_MS;
 }
 
-int listeners_open(struct serve *srv, struct err *err)
+int serve_listen_open(struct serve *srv, struct err *err)
 {
 	const struct serve_config *cfg = srv->cfg;
 	struct listener *l;
@@ -172,7 +173,7 @@ int listeners_open(struct serve *srv, struct err *err)
 			if ((fl = fcntl(fd, F_GETFL)) >= 0)
 				fcntl(fd, F_SETFL, fl | O_NONBLOCK);
 		l->busy = true;
-		if (!conn_new(srv, 0, 1, false, "stdio", l, NULL))
+		if (!serve_conn_new(srv, 0, 1, false, "stdio", l, NULL))
 			return err_set(err, ERR_FAILED, ENOMEM, "out of memory");
 		return 0;
 	}
@@ -207,7 +208,7 @@ int listeners_open(struct serve *srv, struct err *err)
 	return 0;
 }
 
-void listeners_close(struct serve *srv)
+void serve_listen_close(struct serve *srv)
 {
 	for (size_t i = 0; i < srv->n_listeners; i++) {
 		struct listener *l = &srv->listeners[i];
@@ -243,7 +244,7 @@ static void unix_accept(struct serve *srv, struct listener *l, int fd)
 		return;
 	}
 	snprintf(peer, sizeof(peer), "unix:%s pid %d", l->path, (int)cred.pid);
-	conn_new(srv, fd, fd, true, peer, NULL, NULL);
+	serve_conn_new(srv, fd, fd, true, peer, NULL, NULL);
 }
 
 #ifdef HAVE_VSOCK
@@ -260,11 +261,11 @@ static void vsock_accept(struct serve *srv, struct listener *l, int fd,
 		return;
 	}
 	snprintf(peer, sizeof(peer), "vsock CID %u port %u", sa->svm_cid, sa->svm_port);
-	conn_new(srv, fd, fd, true, peer, NULL, NULL);
+	serve_conn_new(srv, fd, fd, true, peer, NULL, NULL);
 }
 #endif
 
-void listener_ready(struct serve *srv, struct listener *l)
+void serve_listen_ready(struct serve *srv, struct listener *l)
 {
 	if (l->kind == LISTEN_SERIAL) {
 		struct err err;
@@ -304,7 +305,7 @@ void listener_ready(struct serve *srv, struct listener *l)
 	}
 }
 
-void listener_session_ended(struct serve *srv, struct listener *l, bool eof)
+void serve_listen_session_ended(struct serve *srv, struct listener *l, bool eof)
 {
 	struct pollfd p;
 

@@ -4,7 +4,7 @@
  * runner (serve_jobs.c); the stream follows the runner until its result. A boot goes on when
  * the connection drops; the host comes back with status and logs.
  */
-#include "serve_int.h"
+#include "serve_ops_boot.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -15,6 +15,10 @@
 #include "boot_plan.h"
 #include "file.h"
 #include "log.h"
+#include "secrets_store.h"
+#include "serve_apps.h"
+#include "serve_jobs.h"
+#include "serve_stream.h"
 
 #define BOOT_TIMEOUT_MAX (7 * 24 * 3600)
 
@@ -54,7 +58,7 @@ static int spec_write(struct serve *srv, json_object *spec, char **ret_app_dir,
 	if (!json_object_object_get_ex(spec, "app_dir", &v) ||
 	    !json_object_is_type(v, json_type_string))
 		return err_set(err, ERR_REFUSED, EINVAL, "boot.start: the spec has no app_dir");
-	if (apps_normalize(json_object_get_string(v), &app_dir, err) < 0)
+	if (serve_apps_normalize(json_object_get_string(v), &app_dir, err) < 0)
 		return -1;
 	slash = strrchr(app_dir, '/');
 	if (asprintf(&dir, "%.*s/boot", (int)(slash - app_dir), app_dir) < 0 ||
@@ -92,7 +96,7 @@ static int check_pass_env(struct serve *srv, json_object *names, struct err *err
 	return 0;
 }
 
-int op_boot_start(struct conn *c, struct stream *st, const struct msg *m)
+int serve_ops_boot_start(struct conn *c, struct stream *st, const struct msg *m)
 {
 	struct serve *srv = c->srv;
 	_cleanup_json_ json_object *req = json_object_new_object();
@@ -109,33 +113,33 @@ int op_boot_start(struct conn *c, struct stream *st, const struct msg *m)
 		json_object_object_get_ex(m->json, "spec", &spec);
 	if (spec) {
 		if (spec_write(srv, spec, &app_dir, &state_dir, &spec_path, &err) < 0)
-			return stream_error(c, st, &err);
+			return serve_stream_error(c, st, &err);
 		json_object_object_add(req, "shape", json_object_new_string("spec"));
 		json_object_object_add(req, "spec_path", json_object_new_string(spec_path));
 	} else {
-		const char *dir = op_field_string(m, "app_dir", true, &err);
+		const char *dir = serve_stream_field_string(m, "app_dir", true, &err);
 		char *slash;
 
-		if (!dir || apps_normalize(dir, &app_dir, &err) < 0)
-			return stream_error(c, st, &err);
+		if (!dir || serve_apps_normalize(dir, &app_dir, &err) < 0)
+			return serve_stream_error(c, st, &err);
 		slash = strrchr(app_dir, '/');
 		if (asprintf(&state_dir, "%.*s/.sandbox", (int)(slash - app_dir), app_dir) < 0) {
 			state_dir = NULL;
 			err_set(&err, ERR_FAILED, ENOMEM, "out of memory");
-			return stream_error(c, st, &err);
+			return serve_stream_error(c, st, &err);
 		}
 		json_object_object_add(req, "shape", json_object_new_string("directory"));
 		json_object_object_add(req, "app_dir", json_object_new_string(app_dir));
 	}
-	if (job_find(srv, JOB_BOOT, state_dir)) {
+	if (serve_jobs_find(srv, JOB_BOOT, state_dir)) {
 		err_set(&err, ERR_REFUSED, EBUSY,
 		        "a boot of %s is already in progress: follow it with status and logs",
 		        app_dir);
-		return stream_error(c, st, &err);
+		return serve_stream_error(c, st, &err);
 	}
 	if (m->json && json_object_object_get_ex(m->json, "pass_env", &pass_env)) {
 		if (check_pass_env(srv, pass_env, &err) < 0)
-			return stream_error(c, st, &err);
+			return serve_stream_error(c, st, &err);
 		json_object_object_add(req, "pass_env", json_object_get(pass_env));
 	}
 	if (msg_get_int64(m, "timeout", &timeout)) {
@@ -143,7 +147,7 @@ int op_boot_start(struct conn *c, struct stream *st, const struct msg *m)
 			err_set(&err, ERR_REFUSED, EINVAL,
 			        "boot.start: the timeout is seconds from 1 to %d",
 			        BOOT_TIMEOUT_MAX);
-			return stream_error(c, st, &err);
+			return serve_stream_error(c, st, &err);
 		}
 		json_object_object_add(req, "timeout", json_object_new_int64(timeout));
 	}
@@ -161,19 +165,19 @@ int op_boot_start(struct conn *c, struct stream *st, const struct msg *m)
 		err_set(&err, ERR_REFUSED, EINVAL,
 		        "boot.start: \"from\" and \"restart\" do not go "
 		        "together");
-		return stream_error(c, st, &err);
+		return serve_stream_error(c, st, &err);
 	}
 	add_defaults(srv, req);
-	if (job_spawn(srv, JOB_BOOT, req, true, app_dir, state_dir, &job, &err) < 0)
-		return stream_error(c, st, &err);
-	job_follow(job, c->id, st->id);
-	apps_set(srv, app_dir, state_dir);
+	if (serve_jobs_spawn(srv, JOB_BOOT, req, true, app_dir, state_dir, &job, &err) < 0)
+		return serve_stream_error(c, st, &err);
+	serve_jobs_follow(job, c->id, st->id);
+	serve_apps_set(srv, app_dir, state_dir);
 	log_info("connection %" PRIu64 ": boot of %s started (runner %d)", c->id, app_dir,
 	         (int)job->pid);
 	return 0;
 }
 
-int op_stop(struct conn *c, struct stream *st, const struct msg *m)
+int serve_ops_boot_stop(struct conn *c, struct stream *st, const struct msg *m)
 {
 	struct serve *srv = c->srv;
 	_cleanup_json_ json_object *req = json_object_new_object();
@@ -187,24 +191,24 @@ int op_stop(struct conn *c, struct stream *st, const struct msg *m)
 	bool discard = false;
 
 	err_clear(&err);
-	dir = op_field_string(m, "app_dir", true, &err);
-	if (!dir || apps_normalize(dir, &app_dir, &err) < 0 ||
-	    apps_state_dir(srv, app_dir, &state_dir, &err) < 0)
-		return stream_error(c, st, &err);
+	dir = serve_stream_field_string(m, "app_dir", true, &err);
+	if (!dir || serve_apps_normalize(dir, &app_dir, &err) < 0 ||
+	    serve_apps_state_dir(srv, app_dir, &state_dir, &err) < 0)
+		return serve_stream_error(c, st, &err);
 	if (m->json && json_object_object_get_ex(m->json, "discard", &v))
 		discard = json_object_get_boolean(v);
 	if (msg_get_int64(m, "grace", &grace) && (grace < 0 || grace > 3600)) {
 		err_set(&err, ERR_REFUSED, EINVAL,
 		        "stop: the grace period is seconds from 0 to 3600");
-		return stream_error(c, st, &err);
+		return serve_stream_error(c, st, &err);
 	}
-	job = job_find(srv, JOB_STOP, state_dir);
+	job = serve_jobs_find(srv, JOB_STOP, state_dir);
 	if (job && !discard) {
-		job_follow(job, c->id, st->id);
+		serve_jobs_follow(job, c->id, st->id);
 		return 0;
 	}
 	/* A boot in progress is ended first: the runner's boot_engine_stop() sends it TERM. */
-	if (job_find(srv, JOB_BOOT, state_dir))
+	if (serve_jobs_find(srv, JOB_BOOT, state_dir))
 		log_info("connection %" PRIu64 ": stopping the boot of %s in progress", c->id,
 		         app_dir);
 	json_object_object_add(req, "app_dir", json_object_new_string(app_dir));
@@ -221,11 +225,11 @@ int op_stop(struct conn *c, struct stream *st, const struct msg *m)
 	if (srv->cfg->cache_root)
 		json_object_object_add(req, "cache_root",
 		                       json_object_new_string(srv->cfg->cache_root));
-	if (job_spawn(srv, JOB_STOP, req, false, app_dir, state_dir, &job, &err) < 0)
-		return stream_error(c, st, &err);
-	job_follow(job, c->id, st->id);
+	if (serve_jobs_spawn(srv, JOB_STOP, req, false, app_dir, state_dir, &job, &err) < 0)
+		return serve_stream_error(c, st, &err);
+	serve_jobs_follow(job, c->id, st->id);
 	if (discard)
-		apps_forget(srv, app_dir);
+		serve_apps_forget(srv, app_dir);
 	log_info("connection %" PRIu64 ": %s of %s (runner %d)", c->id,
 	         discard ? "discard" : "stop", app_dir, (int)job->pid);
 	return 0;

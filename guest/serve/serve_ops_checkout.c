@@ -14,7 +14,7 @@
  * takes the boot lock, fetches into the stage with the token read in place from its own
  * guarded store (never copied), checks the commit out, swaps it in, and replies.
  */
-#include "serve_int.h"
+#include "serve_ops_checkout.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -31,6 +31,10 @@
 #include "git_fetch.h"
 #include "git_pack.h"
 #include "log.h"
+#include "secrets_store.h"
+#include "serve_apps.h"
+#include "serve_jobs.h"
+#include "serve_stream.h"
 
 static const char *method_name(int method)
 {
@@ -82,13 +86,13 @@ static int local_ref_of(const char *ref, char *buf, size_t len, struct err *err)
 static int target_prepare(struct conn *c, const struct msg *m, char **ret_app_dir,
                           char **ret_state_dir, struct err *err)
 {
-	const char *app_dir = op_field_string(m, "app_dir", true, err);
+	const char *app_dir = serve_stream_field_string(m, "app_dir", true, err);
 
-	if (!app_dir || apps_normalize(app_dir, ret_app_dir, err) < 0 ||
-	    apps_state_dir(c->srv, *ret_app_dir, ret_state_dir, err) < 0)
+	if (!app_dir || serve_apps_normalize(app_dir, ret_app_dir, err) < 0 ||
+	    serve_apps_state_dir(c->srv, *ret_app_dir, ret_state_dir, err) < 0)
 		return err_ret(err);
-	if (job_find(c->srv, JOB_BOOT, *ret_state_dir) ||
-	    job_find(c->srv, JOB_CHECKOUT, *ret_state_dir))
+	if (serve_jobs_find(c->srv, JOB_BOOT, *ret_state_dir) ||
+	    serve_jobs_find(c->srv, JOB_CHECKOUT, *ret_state_dir))
 		return err_set(err, ERR_REFUSED, EBUSY,
 		               "a boot or checkout of %s is in progress: check out when it has "
 		               "finished",
@@ -135,7 +139,7 @@ static int pack_fail(struct conn *c, struct stream *st, struct pack_op *op, stru
 	         op && op->app_dir ? op->app_dir : "?", err->msg);
 	if (op)
 		pack_op_release(op);
-	return stream_error(c, st, err);
+	return serve_stream_error(c, st, err);
 }
 
 static int pack_end(struct conn *c, struct stream *st, struct pack_op *op)
@@ -163,7 +167,7 @@ static int pack_end(struct conn *c, struct stream *st, struct pack_op *op)
 	json_object_object_add(o, "swap", json_object_new_string(method_name(res.method)));
 	json_object_object_add(o, "objects", json_object_new_int64((int64_t)stats.objects));
 	json_object_object_add(o, "bytes", json_object_new_int64((int64_t)stats.bytes));
-	return stream_ok(c, st, o);
+	return serve_stream_ok(c, st, o);
 }
 
 static int pack_on_msg(struct conn *c, struct stream *st, const struct msg *m)
@@ -189,7 +193,7 @@ static const struct stream_ops pack_ops = {
     .free = pack_op_free,
 };
 
-int op_checkout_pack(struct conn *c, struct stream *st, const struct msg *m)
+int serve_ops_checkout_pack(struct conn *c, struct stream *st, const struct msg *m)
 {
 	struct pack_op *op = calloc(1, sizeof(*op));
 	struct checkout_target t = {0};
@@ -199,14 +203,14 @@ int op_checkout_pack(struct conn *c, struct stream *st, const struct msg *m)
 	err_clear(&err);
 	if (!op) {
 		err_set(&err, ERR_FAILED, ENOMEM, "out of memory");
-		return stream_error(c, st, &err);
+		return serve_stream_error(c, st, &err);
 	}
 	op->lock_fd = -1;
 	st->data = op;
 	st->ops = &pack_ops;
 	if (target_prepare(c, m, &op->app_dir, &op->state_dir, &err) < 0)
 		return pack_fail(c, st, op, &err);
-	commit = op_field_string(m, "commit", true, &err);
+	commit = serve_stream_field_string(m, "commit", true, &err);
 	if (!commit)
 		return pack_fail(c, st, op, &err);
 	if (strlen(commit) != GIT_OID_HEXSZ || git_oid_fromstr(&op->tip, commit) < 0) {
@@ -245,7 +249,7 @@ int op_checkout_pack(struct conn *c, struct stream *st, const struct msg *m)
 
 /* ---- checkout.fetch: the daemon's half ---- */
 
-int op_checkout_fetch(struct conn *c, struct stream *st, const struct msg *m)
+int serve_ops_checkout_fetch(struct conn *c, struct stream *st, const struct msg *m)
 {
 	struct serve *srv = c->srv;
 	_cleanup_json_ json_object *req = json_object_new_object();
@@ -260,22 +264,22 @@ int op_checkout_fetch(struct conn *c, struct stream *st, const struct msg *m)
 
 	err_clear(&err);
 	if (target_prepare(c, m, &app_dir, &state_dir, &err) < 0)
-		return stream_error(c, st, &err);
-	url = op_field_string(m, "clone_url", true, &err);
-	secret = url ? op_field_string(m, "secret", true, &err) : NULL;
+		return serve_stream_error(c, st, &err);
+	url = serve_stream_field_string(m, "clone_url", true, &err);
+	secret = url ? serve_stream_field_string(m, "secret", true, &err) : NULL;
 	if (!url || !secret)
-		return stream_error(c, st, &err);
+		return serve_stream_error(c, st, &err);
 	ref = msg_get_string(m, "ref");
 	user = msg_get_string(m, "username");
 	if (git_fetch_url_check(url, true, &err) < 0 ||
 	    (ref && ref[0] && git_fetch_ref_check(ref, &err) < 0))
-		return stream_error(c, st, &err);
+		return serve_stream_error(c, st, &err);
 	if (secrets_store_scope_of(srv->secrets, secret) != SECRET_SCOPE_FETCH) {
 		err_set(&err, ERR_REFUSED, ENOENT,
 		        "checkout.fetch: %s is not a fetch secret: put it with secrets.put "
 		        "{\"scope\": \"fetch\"} first",
 		        secret);
-		return stream_error(c, st, &err);
+		return serve_stream_error(c, st, &err);
 	}
 	run_owner(srv->cfg->user, &uid, &gid);
 	json_object_object_add(req, "app_dir", json_object_new_string(app_dir));
@@ -290,12 +294,12 @@ int op_checkout_fetch(struct conn *c, struct stream *st, const struct msg *m)
 	                       json_object_new_int64(uid == (uid_t)-1 ? -1 : (int64_t)uid));
 	json_object_object_add(req, "gid",
 	                       json_object_new_int64(gid == (gid_t)-1 ? -1 : (int64_t)gid));
-	r = job_spawn(srv, JOB_CHECKOUT, req, true, app_dir, state_dir, &job, &err);
+	r = serve_jobs_spawn(srv, JOB_CHECKOUT, req, true, app_dir, state_dir, &job, &err);
 	/* Used once: the runner has its copy (or the fetch failed to start). */
 	secrets_store_drop(srv->secrets, secret);
 	if (r < 0)
-		return stream_error(c, st, &err);
-	job_follow(job, c->id, st->id);
+		return serve_stream_error(c, st, &err);
+	serve_jobs_follow(job, c->id, st->id);
 	log_info("connection %" PRIu64 ": checkout.fetch into %s started (runner %d)", c->id,
 	         app_dir, (int)job->pid);
 	return 0;
@@ -372,7 +376,7 @@ static int fetch_with(void *userdata, const char *name, enum secret_scope scope,
 	return 0;
 }
 
-int serve_checkout_fetch_run(json_object *req, struct secrets_store *secrets,
+int serve_ops_checkout_fetch_run(json_object *req, struct secrets_store *secrets,
                              json_object **ret_reply, struct err *err)
 {
 	struct fetch_run fr = {.req = req, .err = err};

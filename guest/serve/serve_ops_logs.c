@@ -5,7 +5,7 @@
  * the log grows until the writer is done (docs/daemon.md "Log offsets" says how offsets
  * count and what a rotation does).
  */
-#include "serve_int.h"
+#include "serve_ops_logs.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -20,6 +20,9 @@
 #include "boot_state.h"
 #include "log.h"
 #include "proc.h"
+#include "serve_apps.h"
+#include "serve_jobs.h"
+#include "serve_stream.h"
 
 struct logs_op {
 	char *state_dir;
@@ -77,7 +80,7 @@ static bool writer_done(struct conn *c, struct logs_op *op)
 	struct err err;
 	bool done = true;
 
-	if (job_find(c->srv, JOB_BOOT, op->state_dir))
+	if (serve_jobs_find(c->srv, JOB_BOOT, op->state_dir))
 		return false;
 	if (boot_state_load(op->state_dir, &s, &err) != 0)
 		return true;
@@ -101,7 +104,7 @@ static int send_data(struct conn *c, struct stream *st, struct logs_op *op, cons
 	json_object_object_add(o, "skipped", json_object_new_int(0));
 	if (end)
 		st->done = true;
-	return conn_send(c, MSG_LOGS_DATA, end ? MSG_F_END : 0, st->id, o, buf, len);
+	return serve_stream_send(c, MSG_LOGS_DATA, end ? MSG_F_END : 0, st->id, o, buf, len);
 }
 
 static int logs_pump(struct conn *c, struct stream *st)
@@ -174,7 +177,7 @@ static const struct stream_ops logs_ops = {
     .free = logs_free,
 };
 
-int op_logs(struct conn *c, struct stream *st, const struct msg *m)
+int serve_ops_logs(struct conn *c, struct stream *st, const struct msg *m)
 {
 	_cleanup_free_ char *app_dir = NULL;
 	struct logs_op *op;
@@ -184,35 +187,35 @@ int op_logs(struct conn *c, struct stream *st, const struct msg *m)
 	int64_t offset = 0, max = 0;
 
 	err_clear(&err);
-	dir = op_field_string(m, "app_dir", true, &err);
+	dir = serve_stream_field_string(m, "app_dir", true, &err);
 	if (!dir)
-		return stream_error(c, st, &err);
-	log = op_field_string(m, "log", true, &err);
+		return serve_stream_error(c, st, &err);
+	log = serve_stream_field_string(m, "log", true, &err);
 	if (!log)
-		return stream_error(c, st, &err);
+		return serve_stream_error(c, st, &err);
 	if (!log_name_valid(log)) {
 		err_set(&err, ERR_REFUSED, EINVAL, "logs: \"%.64s\" is not a log's name", log);
-		return stream_error(c, st, &err);
+		return serve_stream_error(c, st, &err);
 	}
 	if ((msg_get_int64(m, "offset", &offset) && offset < 0) ||
 	    (msg_get_int64(m, "max", &max) && max < 0)) {
 		err_set(&err, ERR_REFUSED, EINVAL, "logs: offset and max count bytes from 0");
-		return stream_error(c, st, &err);
+		return serve_stream_error(c, st, &err);
 	}
 	op = calloc(1, sizeof(*op));
 	if (!op) {
 		err_set(&err, ERR_FAILED, ENOMEM, "out of memory");
-		return stream_error(c, st, &err);
+		return serve_stream_error(c, st, &err);
 	}
 	st->data = op;
 	st->ops = &logs_ops;
-	if (apps_normalize(dir, &app_dir, &err) < 0 ||
-	    apps_state_dir(c->srv, app_dir, &op->state_dir, &err) < 0)
-		return stream_error(c, st, &err);
+	if (serve_apps_normalize(dir, &app_dir, &err) < 0 ||
+	    serve_apps_state_dir(c->srv, app_dir, &op->state_dir, &err) < 0)
+		return serve_stream_error(c, st, &err);
 	op->log = strdup(log);
 	if (!op->log) {
 		err_set(&err, ERR_FAILED, ENOMEM, "out of memory");
-		return stream_error(c, st, &err);
+		return serve_stream_error(c, st, &err);
 	}
 	snprintf(op->path, sizeof(op->path), "%s/logs/%s.log", op->state_dir, log);
 	snprintf(op->path1, sizeof(op->path1), "%s.1", op->path);

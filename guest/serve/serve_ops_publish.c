@@ -11,7 +11,7 @@
  * everything the commit needs that is not reachable from the checkout's base (HEAD) or from
  * the commits the host says it has, as publish.data messages, then `ok`.
  */
-#include "serve_int.h"
+#include "serve_ops_publish.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -32,6 +32,9 @@
 #include "git_pack.h"
 #include "git_publish.h"
 #include "log.h"
+#include "serve_apps.h"
+#include "serve_jobs.h"
+#include "serve_stream.h"
 
 #define PUBLISH_HAVE_MAX 16
 #define PUBLISH_CHUNK (60 * 1024)
@@ -48,7 +51,7 @@ static int publish_flush(struct publish_send *ps)
 	int r = 0;
 
 	if (ps->len)
-		r = conn_send(ps->c, MSG_PUBLISH_DATA, 0, ps->stream, NULL, ps->buf, ps->len);
+		r = serve_stream_send(ps->c, MSG_PUBLISH_DATA, 0, ps->stream, NULL, ps->buf, ps->len);
 	ps->len = 0;
 	return r;
 }
@@ -281,7 +284,7 @@ static int publish_run(struct conn *c, struct stream *st, const struct msg *m, c
 	return 0;
 }
 
-int op_publish_commit(struct conn *c, struct stream *st, const struct msg *m)
+int serve_ops_publish_commit(struct conn *c, struct stream *st, const struct msg *m)
 {
 	_cleanup_free_ char *app_dir = NULL;
 	_cleanup_free_ char *state_dir = NULL;
@@ -291,22 +294,22 @@ int op_publish_commit(struct conn *c, struct stream *st, const struct msg *m)
 	struct err err;
 
 	err_clear(&err);
-	dir = op_field_string(m, "app_dir", true, &err);
-	if (!dir || apps_normalize(dir, &app_dir, &err) < 0 ||
-	    apps_state_dir(c->srv, app_dir, &state_dir, &err) < 0)
-		return stream_error(c, st, &err);
-	if (job_find(c->srv, JOB_BOOT, state_dir) || job_find(c->srv, JOB_CHECKOUT, state_dir)) {
+	dir = serve_stream_field_string(m, "app_dir", true, &err);
+	if (!dir || serve_apps_normalize(dir, &app_dir, &err) < 0 ||
+	    serve_apps_state_dir(c->srv, app_dir, &state_dir, &err) < 0)
+		return serve_stream_error(c, st, &err);
+	if (serve_jobs_find(c->srv, JOB_BOOT, state_dir) || serve_jobs_find(c->srv, JOB_CHECKOUT, state_dir)) {
 		err_set(&err, ERR_REFUSED, EBUSY,
 		        "a boot or checkout of %s is in progress: publish when it has finished",
 		        app_dir);
-		return stream_error(c, st, &err);
+		return serve_stream_error(c, st, &err);
 	}
 	if (file_mkdir_p(state_dir, 0700, &err) < 0 || boot_state_lock_acquire(state_dir, &lock_fd, &err) < 0)
-		return stream_error(c, st, &err);
+		return serve_stream_error(c, st, &err);
 	if (publish_run(c, st, m, app_dir, &reply, &err) < 0) {
 		log_info("connection %" PRIu64 ": publishing %s refused: %s", c->id, app_dir,
 		         err.msg);
-		return stream_error(c, st, &err);
+		return serve_stream_error(c, st, &err);
 	}
-	return stream_ok(c, st, reply);
+	return serve_stream_ok(c, st, reply);
 }

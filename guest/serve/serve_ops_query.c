@@ -4,7 +4,7 @@
  * the boot's state directory, so they work the same for boots this daemon started, boots a
  * previous daemon started, and boots `sandbox-app-boot` ran.
  */
-#include "serve_int.h"
+#include "serve_ops_query.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -20,6 +20,9 @@
 #include "file.h"
 #include "log.h"
 #include "proc.h"
+#include "serve_apps.h"
+#include "serve_jobs.h"
+#include "serve_stream.h"
 
 #define RUNTIME_MAX (60 * 1024)
 
@@ -53,7 +56,7 @@ static json_object *log_sizes(const char *state_dir)
 	return o;
 }
 
-int op_status(struct conn *c, struct stream *st, const struct msg *m)
+int serve_ops_query_status(struct conn *c, struct stream *st, const struct msg *m)
 {
 	_cleanup_free_ char *app_dir = NULL;
 	_cleanup_free_ char *state_dir = NULL;
@@ -65,20 +68,20 @@ int op_status(struct conn *c, struct stream *st, const struct msg *m)
 	int r;
 
 	err_clear(&err);
-	dir = op_field_string(m, "app_dir", true, &err);
-	if (!dir || apps_normalize(dir, &app_dir, &err) < 0 ||
-	    apps_state_dir(c->srv, app_dir, &state_dir, &err) < 0)
-		return stream_error(c, st, &err);
-	in_progress = job_find(c->srv, JOB_BOOT, state_dir) != NULL;
+	dir = serve_stream_field_string(m, "app_dir", true, &err);
+	if (!dir || serve_apps_normalize(dir, &app_dir, &err) < 0 ||
+	    serve_apps_state_dir(c->srv, app_dir, &state_dir, &err) < 0)
+		return serve_stream_error(c, st, &err);
+	in_progress = serve_jobs_find(c->srv, JOB_BOOT, state_dir) != NULL;
 	r = boot_state_load(state_dir, &s, &err);
 	if (r < 0)
-		return stream_error(c, st, &err);
+		return serve_stream_error(c, st, &err);
 	o = json_object_new_object();
 	json_object_object_add(o, "app_dir", json_object_new_string(app_dir));
 	if (r == 1) {
 		json_object_object_add(o, "state",
 		                       json_object_new_string(in_progress ? "booting" : "none"));
-		return stream_ok(c, st, o);
+		return serve_stream_ok(c, st, o);
 	}
 	state = s.status ? s.status : "none";
 	if (strcmp(state, "booting") == 0 && !in_progress &&
@@ -104,10 +107,10 @@ int op_status(struct conn *c, struct stream *st, const struct msg *m)
 		json_object_object_add(o, "port", json_object_new_int((int)s.port));
 	json_object_object_add(o, "logs", log_sizes(state_dir));
 	boot_state_dispose(&s);
-	return stream_ok(c, st, o);
+	return serve_stream_ok(c, st, o);
 }
 
-int op_runtime_read(struct conn *c, struct stream *st, const struct msg *m)
+int serve_ops_query_runtime(struct conn *c, struct stream *st, const struct msg *m)
 {
 	_cleanup_free_ char *app_dir = NULL;
 	_cleanup_free_ char *state_dir = NULL;
@@ -121,10 +124,10 @@ int op_runtime_read(struct conn *c, struct stream *st, const struct msg *m)
 	int r;
 
 	err_clear(&err);
-	dir = op_field_string(m, "app_dir", true, &err);
-	if (!dir || apps_normalize(dir, &app_dir, &err) < 0 ||
-	    apps_state_dir(c->srv, app_dir, &state_dir, &err) < 0)
-		return stream_error(c, st, &err);
+	dir = serve_stream_field_string(m, "app_dir", true, &err);
+	if (!dir || serve_apps_normalize(dir, &app_dir, &err) < 0 ||
+	    serve_apps_state_dir(c->srv, app_dir, &state_dir, &err) < 0)
+		return serve_stream_error(c, st, &err);
 	if (boot_state_load(state_dir, &s, &err) == 0 && s.runtime_path)
 		path = strdup(s.runtime_path);
 	boot_state_dispose(&s);
@@ -135,22 +138,22 @@ int op_runtime_read(struct conn *c, struct stream *st, const struct msg *m)
 	}
 	if (!path) {
 		err_set(&err, ERR_FAILED, ENOMEM, "out of memory");
-		return stream_error(c, st, &err);
+		return serve_stream_error(c, st, &err);
 	}
 	r = file_read_capped(AT_FDCWD, path, RUNTIME_MAX, READ_NOFOLLOW | READ_MISSING_OK, &buf,
 	                     &len, &err);
 	if (r == 1 || (r == 0 && !buf))
 		err_set(&err, ERR_FAILED, ENOENT, "%s does not exist: the app is not ready", path);
 	if (r != 0 || !buf)
-		return stream_error(c, st, &err);
+		return serve_stream_error(c, st, &err);
 	rt = json_tokener_parse(buf);
 	sodium_memzero(buf, len); /* it holds the app's MCP token */
 	if (!rt || !json_object_is_type(rt, json_type_object)) {
 		json_object_put(rt);
 		err_set(&err, ERR_FAILED, EBADMSG, "%s is not a JSON object", path);
-		return stream_error(c, st, &err);
+		return serve_stream_error(c, st, &err);
 	}
 	o = json_object_new_object();
 	json_object_object_add(o, "runtime", rt);
-	return stream_ok(c, st, o);
+	return serve_stream_ok(c, st, o);
 }

@@ -4,7 +4,7 @@
  * part of the message and goes straight into the store's locked memory; the channel wipes the
  * frame's plaintext before it reads the next one. Only names are ever logged.
  */
-#include "serve_int.h"
+#include "serve_ops_secrets.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -12,8 +12,10 @@
 #include <string.h>
 
 #include "log.h"
+#include "secrets_store.h"
+#include "serve_stream.h"
 
-int op_secrets_put(struct conn *c, struct stream *st, const struct msg *m)
+int serve_ops_secrets_put(struct conn *c, struct stream *st, const struct msg *m)
 {
 	const char *name, *scope_name;
 	json_object *o;
@@ -22,32 +24,32 @@ int op_secrets_put(struct conn *c, struct stream *st, const struct msg *m)
 	int scope;
 
 	err_clear(&err);
-	name = op_field_string(m, "name", true, &err);
+	name = serve_stream_field_string(m, "name", true, &err);
 	if (!name)
-		return stream_error(c, st, &err);
-	scope_name = op_field_string(m, "scope", true, &err);
+		return serve_stream_error(c, st, &err);
+	scope_name = serve_stream_field_string(m, "scope", true, &err);
 	if (!scope_name)
-		return stream_error(c, st, &err);
+		return serve_stream_error(c, st, &err);
 	scope = secrets_store_scope_from_string(scope_name);
 	if (scope < 0) {
 		err_set(&err, ERR_REFUSED, EINVAL,
 		        "secrets.put %s: the scope must be fetch, boot or session, not \"%.40s\"",
 		        name, scope_name);
-		return stream_error(c, st, &err);
+		return serve_stream_error(c, st, &err);
 	}
 	if (secrets_store_put(c->srv->secrets, name, (enum secret_scope)scope, m->data, m->data_len,
 	                      &replaced, &err) < 0)
-		return stream_error(c, st, &err);
+		return serve_stream_error(c, st, &err);
 	log_info("connection %" PRIu64 ": secret %s (%s) %s", c->id, name, scope_name,
 	         replaced ? "replaced" : "stored");
 	o = json_object_new_object();
 	json_object_object_add(o, "name", json_object_new_string(name));
 	json_object_object_add(o, "scope", json_object_new_string(scope_name));
 	json_object_object_add(o, "replaced", json_object_new_boolean(replaced));
-	return stream_ok(c, st, o);
+	return serve_stream_ok(c, st, o);
 }
 
-int op_secrets_drop(struct conn *c, struct stream *st, const struct msg *m)
+int serve_ops_secrets_drop(struct conn *c, struct stream *st, const struct msg *m)
 {
 	json_object *names = NULL, *o;
 	const char *scope_name;
@@ -55,18 +57,18 @@ int op_secrets_drop(struct conn *c, struct stream *st, const struct msg *m)
 	size_t dropped = 0;
 
 	err_clear(&err);
-	scope_name = op_field_string(m, "scope", false, &err);
+	scope_name = serve_stream_field_string(m, "scope", false, &err);
 	if (!scope_name && err.cls)
-		return stream_error(c, st, &err);
+		return serve_stream_error(c, st, &err);
 	if (m->json)
 		json_object_object_get_ex(m->json, "names", &names);
 	if (names && !json_object_is_type(names, json_type_array)) {
 		err_set(&err, ERR_REFUSED, EINVAL, "secrets.drop: \"names\" must be an array");
-		return stream_error(c, st, &err);
+		return serve_stream_error(c, st, &err);
 	}
 	if (!scope_name && !names) {
 		err_set(&err, ERR_REFUSED, EINVAL, "secrets.drop: give \"names\" or \"scope\"");
-		return stream_error(c, st, &err);
+		return serve_stream_error(c, st, &err);
 	}
 	if (scope_name) {
 		int scope = strcmp(scope_name, "all") == 0 ? SECRET_SCOPE_ANY
@@ -74,7 +76,7 @@ int op_secrets_drop(struct conn *c, struct stream *st, const struct msg *m)
 		if (scope < 0) {
 			err_set(&err, ERR_REFUSED, EINVAL,
 			        "secrets.drop: the scope must be fetch, boot, session or all");
-			return stream_error(c, st, &err);
+			return serve_stream_error(c, st, &err);
 		}
 		dropped += secrets_store_drop_scope(c->srv->secrets, (enum secret_scope)scope);
 	}
@@ -87,5 +89,5 @@ int op_secrets_drop(struct conn *c, struct stream *st, const struct msg *m)
 	log_info("connection %" PRIu64 ": %zu secret(s) dropped", c->id, dropped);
 	o = json_object_new_object();
 	json_object_object_add(o, "dropped", json_object_new_int64((int64_t)dropped));
-	return stream_ok(c, st, o);
+	return serve_stream_ok(c, st, o);
 }

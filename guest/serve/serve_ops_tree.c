@@ -6,7 +6,7 @@
  * match. A server that runs keeps running in the old tree (its working directory): the reply
  * says so ("server_running"), and the host restarts it with boot.start {"restart": true}.
  */
-#include "serve_int.h"
+#include "serve_ops_tree.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -22,6 +22,9 @@
 #include "log.h"
 #include "proc.h"
 #include "tree_stage.h"
+#include "serve_apps.h"
+#include "serve_jobs.h"
+#include "serve_stream.h"
 
 struct tree_op {
 	struct tree_stage *stage;
@@ -55,7 +58,7 @@ static int fail(struct conn *c, struct stream *st, struct tree_op *op, struct er
 	         op && op->app_dir ? op->app_dir : "?", err->msg);
 	if (op)
 		tree_op_release(op);
-	return stream_error(c, st, err);
+	return serve_stream_error(c, st, err);
 }
 
 static bool server_running(const char *state_dir)
@@ -79,10 +82,10 @@ static int on_entry(struct conn *c, struct stream *st, struct tree_op *op, const
 	int kind;
 
 	err_clear(&err);
-	path = op_field_string(m, "path", true, &err);
+	path = serve_stream_field_string(m, "path", true, &err);
 	if (!path)
 		return fail(c, st, op, &err);
-	kind_name = op_field_string(m, "kind", true, &err);
+	kind_name = serve_stream_field_string(m, "kind", true, &err);
 	if (!kind_name)
 		return fail(c, st, op, &err);
 	kind = tree_stage_entry_kind_from_string(kind_name);
@@ -102,7 +105,7 @@ static int on_entry(struct conn *c, struct stream *st, struct tree_op *op, const
 		return fail(c, st, op, &err);
 	}
 	if (kind == TREE_ENTRY_SYMLINK) {
-		target = op_field_string(m, "target", true, &err);
+		target = serve_stream_field_string(m, "target", true, &err);
 		if (!target)
 			return fail(c, st, op, &err);
 	}
@@ -142,7 +145,7 @@ static int on_end(struct conn *c, struct stream *st, struct tree_op *op, const s
 	json_object_object_add(o, "swapped", json_object_new_boolean(true));
 	json_object_object_add(o, "server_running",
 	                       json_object_new_boolean(server_running(op->state_dir)));
-	return stream_ok(c, st, o);
+	return serve_stream_ok(c, st, o);
 }
 
 static int tree_on_msg(struct conn *c, struct stream *st, const struct msg *m)
@@ -180,7 +183,7 @@ static void run_owner(const char *user, uid_t *uid, gid_t *gid)
 	*gid = pw ? pw->pw_gid : (gid_t)-1;
 }
 
-int op_tree_push(struct conn *c, struct stream *st, const struct msg *m)
+int serve_ops_tree_push(struct conn *c, struct stream *st, const struct msg *m)
 {
 	struct tree_op *op = calloc(1, sizeof(*op));
 	struct tree_stage_target t = {0};
@@ -190,16 +193,16 @@ int op_tree_push(struct conn *c, struct stream *st, const struct msg *m)
 	err_clear(&err);
 	if (!op) {
 		err_set(&err, ERR_FAILED, ENOMEM, "out of memory");
-		return stream_error(c, st, &err);
+		return serve_stream_error(c, st, &err);
 	}
 	op->lock_fd = -1;
 	st->data = op;
 	st->ops = &tree_ops;
-	app_dir = op_field_string(m, "app_dir", true, &err);
-	if (!app_dir || apps_normalize(app_dir, &op->app_dir, &err) < 0 ||
-	    apps_state_dir(c->srv, op->app_dir, &op->state_dir, &err) < 0)
+	app_dir = serve_stream_field_string(m, "app_dir", true, &err);
+	if (!app_dir || serve_apps_normalize(app_dir, &op->app_dir, &err) < 0 ||
+	    serve_apps_state_dir(c->srv, op->app_dir, &op->state_dir, &err) < 0)
 		return fail(c, st, op, &err);
-	if (job_find(c->srv, JOB_BOOT, op->state_dir)) {
+	if (serve_jobs_find(c->srv, JOB_BOOT, op->state_dir)) {
 		err_set(&err, ERR_REFUSED, EBUSY,
 		        "a boot of %s is in progress: push the tree when it has finished",
 		        op->app_dir);

@@ -11,7 +11,8 @@
  * `--pass-env NAME` would pass a caller's variable; every secret (any scope) is added to the
  * boot's scrubber, so none of them reaches a log, an event or the host in the clear.
  */
-#include "serve_int.h"
+#include "serve_runner.h"
+#include "serve_types.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -37,6 +38,8 @@
 #include "log.h"
 #include "proc.h"
 #include "strv.h"
+#include "secrets_store.h"
+#include "serve_ops_checkout.h"
 
 #define RUNNER_RECORD_MAX (256 * 1024)
 
@@ -578,7 +581,7 @@ static int run_checkout_fetch(struct runner *r)
 	struct err err;
 
 	err_clear(&err);
-	if (serve_checkout_fetch_run(r->req, r->secrets, &reply, &err) == 0) {
+	if (serve_ops_checkout_fetch_run(r->req, r->secrets, &reply, &err) == 0) {
 		say(r, MSG_OK, reply, NULL, 0);
 		return 0;
 	}

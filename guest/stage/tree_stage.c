@@ -48,16 +48,6 @@ int tree_stage_entry_kind_from_string(const char *s)
 	return -1;
 }
 
-uint64_t tree_stage_entries(const struct tree_stage *s)
-{
-	return s->entries;
-}
-
-uint64_t tree_stage_bytes(const struct tree_stage *s)
-{
-	return s->bytes;
-}
-
 void tree_stage_free(struct tree_stage *s)
 {
 	if (!s)

@@ -79,10 +79,6 @@ void tree_stage_free(struct tree_stage *s);
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct tree_stage *, tree_stage_free)
 #define _cleanup_tree_stage_ _cleanup_(tree_stage_freep)
 
-/* Counts so far (for progress). */
-uint64_t tree_stage_entries(const struct tree_stage *s);
-uint64_t tree_stage_bytes(const struct tree_stage *s);
-
 /*
  * Would a link at path (relative to the tree's root) with this target stay inside the tree,
  * judged by spelling alone? Absolute targets never do.

@@ -13,11 +13,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-int tree_remove(const char *path, struct err *err)
-{
-	return fs_safe_tree_remove(path, err);
-}
-
 /* Leftovers of an interrupted discard: .NAME.discard.* beside the workspace. */
 static void remove_leftovers(const char *parent, const char *name)
 {
@@ -34,7 +29,7 @@ static void remove_leftovers(const char *parent, const char *name)
 		if (strncmp(de->d_name, prefix, strlen(prefix)) != 0)
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", parent, de->d_name);
-		tree_remove(path, &ignored);
+		fs_safe_tree_remove(path, &ignored);
 	}
 }
 
@@ -50,7 +45,7 @@ static int empty_in_place(const char *workspace, struct err *err)
 		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", workspace, de->d_name);
-		if (tree_remove(path, err) < 0)
+		if (fs_safe_tree_remove(path, err) < 0)
 			return -1;
 	}
 	return 0;
@@ -77,5 +72,5 @@ int workspace_discard(const char *workspace, struct err *err)
 			return empty_in_place(workspace, err);
 		return err_errno(err, "cannot move %s aside", workspace);
 	}
-	return tree_remove(aside, err);
+	return fs_safe_tree_remove(aside, err);
 }

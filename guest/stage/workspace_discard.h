@@ -10,8 +10,6 @@
 
 #include "err.h"
 
-/* Remove a directory tree without following links or crossing mounts. */
-int tree_remove(const char *path, struct err *err);
 int workspace_discard(const char *workspace, struct err *err);
 
 #endif

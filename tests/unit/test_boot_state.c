@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "fs_safe.h"
 #include "workspace_discard.h"
 #include "boot_state.h"
 #include "strv.h"
@@ -23,7 +24,7 @@ static void teardown(void)
 {
 	struct err err;
 
-	tree_remove(dir, &err);
+	fs_safe_tree_remove(dir, &err);
 }
 
 START_TEST(test_missing_state_is_not_an_error)

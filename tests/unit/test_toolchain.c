@@ -7,7 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "workspace_discard.h"
+#include "fs_safe.h"
 #include "strv.h"
 #include "toolchain.h"
 
@@ -43,7 +43,7 @@ static void teardown(void)
 {
 	struct err err;
 
-	tree_remove(dir, &err);
+	fs_safe_tree_remove(dir, &err);
 }
 
 START_TEST(test_checkout_version_files)

@@ -1,0 +1,21 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* One connection: the guest side of the handshake, then messages dispatched by stream. */
+#ifndef SA_SERVE_CONN_H
+#define SA_SERVE_CONN_H
+
+#include <stdbool.h>
+#include "frame_io.h"
+#include "serve_types.h"
+
+struct conn *serve_conn_new(struct serve *srv, int fd, int wfd, bool owns_fds, const char *peer,
+                      struct listener *l, struct frame_io *io);
+void serve_conn_ready(struct conn *c);
+/* Run the streams' pumps; 1 when one of them has more to do at once. */
+int serve_conn_pump(struct conn *c);
+/* Bytes buffered past poll()'s sight, or a pump with more to do: poll without waiting. */
+bool serve_conn_has_pending(const struct conn *c);
+/* A stream waits for files to grow (logs follow): poll with SERVE_FOLLOW_MS at most. */
+bool serve_conn_wants_timer(const struct conn *c);
+void serve_conn_free(struct conn *c);
+
+#endif
