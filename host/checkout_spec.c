@@ -93,7 +93,7 @@ int checkout_spec_load(const char *path, struct checkout_spec *sp, struct err *e
 		return r;
 	tok = json_tokener_new_ex(4);
 	if (!tok)
-		return err_set(err, ERR_FAILED, ENOMEM, "out of memory");
+		return err_oom(err);
 	sp->obj = json_tokener_parse_ex(tok, sp->buf, (int)sp->len);
 	if (tok->pb && tok->pb->buf)
 		sodium_memzero(tok->pb->buf, (size_t)tok->pb->size);

@@ -151,7 +151,7 @@ static int host_fetch(struct ctl *ctl, struct checkout_spec *sp, const char *app
 		ps.buf = malloc(ps.cap);
 		r = ps.buf ? connect_session_send(s, MSG_CHECKOUT_PACK, 0, ps.stream,
 		                          json_object_get(begin), NULL, 0, &ctl->err)
-		           : err_set(&ctl->err, ERR_FAILED, ENOMEM, "out of memory");
+		           : err_oom(&ctl->err);
 	}
 	if (r == 0 && git_pack_write(repo, &res.tip, NULL, 0, pack_sink, &ps, NULL, &ctl->err) < 0)
 		r = output_exit_of(&ctl->err);

@@ -30,7 +30,7 @@ int cmd_hello(struct ctl *ctl, int argc, char **argv)
 		return r;
 	doc = json_object_new_object();
 	if (!doc) {
-		err_set(&ctl->err, ERR_FAILED, ENOMEM, "out of memory");
+		err_oom(&ctl->err);
 		return CTL_EXIT_FAILED;
 	}
 	/* Everything the agent said, then what we know about the connection. */

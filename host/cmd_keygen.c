@@ -84,7 +84,7 @@ int cmd_keygen(struct ctl *ctl, int argc, char **argv)
 	if (asprintf(&pub_path, "%s.pub", path) < 0)
 		pub_path = NULL;
 	if (!comment || !dir || !pub_path) {
-		err_set(&ctl->err, ERR_FAILED, ENOMEM, "out of memory");
+		err_oom(&ctl->err);
 		return CTL_EXIT_FAILED;
 	}
 	if (file_mkdir_p(dirname(dir), 0700, &ctl->err) < 0 || keys_generate(&kp, &ctl->err) < 0 ||
@@ -97,7 +97,7 @@ int cmd_keygen(struct ctl *ctl, int argc, char **argv)
 	doc = json_object_new_object();
 	if (!doc || !line) {
 		json_object_put(doc);
-		err_set(&ctl->err, ERR_FAILED, ENOMEM, "out of memory");
+		err_oom(&ctl->err);
 		return CTL_EXIT_FAILED;
 	}
 	json_object_object_add(doc, "key", json_object_new_string(path));

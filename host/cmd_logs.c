@@ -100,7 +100,7 @@ static int on_data(struct logs_view *v, const struct msg *m)
 			cap *= 2;
 		p = realloc(v->data, cap);
 		if (!p) {
-			err_set(err, ERR_FAILED, ENOMEM, "out of memory");
+			err_oom(err);
 			return CTL_EXIT_FAILED;
 		}
 		v->data = p;

@@ -73,7 +73,7 @@ static int add(struct tree *t, struct entry e, struct err *err)
 	if (!e.path || (e.kind == K_LINK && !e.target)) {
 		free(e.path);
 		free(e.target);
-		return err_set(err, ERR_FAILED, ENOMEM, "out of memory");
+		return err_oom(err);
 	}
 	if (t->n == t->cap) {
 		size_t cap = t->cap ? t->cap * 2 : 256;
@@ -81,7 +81,7 @@ static int add(struct tree *t, struct entry e, struct err *err)
 		if (!v) {
 			free(e.path);
 			free(e.target);
-			return err_set(err, ERR_FAILED, ENOMEM, "out of memory");
+			return err_oom(err);
 		}
 		t->v = v;
 		t->cap = cap;
@@ -165,7 +165,7 @@ out_nomem:
 	for (size_t i = 0; i < n; i++)
 		free(names[i]);
 	free(names);
-	return err_set(err, ERR_FAILED, ENOMEM, "out of memory");
+	return err_oom(err);
 }
 
 static int walk(struct tree *t, int dirfd, const char *rel, int depth, const char *root,
@@ -185,7 +185,7 @@ static int walk(struct tree *t, int dirfd, const char *rel, int depth, const cha
 			continue;
 		if (rel ? asprintf(&e.path, "%s/%s", rel, names[i]) < 0
 		        : !(e.path = strdup(names[i]))) {
-			r = err_set(err, ERR_FAILED, ENOMEM, "out of memory");
+			r = err_oom(err);
 			break;
 		}
 		if (fstatat(dirfd, names[i], &st, AT_SYMLINK_NOFOLLOW) < 0) {
@@ -213,7 +213,7 @@ static int walk(struct tree *t, int dirfd, const char *rel, int depth, const cha
 			_cleanup_free_ char *sub_rel = strdup(e.path);
 			r = add(t, e, err);
 			if (r == 0 && !sub_rel)
-				r = err_set(err, ERR_FAILED, ENOMEM, "out of memory");
+				r = err_oom(err);
 			if (r == 0)
 				r = walk(t, sub, sub_rel, depth + 1, root, err);
 			close(sub);
@@ -364,7 +364,7 @@ static int send_tree(struct push *p, const char *app_dir, struct json_object **r
 	int r;
 
 	if (!buf || !begin || !end) {
-		err_set(err, ERR_FAILED, ENOMEM, "out of memory");
+		err_oom(err);
 		return CTL_EXIT_FAILED;
 	}
 	p->stream = connect_session_new_stream(p->s);

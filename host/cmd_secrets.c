@@ -97,7 +97,7 @@ static int parse_values(const char *buf, size_t len, struct json_object **ret, s
 	size_t end;
 
 	if (!tok)
-		return err_set(err, ERR_FAILED, ENOMEM, "out of memory");
+		return err_oom(err);
 	obj = json_tokener_parse_ex(tok, buf, (int)len);
 	jerr = json_tokener_get_error(tok);
 	end = json_tokener_get_parse_end(tok);

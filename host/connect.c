@@ -25,7 +25,7 @@ int connect_open(const struct connect_addr *a, int64_t deadline, struct connect_
 
 	s.what = connect_addr_format(a);
 	if (!s.what)
-		return err_set(err, ERR_FAILED, ENOMEM, "out of memory");
+		return err_oom(err);
 	switch (a->kind) {
 	case CONNECT_VSOCK:
 		r = connect_vsock(a->cid, a->port, deadline, &s.fd, err);

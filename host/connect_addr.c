@@ -59,7 +59,7 @@ static int parse_path_port(const char *spec, const char *rest, struct connect_ad
 		return bad(err, spec, "no path");
 	a->path = strndup(rest, path_len);
 	if (!a->path)
-		return err_set(err, ERR_FAILED, ENOMEM, "out of memory");
+		return err_oom(err);
 	return 0;
 }
 
@@ -76,7 +76,7 @@ int connect_addr_parse(const char *spec, char *const *exec_argv, struct connect_
 		a.kind = CONNECT_EXEC;
 		a.argv = strv_copy(exec_argv);
 		if (!a.argv)
-			return err_set(err, ERR_FAILED, ENOMEM, "out of memory");
+			return err_oom(err);
 		*ret = a;
 		return 0;
 	}
@@ -108,7 +108,7 @@ int connect_addr_parse(const char *spec, char *const *exec_argv, struct connect_
 			return bad(err, spec, "no path");
 		a.path = strdup(rest);
 		if (!a.path)
-			return err_set(err, ERR_FAILED, ENOMEM, "out of memory");
+			return err_oom(err);
 	} else {
 		return bad(err, spec, "unknown transport");
 	}
@@ -137,7 +137,7 @@ int connect_addr_copy(const struct connect_addr *a, struct connect_addr *ret, st
 	if ((a->path && !(c.path = strdup(a->path))) ||
 	    (a->argv && !(c.argv = strv_copy(a->argv)))) {
 		connect_addr_dispose(&c);
-		return err_set(err, ERR_FAILED, ENOMEM, "out of memory");
+		return err_oom(err);
 	}
 	*ret = c;
 	return 0;
@@ -205,7 +205,7 @@ int connect_addr_instance(const struct connect_addr *a, char **ret, struct err *
 	else
 		name = connect_addr_format(a);
 	if (!name)
-		return err_set(err, ERR_FAILED, ENOMEM, "out of memory");
+		return err_oom(err);
 	if (!pins_name_valid(name))
 		return err_set(err, ERR_REFUSED, EINVAL,
 		               "cannot name the instance after its address (%zu characters, blanks "

@@ -23,7 +23,7 @@ static int make_parent(const char *path, struct err *err)
 	_cleanup_free_ char *copy = strdup(path);
 
 	if (!copy)
-		return err_set(err, ERR_FAILED, ENOMEM, "out of memory");
+		return err_oom(err);
 	return file_mkdir_p(dirname(copy), 0700, err);
 }
 

@@ -130,7 +130,7 @@ int connect_incus_resolve(const char *incus, const char *name, uint32_t port,
 		cid = parse_cid(out);
 	exec_addr.argv = strv_copy(exec_argv);
 	if (!exec_addr.argv)
-		return err_set(err, ERR_FAILED, ENOMEM, "out of memory");
+		return err_oom(err);
 	if (cid == 0) {
 		*ret = exec_addr;
 		if (ret_fallback)

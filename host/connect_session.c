@@ -226,7 +226,7 @@ int connect_session_request(struct session *s, uint16_t type, struct json_object
 			*ret_reply = m.json ? json_object_get(m.json) : json_object_new_object();
 			msg_dispose(&m);
 			if (!*ret_reply) {
-				err_set(err, ERR_FAILED, ENOMEM, "out of memory");
+				err_oom(err);
 				return CTL_EXIT_FAILED;
 			}
 			return 0;
@@ -272,7 +272,7 @@ static int resolve(const struct session_options *o, struct connect_addr *ret,
 	if (!instance) {
 		connect_addr_dispose(ret);
 		connect_addr_dispose(ret_fallback);
-		err_set(err, ERR_FAILED, ENOMEM, "out of memory");
+		err_oom(err);
 		return CTL_EXIT_FAILED;
 	}
 	if (!pins_name_valid(instance)) {
@@ -297,7 +297,7 @@ static int say_hello(struct session *s, int64_t deadline, struct err *err)
 	    json_object_object_add(hello, "client", json_object_new_string("sandbox-ctl")) < 0 ||
 	    json_object_object_add(hello, "version", json_object_new_string(SA_VERSION)) < 0 ||
 	    json_object_object_add(hello, "capabilities", json_object_new_array()) < 0) {
-		err_set(err, ERR_FAILED, ENOMEM, "out of memory");
+		err_oom(err);
 		return CTL_EXIT_FAILED;
 	}
 	r = connect_session_send(s, MSG_HELLO, 0, 0, hello, NULL, 0, err);
@@ -339,7 +339,7 @@ int connect_session_open(const struct session_options *o, struct session **ret, 
 
 	s = calloc(1, sizeof(*s));
 	if (!s) {
-		err_set(err, ERR_FAILED, ENOMEM, "out of memory");
+		err_oom(err);
 		return CTL_EXIT_FAILED;
 	}
 	s->stream.fd = -1;

@@ -129,7 +129,7 @@ static int parse_globals(struct ctl *ctl, int argc, char **argv, char ***ret_cmd
 	int n = 0;
 
 	if (!cmd_argv) {
-		err_set(&ctl->err, ERR_FAILED, ENOMEM, "out of memory");
+		err_oom(&ctl->err);
 		return CTL_EXIT_FAILED;
 	}
 	*ret_cmd_argv = cmd_argv;
@@ -222,7 +222,7 @@ static int run(struct ctl *ctl, int argc, char **argv, char **key, char **pins)
 	if (!*pins)
 		*pins = config_path("known_guests");
 	if (!*key || !*pins) {
-		err_set(&ctl->err, ERR_FAILED, ENOMEM, "out of memory");
+		err_oom(&ctl->err);
 		return CTL_EXIT_FAILED;
 	}
 	ctl->so.key_path = *key;

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "err.h"
 
+#include <errno.h>
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -73,4 +75,28 @@ void err_clear(struct err *err)
 	err->cls = ERR_NONE;
 	err->code = 0;
 	err->msg[0] = '\0';
+}
+
+int err_vset(struct err *err, int cls, int code, const char *fmt, va_list ap)
+{
+	err->cls = cls;
+	err->code = code;
+	vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+	return err_ret(err);
+}
+
+int err_oom(struct err *err)
+{
+	return err_set(err, ERR_FAILED, ENOMEM, "out of memory");
+}
+
+int err_oom_at(struct err *err, const char *fmt, ...)
+{
+	char what[ERR_MSG_MAX - 16];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof(what), fmt, ap);
+	va_end(ap);
+	return err_set(err, ERR_FAILED, ENOMEM, "out of memory %s", what);
 }

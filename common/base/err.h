@@ -11,6 +11,8 @@
 #ifndef SA_ERR_H
 #define SA_ERR_H
 
+#include <stdarg.h>
+
 #include "cleanup.h"
 
 enum err_class {
@@ -29,6 +31,10 @@ struct err {
 
 /* Set the error and return -1 (or -code when code is non-zero). */
 int err_set(struct err *err, int cls, int code, const char *fmt, ...) _printf_(4, 5);
+int err_vset(struct err *err, int cls, int code, const char *fmt, va_list ap) _printf_(4, 0);
+/* "out of memory" (ERR_FAILED, ENOMEM); err_oom_at() adds what was being done. */
+int err_oom(struct err *err);
+int err_oom_at(struct err *err, const char *fmt, ...) _printf_(2, 3);
 /* Like err_set with ERR_FAILED and errno as the code; appends ": strerror(errno)". */
 int err_errno(struct err *err, const char *fmt, ...) _printf_(2, 3);
 /* Prefix the message with "context: "; keeps class and code; returns the same value as set. */

@@ -60,7 +60,7 @@ int file_read_capped(int dirfd, const char *path, size_t max, int flags, char **
 	cap = (size_t)st.st_size + 1;
 	buf = malloc(cap + 1);
 	if (!buf)
-		return err_set(err, ERR_FAILED, ENOMEM, "out of memory reading %s", path);
+		return err_oom_at(err, "reading %s", path);
 	for (;;) {
 		ssize_t n;
 		if (len == cap) {
@@ -71,7 +71,7 @@ int file_read_capped(int dirfd, const char *path, size_t max, int flags, char **
 			cap = cap * 2 > max + 1 ? max + 1 : cap * 2;
 			nb = realloc(buf, cap + 1);
 			if (!nb)
-				return err_set(err, ERR_FAILED, ENOMEM, "out of memory reading %s",
+				return err_oom_at(err, "reading %s",
 				               path);
 			buf = nb;
 		}
@@ -120,7 +120,7 @@ static int file_write_rename(const char *path, const void *data, size_t len, mod
 	int r;
 
 	if (!dir_copy)
-		return err_set(err, ERR_FAILED, ENOMEM, "out of memory");
+		return err_oom(err);
 	dir = dirname(dir_copy);
 	if (snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof(tmp))
 		return err_set(err, ERR_FAILED, ENAMETOOLONG, "path too long: %s", path);

@@ -86,7 +86,7 @@ int logfile_open(const char *path, uint64_t max_bytes, uid_t uid, gid_t gid, str
 	int r;
 
 	if (!lf || !dir_copy || !base_copy)
-		return err_set(err, ERR_FAILED, ENOMEM, "out of memory opening log %s", path);
+		return err_oom_at(err, "opening log %s", path);
 	lf->fd = lf->dirfd = -1;
 	lf->uid = uid;
 	lf->gid = gid;
@@ -95,7 +95,7 @@ int logfile_open(const char *path, uint64_t max_bytes, uid_t uid, gid_t gid, str
 	lf->name = strdup(basename(base_copy));
 	if (!lf->path || !lf->name || asprintf(&lf->rotated, "%s.1", lf->name) < 0) {
 		lf->rotated = NULL;
-		return err_set(err, ERR_FAILED, ENOMEM, "out of memory opening log %s", path);
+		return err_oom_at(err, "opening log %s", path);
 	}
 	lf->dirfd = open(dirname(dir_copy), O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (lf->dirfd < 0)
@@ -252,7 +252,7 @@ int logfile_tail(const char *path, size_t nlines, size_t max_line_chars, char **
 	     window = window * 4 < cap ? window * 4 : cap) {
 		char *nb = realloc(buf, window + 1);
 		if (!nb)
-			return err_set(err, ERR_FAILED, ENOMEM, "out of memory reading log %s",
+			return err_oom_at(err, "reading log %s",
 			               path);
 		buf = nb;
 		r = read_at(fd, buf, window, (off_t)(size - window));
@@ -266,7 +266,7 @@ int logfile_tail(const char *path, size_t nlines, size_t max_line_chars, char **
 
 	out = malloc(nlines * (4 * max_line_chars + 1) + 1);
 	if (!out)
-		return err_set(err, ERR_FAILED, ENOMEM, "out of memory reading log %s", path);
+		return err_oom_at(err, "reading log %s", path);
 	/* A final '\n' ends the last line rather than starting an empty one. */
 	end = window;
 	if (end > 0 && buf[end - 1] == '\n')

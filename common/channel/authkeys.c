@@ -47,7 +47,7 @@ static int keyset_push(struct keyset *ks, size_t total, const uint8_t pk[KEYS_PU
 		size_t cap = ks->cap ? ks->cap * 2 : 8;
 		struct authkey *v = reallocarray(ks->v, cap, sizeof(*v));
 		if (!v)
-			return err_set(err, ERR_FAILED, ENOMEM, "out of memory");
+			return err_oom(err);
 		ks->v = v;
 		ks->cap = cap;
 	}
@@ -58,7 +58,7 @@ static int keyset_push(struct keyset *ks, size_t total, const uint8_t pk[KEYS_PU
 	if (!k->comment || !k->source) {
 		free(k->comment);
 		free(k->source);
-		return err_set(err, ERR_FAILED, ENOMEM, "out of memory");
+		return err_oom(err);
 	}
 	ks->n++;
 	return 0;
@@ -69,10 +69,10 @@ int authkeys_new(const char *file, const char *dir, struct authkeys **ret, struc
 	struct authkeys *ak = calloc(1, sizeof(*ak));
 
 	if (!ak)
-		return err_set(err, ERR_FAILED, ENOMEM, "out of memory");
+		return err_oom(err);
 	if ((file && !(ak->file = strdup(file))) || (dir && !(ak->dir = strdup(dir)))) {
 		authkeys_free(ak);
-		return err_set(err, ERR_FAILED, ENOMEM, "out of memory");
+		return err_oom(err);
 	}
 	*ret = ak;
 	return 0;
@@ -265,7 +265,7 @@ static int read_dir(const char *dir, const struct authkeys *ak, struct keyset *k
 	for (int i = 0; i < n && r == 0; i++) {
 		_cleanup_free_ char *path = NULL;
 		if (asprintf(&path, "%s/%s", dir, names[i]) < 0)
-			r = err_set(err, ERR_FAILED, ENOMEM, "out of memory");
+			r = err_oom(err);
 		else
 			r = read_file(dfd, names[i], path, ak, ks, err);
 	}

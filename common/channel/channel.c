@@ -58,7 +58,7 @@ int channel_from_handshake(struct frame_io *io, const struct handshake *hs, stru
 	const uint8_t *peer = handshake_peer_key(hs);
 
 	if (!ch)
-		return err_set(err, ERR_FAILED, ENOMEM, "out of memory");
+		return err_oom(err);
 	ch->keys = sodium_malloc(sizeof(*ch->keys));
 	if (!ch->keys) {
 		free(ch);
@@ -130,7 +130,7 @@ static int grow(uint8_t **buf, size_t *cap, size_t need, struct err *err)
 		n *= 2;
 	p = malloc(n);
 	if (!p)
-		return err_set(err, ERR_FAILED, ENOMEM, "out of memory for a %zu-byte frame", need);
+		return err_oom_at(err, "for a %zu-byte frame", need);
 	if (*buf) {
 		sodium_memzero(*buf, *cap);
 		free(*buf);
@@ -155,11 +155,9 @@ static int broken(struct channel *ch, struct err *err, int code, const char *fmt
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(ch->broken_err.msg, sizeof(ch->broken_err.msg), fmt, ap);
+	err_vset(&ch->broken_err, ERR_FAILED, code, fmt, ap);
 	va_end(ap);
 	ch->broken = true;
-	ch->broken_err.cls = ERR_FAILED;
-	ch->broken_err.code = code;
 	return err_set(err, ERR_FAILED, code, "%s", ch->broken_err.msg);
 }
 

@@ -45,11 +45,11 @@ int frame_io_new(int fd, struct frame_io **ret, struct err *err)
 
 	io = calloc(1, sizeof(*io));
 	if (!io)
-		return err_set(err, ERR_FAILED, ENOMEM, "out of memory");
+		return err_oom(err);
 	io->buf = malloc(READ_CHUNK);
 	if (!io->buf) {
 		free(io);
-		return err_set(err, ERR_FAILED, ENOMEM, "out of memory");
+		return err_oom(err);
 	}
 	io->cap = READ_CHUNK;
 	io->fd = fd;

@@ -37,7 +37,7 @@ static int keypair_alloc(struct keypair **ret, struct err *err)
 		return r;
 	kp = calloc(1, sizeof(*kp));
 	if (!kp)
-		return err_set(err, ERR_FAILED, ENOMEM, "out of memory");
+		return err_oom(err);
 	kp->sk = sodium_malloc(crypto_sign_SECRETKEYBYTES);
 	if (!kp->sk) {
 		free(kp);
@@ -213,7 +213,7 @@ int keys_parse_public(const char *line, uint8_t ret_pk[KEYS_PUBLIC_LEN], char **
 	if (ret_comment) {
 		*ret_comment = strndup(kl.comment, kl.comment_len);
 		if (!*ret_comment)
-			return err_set(err, ERR_FAILED, ENOMEM, "out of memory");
+			return err_oom(err);
 	}
 	memcpy(ret_pk, pk, sizeof(pk));
 	return 0;
@@ -247,7 +247,7 @@ int keys_save(const struct keypair *kp, const char *path, struct err *err)
 
 	pub = keys_format_public(kp->pk, kp->comment);
 	if (!pub || asprintf(&pub_path, "%s.pub", path) < 0)
-		return err_set(err, ERR_FAILED, ENOMEM, "out of memory");
+		return err_oom(err);
 	n = (int)strlen(pub);
 	pub[n] = '\n'; /* replaces the NUL; written with its length */
 	r = file_write_atomic(pub_path, pub, (size_t)n + 1, 0644, (uid_t)-1, (gid_t)-1, err);

@@ -94,7 +94,7 @@ size_t msg_encoded_len(const struct msg *m, struct err *err)
 	}
 	text = json_text(m, &jlen);
 	if (!text) {
-		err_set(err, ERR_FAILED, ENOMEM, "out of memory");
+		err_oom(err);
 		return 0;
 	}
 	if (jlen > MSG_JSON_MAX) {
@@ -145,7 +145,7 @@ static int parse_json(const char *text, size_t len, struct json_object **ret, st
 		return err_set(err, ERR_FAILED, EBADMSG, "malformed message: NUL byte in JSON");
 	tok = json_tokener_new_ex(MSG_JSON_DEPTH);
 	if (!tok)
-		return err_set(err, ERR_FAILED, ENOMEM, "out of memory");
+		return err_oom(err);
 	json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
 	obj = json_tokener_parse_ex(tok, text, (int)len);
 	jerr = json_tokener_get_error(tok);

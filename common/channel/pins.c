@@ -90,7 +90,7 @@ static int lock_pins(const char *path, struct err *err)
 	int fd;
 
 	if (asprintf(&lock_path, "%s.lock", path) < 0)
-		return err_set(err, ERR_FAILED, ENOMEM, "out of memory");
+		return err_oom(err);
 	fd = open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0)
 		return err_errno(err, "cannot open %s", lock_path);
@@ -119,7 +119,7 @@ static int rewrite(const char *path, const char *buf, size_t len, const char *in
 
 	out = malloc(cap);
 	if (!out)
-		return err_set(err, ERR_FAILED, ENOMEM, "out of memory");
+		return err_oom(err);
 	while (p < end) {
 		const char *nl = memchr(p, '\n', (size_t)(end - p));
 		size_t line_len = nl ? (size_t)(nl - p) : (size_t)(end - p);
@@ -183,7 +183,7 @@ int pins_verify(const char *path, const char *instance, const uint8_t pk[KEYS_PU
 		               "no key is pinned for %s (offered %s)", instance, fp_new);
 	key_text = keys_format_public(pk, NULL);
 	if (!key_text || asprintf(&line, "%s %s", instance, key_text) < 0)
-		return err_set(err, ERR_FAILED, ENOMEM, "out of memory");
+		return err_oom(err);
 	r = rewrite(path, buf ? buf : "", len, instance, line, err);
 	if (r < 0)
 		return err_wrap(err, "cannot pin the key of %s", instance);

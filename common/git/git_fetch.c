@@ -423,8 +423,7 @@ static void redact(struct err *err, const struct fetch_auth *a)
 		return;
 	if (memmem(err->msg, strlen(err->msg), a->token, a->token_len) ||
 	    (a->b64 && strstr(err->msg, a->b64)))
-		snprintf(err->msg, sizeof(err->msg),
-		         "libgit2 failed with a message that quoted the credential (withheld)");
+		err_reword(err, "libgit2 failed with a message that quoted the credential (withheld)");
 }
 
 /* Word a failure to reach or list the remote; the cause goes last. */

@@ -137,7 +137,7 @@ int git_pack_receiver_new(git_repository *repo, struct git_pack_receiver **ret, 
 
 	r = calloc(1, sizeof(*r));
 	if (!r)
-		return err_set(err, ERR_FAILED, ENOMEM, "out of memory");
+		return err_oom(err);
 	r->repo = repo;
 	rc = git_repository_odb(&odb, repo);
 	if (rc < 0)

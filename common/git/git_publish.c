@@ -88,7 +88,7 @@ int git_publish_open(const char *work_dir, git_repository **ret_repo, struct err
 	int rc;
 
 	if (asprintf(&gitdir, "%s/.git", work_dir) < 0)
-		return err_set(err, ERR_FAILED, ENOMEM, "out of memory");
+		return err_oom(err);
 	if (lstat(work_dir, &st) < 0)
 		return err_errno(err, "cannot publish %s", work_dir);
 	if (!S_ISDIR(st.st_mode))
@@ -106,7 +106,7 @@ int git_publish_open(const char *work_dir, git_repository **ret_repo, struct err
 		    "%s/.git is not a directory (a gitfile or a link): cannot publish it",
 		    work_dir);
 	if (asprintf(&commondir, "%s/commondir", gitdir) < 0)
-		return err_set(err, ERR_FAILED, ENOMEM, "out of memory");
+		return err_oom(err);
 	if (lstat(commondir, &st) == 0)
 		return err_set(
 		    err, ERR_REFUSED, EPERM,

@@ -47,7 +47,7 @@ static char *parent_dir(const char *path)
 
 static int oom(struct err *err)
 {
-	return err_set(err, ERR_FAILED, ENOMEM, "out of memory");
+	return err_oom(err);
 }
 
 /*

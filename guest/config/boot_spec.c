@@ -42,7 +42,7 @@ static int spec_refuse(struct err *err, const char *key, const char *fmt, ...)
 
 static int spec_oom(struct err *err)
 {
-	return err_set(err, ERR_FAILED, ENOMEM, "out of memory reading the spec");
+	return err_oom_at(err, "reading the spec");
 }
 
 /* The value of key, or NULL when the key is absent or null (both mean "not given"). */

@@ -195,7 +195,7 @@ bool child_env_entry_is_dropped(const char *name, const char *value)
 static int env_set_checked(char ***env, const char *name, const char *value, struct err *err)
 {
 	if (strv_env_set(env, name, value) < 0)
-		return err_set(err, ERR_FAILED, ENOMEM, "out of memory building the environment");
+		return err_oom_at(err, "building the environment");
 	return 0;
 }
 
@@ -211,7 +211,7 @@ static int env_set_entry(char ***env, const char *entry, const char *skip, const
 		               "%s holds an entry without NAME=: \"%.40s\"", what, entry);
 	name = strndup(entry, nl);
 	if (!name)
-		return err_set(err, ERR_FAILED, ENOMEM, "out of memory building the environment");
+		return err_oom_at(err, "building the environment");
 	if (skip && strcmp(name, skip) == 0)
 		return 0;
 	return env_set_checked(env, name, entry + nl + 1, err);
@@ -230,8 +230,7 @@ static int env_filter_caller(char ***env, char *const *caller, char *const *pass
 			continue;
 		name = strndup(e, nl);
 		if (!name)
-			return err_set(err, ERR_FAILED, ENOMEM,
-			               "out of memory building the environment");
+			return err_oom_at(err, "building the environment");
 		/* PORT never, not even opted in: manifest and start get the engine's. */
 		if (strcmp(name, "PORT") == 0)
 			continue;
@@ -243,8 +242,7 @@ static int env_filter_caller(char ***env, char *const *caller, char *const *pass
 			continue;
 		}
 		if (strv_push(env, e) < 0)
-			return err_set(err, ERR_FAILED, ENOMEM,
-			               "out of memory building the environment");
+			return err_oom_at(err, "building the environment");
 	}
 	return 0;
 }
@@ -263,12 +261,12 @@ static int env_set_caches(char ***env, const char *cache_root, char *const *file
 		_cleanup_free_ char *path = NULL;
 
 		if (!name)
-			return err_set(err, ERR_FAILED, ENOMEM, "out of memory");
+			return err_oom(err);
 		if (strv_env_get(file_env, name))
 			continue;
 		if (asprintf(&path, "%.*s/%s", (int)rl, cache_root, pair + nl + 1) < 0) {
 			path = NULL;
-			return err_set(err, ERR_FAILED, ENOMEM, "out of memory");
+			return err_oom(err);
 		}
 		if (env_set_checked(env, name, path, err) < 0)
 			return err_ret(err);
@@ -281,7 +279,7 @@ int child_env_build(const struct child_env_request *req, char ***ret_env, struct
 	_cleanup_strv_ char **env = calloc(1, sizeof(char *));
 
 	if (!env)
-		return err_set(err, ERR_FAILED, ENOMEM, "out of memory building the environment");
+		return err_oom_at(err, "building the environment");
 	if (env_filter_caller(&env, req->caller_env, req->pass_env, err) < 0)
 		return err_ret(err);
 	for (size_t i = 0; req->db_env && req->db_env[i]; i++)
@@ -332,7 +330,7 @@ int child_env_with_port(char *const *env, unsigned port, char ***ret_env, struct
 		return err_set(err, ERR_REFUSED, EINVAL, "port %u is not a TCP port", port);
 	copy = env ? strv_copy(env) : calloc(1, sizeof(char *));
 	if (!copy)
-		return err_set(err, ERR_FAILED, ENOMEM, "out of memory building the environment");
+		return err_oom_at(err, "building the environment");
 	snprintf(buf, sizeof(buf), "%u", port);
 	if (env_set_checked(&copy, "PORT", buf, err) < 0)
 		return err_ret(err);

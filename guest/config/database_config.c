@@ -137,7 +137,7 @@ static int node_new(struct expander *ex, enum dn_kind kind, struct dnode **ret)
 		return expand_refuse_size(ex);
 	n = calloc(1, sizeof(*n));
 	if (!n)
-		return err_set(ex->err, ERR_FAILED, ENOMEM, "out of memory reading " DB_FILE);
+		return err_oom_at(ex->err, "reading " DB_FILE);
 	n->kind = kind;
 	n->next = ex->all;
 	ex->all = n;
@@ -197,8 +197,7 @@ static int map_set(struct expander *ex, struct dnode *map, struct dnode *key, st
 		size_t cap = map->cap_pairs ? map->cap_pairs * 2 : 8;
 		struct dpair *np = realloc(map->pairs, cap * sizeof(*np));
 		if (!np)
-			return err_set(ex->err, ERR_FAILED, ENOMEM,
-			               "out of memory reading " DB_FILE);
+			return err_oom_at(ex->err, "reading " DB_FILE);
 		map->pairs = np;
 		map->cap_pairs = cap;
 	}
@@ -272,8 +271,7 @@ static int expand(struct expander *ex, int index, unsigned depth, struct dnode *
 			return r;
 		n->items = calloc(count ? count : 1, sizeof(*n->items));
 		if (!n->items)
-			return err_set(ex->err, ERR_FAILED, ENOMEM,
-			               "out of memory reading " DB_FILE);
+			return err_oom_at(ex->err, "reading " DB_FILE);
 		ex->active[index] = true;
 		for (size_t i = 0; i < count; i++) {
 			if ((r = expand(ex, yn->data.sequence.items.start[i], depth + 1,
@@ -344,7 +342,7 @@ static int yaml_refuse(const yaml_parser_t *p, const char *buf, size_t len, stru
 	size_t line, col;
 
 	if (p->error == YAML_MEMORY_ERROR)
-		return err_set(err, ERR_FAILED, ENOMEM, "out of memory reading " DB_FILE);
+		return err_oom_at(err, "reading " DB_FILE);
 	if (p->error == YAML_READER_ERROR) {
 		offset_to_line_col(buf, len, p->problem_offset, &line, &col);
 	} else {
@@ -375,7 +373,7 @@ static int yaml_check_depth(const char *buf, size_t len, struct err *err)
 	int depth = 0, r = 0;
 
 	if (!yaml_parser_initialize(&p))
-		return err_set(err, ERR_FAILED, ENOMEM, "out of memory reading " DB_FILE);
+		return err_oom_at(err, "reading " DB_FILE);
 	yaml_parser_set_input_string(&p, (const unsigned char *)buf, len);
 	for (;;) {
 		yaml_event_t ev;
@@ -561,7 +559,7 @@ static int sqlite_url(struct resolver *rs, const char *name, bool primary, char 
 	if (primary ? asprintf(ret, "sqlite3:%.*s/db/%s.sqlite3", (int)wl, ws, env) < 0
 	            : asprintf(ret, "sqlite3:%.*s/db/%s_%s.sqlite3", (int)wl, ws, env, nm) < 0) {
 		*ret = NULL;
-		return err_set(rs->err, ERR_FAILED, ENOMEM, "out of memory");
+		return err_oom(rs->err);
 	}
 	return 0;
 }
@@ -600,7 +598,7 @@ static int server_url(struct resolver *rs, const char *adapter, const char *data
 		base[room] = '\0';
 	if (asprintf(ret, "%s:///%s%s", adapter, base, suffix) < 0) {
 		*ret = NULL;
-		return err_set(rs->err, ERR_FAILED, ENOMEM, "out of memory");
+		return err_oom(rs->err);
 	}
 	return 0;
 }
@@ -638,7 +636,7 @@ static int add_entry(struct resolver *rs, const char *name, const char *adapter,
 	ne = realloc(plan->entries, (plan->n_entries + 1) * sizeof(*ne));
 	if (!ne) {
 		free(url);
-		return err_set(rs->err, ERR_FAILED, ENOMEM, "out of memory");
+		return err_oom(rs->err);
 	}
 	plan->entries = ne;
 	e = &plan->entries[plan->n_entries];
@@ -651,7 +649,7 @@ static int add_entry(struct resolver *rs, const char *name, const char *adapter,
 	};
 	plan->n_entries++;
 	if (!e->name || !e->adapter || !e->variable || strv_push(&rs->share_keys, share_key) < 0)
-		return err_set(rs->err, ERR_FAILED, ENOMEM, "out of memory");
+		return err_oom(rs->err);
 	return 0;
 }
 
@@ -702,7 +700,7 @@ static int resolve_config(struct resolver *rs, const char *name, const struct dn
 	}
 	if (asprintf(&share_key, "%s\x1f%s", adapter, database ? database : "") < 0) {
 		share_key = NULL;
-		return err_set(rs->err, ERR_FAILED, ENOMEM, "out of memory");
+		return err_oom(rs->err);
 	}
 	/* Entries naming the same database (a replica and its primary) share one. */
 	if (database)
@@ -710,8 +708,7 @@ static int resolve_config(struct resolver *rs, const char *name, const struct dn
 			if (strcmp(rs->share_keys[i], share_key) == 0) {
 				url = strdup(rs->plan->entries[i].url);
 				if (!url)
-					return err_set(rs->err, ERR_FAILED, ENOMEM,
-					               "out of memory");
+					return err_oom(rs->err);
 				break;
 			}
 	if (!url) {
@@ -788,11 +785,11 @@ static int plan_env_fill(struct resolver *rs)
 		if (plan->entries[i].set_by_file)
 			continue;
 		if (strv_env_set(&plan->env, plan->entries[i].variable, plan->entries[i].url) < 0)
-			return err_set(rs->err, ERR_FAILED, ENOMEM, "out of memory");
+			return err_oom(rs->err);
 	}
 	if (rs->configs > 0 && !strv_env_get(rs->req->file_env, "SKIP_TEST_DATABASE"))
 		if (strv_env_set(&plan->env, "SKIP_TEST_DATABASE", "1") < 0)
-			return err_set(rs->err, ERR_FAILED, ENOMEM, "out of memory");
+			return err_oom(rs->err);
 	return 0;
 }
 
@@ -823,7 +820,7 @@ static int plan_from_document(struct resolver *rs, yaml_document_t *doc)
 	ex.n_doc = (size_t)(doc->nodes.top - doc->nodes.start);
 	ex.active = calloc(ex.n_doc + 1, sizeof(bool));
 	if (!ex.active)
-		return err_set(rs->err, ERR_FAILED, ENOMEM, "out of memory reading " DB_FILE);
+		return err_oom_at(rs->err, "reading " DB_FILE);
 	r = expand(&ex, 1, 0, &expanded);
 	if (r < 0)
 		goto out;
@@ -864,11 +861,11 @@ int database_config_plan_from_yaml(const char *buf, size_t len, const struct dat
 		               DATABASE_CONFIG_MAX);
 	plan.env = calloc(1, sizeof(char *));
 	if (!plan.env)
-		return err_set(err, ERR_FAILED, ENOMEM, "out of memory");
+		return err_oom(err);
 	if (buf) {
 		copy = malloc(len + 1);
 		if (!copy) {
-			r = err_set(err, ERR_FAILED, ENOMEM, "out of memory reading " DB_FILE);
+			r = err_oom_at(err, "reading " DB_FILE);
 			goto out;
 		}
 		memcpy(copy, buf, len);
@@ -877,7 +874,7 @@ int database_config_plan_from_yaml(const char *buf, size_t len, const struct dat
 		if ((r = yaml_check_depth(copy, len, err)) < 0)
 			goto out;
 		if (!yaml_parser_initialize(&y.parser)) {
-			r = err_set(err, ERR_FAILED, ENOMEM, "out of memory reading " DB_FILE);
+			r = err_oom_at(err, "reading " DB_FILE);
 			goto out;
 		}
 		y.parser_ok = true;

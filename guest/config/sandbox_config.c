@@ -162,7 +162,7 @@ static void cfg_build_dispose(struct cfg_build *b)
 
 static int oom(struct err *err)
 {
-	return err_set(err, ERR_FAILED, ENOMEM, "out of memory reading " SANDBOX_CONFIG_PATH);
+	return err_oom_at(err, "reading " SANDBOX_CONFIG_PATH);
 }
 
 static _printf_(3, 4) int refuse_at(struct err *err, const yaml_mark_t *mark, const char *fmt, ...)

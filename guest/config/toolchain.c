@@ -244,7 +244,7 @@ static int path_prepend(char ***env, const char *bin, struct err *err)
 
 	if (asprintf(&np, "%s%s%s", bin, path && *path ? ":" : "", path ? path : "") < 0 ||
 	    strv_env_set(env, "PATH", np) < 0)
-		return err_set(err, ERR_FAILED, ENOMEM, "out of memory");
+		return err_oom(err);
 	return 0;
 }
 
@@ -279,11 +279,11 @@ static int select_one(const struct lang *l, const char *want, bool from_spec,
 		               want, have);
 	}
 	if (asprintf(&bin, "%s/%s/bin", vdir, pick) < 0)
-		return err_set(err, ERR_FAILED, ENOMEM, "out of memory");
+		return err_oom(err);
 	if (path_prepend(env, bin, err) < 0)
 		return -1;
 	if (l->version_var && strv_env_set(env, l->version_var, pick) < 0)
-		return err_set(err, ERR_FAILED, ENOMEM, "out of memory");
+		return err_oom(err);
 	*ret = TAKE_PTR(pick);
 	return 0;
 }

@@ -65,7 +65,7 @@ static int refuse(struct err *err, const char *why)
 
 static int oom(struct err *err)
 {
-	return err_set(err, ERR_FAILED, ENOMEM, "out of memory");
+	return err_oom(err);
 }
 
 static int set_text(struct resolved *r, enum yaml_scalar_kind kind, const char *s, size_t n,

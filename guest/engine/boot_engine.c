@@ -63,7 +63,7 @@ static void err_scrub(const struct boot_plan *p, struct err *err)
 		return;
 	clean = scrub_string(p->scrub, err->msg, strlen(err->msg), &len);
 	if (clean)
-		snprintf(err->msg, sizeof(err->msg), "%s", clean);
+		err_reword(err, "%s", clean);
 }
 
 static int save_state(const struct boot_plan *p, struct boot_state *st, const char *status,
@@ -123,14 +123,14 @@ static int rails_has_task(const struct step_context *ctx, char **tasks_cache, co
 	if (!*tasks_cache) {
 		_cleanup_free_ char *rails = NULL;
 		if (asprintf(&rails, "%s/bin/rails", p->app_dir) < 0)
-			return err_set(err, ERR_FAILED, ENOMEM, "out of memory");
+			return err_oom(err);
 		if (access(rails, F_OK) < 0) {
 			/* Not a Rails app: it has no tasks at all. */
 			*ret = false;
 			return 0;
 		}
 		if (asprintf(&log, "%s/preflight.log", p->logs_dir) < 0)
-			return err_set(err, ERR_FAILED, ENOMEM, "out of memory");
+			return err_oom(err);
 		if (boot_step_capture(ctx, "preflight", "bin/rails -T -A", p->env, 120, log,
 		                      tasks_cache, err) < 0)
 			return err_wrap(err, "cannot list the app's Rails tasks");
@@ -442,7 +442,7 @@ static int run_start(const struct step_context *ctx, char *const *env, unsigned 
 	};
 
 	if (asprintf(&status_path, "%s/supervisor.json", p->state_dir) < 0)
-		return err_set(err, ERR_FAILED, ENOMEM, "out of memory");
+		return err_oom(err);
 	spec.status_path = status_path;
 	save_state(p, st, "booting", "start");
 	result_fail_at(res, "start", p->start.log_path);
@@ -680,5 +680,5 @@ int boot_engine_status(const char *state_dir, char **ret_json, struct err *err)
 		boot_state_set(&st.status, "interrupted");
 	*ret_json = boot_state_to_json(&st);
 	boot_state_dispose(&st);
-	return *ret_json ? 0 : err_set(err, ERR_FAILED, ENOMEM, "out of memory");
+	return *ret_json ? 0 : err_oom(err);
 }

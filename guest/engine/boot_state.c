@@ -59,7 +59,7 @@ int boot_state_load(const char *state_dir, struct boot_state *ret, struct err *e
 
 	memset(ret, 0, sizeof(*ret));
 	if (asprintf(&path, "%s/%s", state_dir, BOOT_STATE_FILE) < 0)
-		return err_set(err, ERR_FAILED, ENOMEM, "out of memory");
+		return err_oom(err);
 	r = file_read_capped(AT_FDCWD, path, BOOT_STATE_MAX, READ_NOFOLLOW | READ_MISSING_OK, &buf,
 	                     &len, err);
 	if (r < 0)
@@ -114,7 +114,7 @@ int boot_state_load(const char *state_dir, struct boot_state *ret, struct err *e
 	return 0;
 out_oom:
 	boot_state_dispose(&s);
-	return err_set(err, ERR_FAILED, ENOMEM, "out of memory");
+	return err_oom(err);
 }
 
 static void add_str(json_object *o, const char *key, const char *value)
@@ -173,7 +173,7 @@ int boot_state_save(const char *state_dir, struct boot_state *s, struct err *err
 
 	s->updated_at = (int64_t)time(NULL);
 	if (asprintf(&path, "%s/%s", state_dir, BOOT_STATE_FILE) < 0)
-		return err_set(err, ERR_FAILED, ENOMEM, "out of memory");
+		return err_oom(err);
 	o = state_to_object(s);
 	text = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY |
 	                                             JSON_C_TO_STRING_NOSLASHESCAPE);
@@ -181,7 +181,7 @@ int boot_state_save(const char *state_dir, struct boot_state *s, struct err *err
 	{
 		_cleanup_free_ char *line = malloc(len + 2);
 		if (!line)
-			return err_set(err, ERR_FAILED, ENOMEM, "out of memory");
+			return err_oom(err);
 		memcpy(line, text, len);
 		line[len] = '\n';
 		return file_write_replace(path, line, len + 1, 0600, (uid_t)-1, (gid_t)-1, err);
@@ -210,7 +210,7 @@ int boot_state_lock_acquire(const char *state_dir, int *ret_fd, struct err *err)
 	char pidbuf[32];
 
 	if (asprintf(&path, "%s/%s", state_dir, BOOT_LOCK_FILE) < 0)
-		return err_set(err, ERR_FAILED, ENOMEM, "out of memory");
+		return err_oom(err);
 	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0)
 		return err_errno(err, "cannot open the boot lock %s", path);

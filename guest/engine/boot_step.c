@@ -117,17 +117,17 @@ static int step_execute(const struct step_context *ctx, const char *name, const 
 	if (ret_out) {
 		sink.capture = malloc(CAPTURE_MAX);
 		if (!sink.capture)
-			return err_set(err, ERR_FAILED, ENOMEM, "out of memory");
+			return err_oom(err);
 		sink.capture[0] = '\0';
 	}
 	stream = scrub_stream_new(p->scrub, step_sink_write, &sink);
 	if (!stream) {
 		free(sink.capture);
-		return err_set(err, ERR_FAILED, ENOMEM, "out of memory");
+		return err_oom(err);
 	}
 	if (asprintf(&header, "$ %s\n", command) < 0) {
 		free(sink.capture);
-		return err_set(err, ERR_FAILED, ENOMEM, "out of memory");
+		return err_oom(err);
 	}
 	/* The command line is logged, but never offered to the capture. */
 	{

@@ -75,7 +75,7 @@ static int manifest_path_check(struct json_object *obj, char **ret, struct err *
 		               MANIFEST_FIELD_MAX);
 	*ret = strdup(s);
 	if (!*ret)
-		return err_set(err, ERR_FAILED, ENOMEM, "out of memory reading the manifest");
+		return err_oom_at(err, "reading the manifest");
 	return 0;
 }
 
@@ -99,7 +99,7 @@ static int manifest_token_check(struct json_object *obj, char **ret, struct err 
 		               MANIFEST_FIELD_MAX);
 	*ret = strdup(json_object_get_string(v));
 	if (!*ret)
-		return err_set(err, ERR_FAILED, ENOMEM, "out of memory reading the manifest");
+		return err_oom_at(err, "reading the manifest");
 	return 0;
 }
 
@@ -133,7 +133,7 @@ int manifest_parse(const char *buf, size_t len, struct manifest *ret, struct err
 		return err_set(err, ERR_FAILED, EINVAL,
 		               "the manifest holds a NUL character (\\u0000 at offset %zu)", off);
 	case JSON_STRICT_NO_MEMORY:
-		return err_set(err, ERR_FAILED, ENOMEM, "out of memory reading the manifest");
+		return err_oom_at(err, "reading the manifest");
 	case JSON_STRICT_TRUNCATED:
 		if (manifest_blank(buf, len))
 			return err_set(err, ERR_FAILED, EINVAL, "the manifest is empty");
@@ -227,7 +227,7 @@ int manifest_write_runtime(const struct manifest *m, const char *path, uid_t uid
 		return err_set(err, ERR_FAILED, EINVAL, "cannot write %s: no mcp_path", path);
 	json = manifest_to_json(m);
 	if (!json)
-		return err_set(err, ERR_FAILED, ENOMEM, "out of memory writing %s", path);
+		return err_oom_at(err, "writing %s", path);
 	len = strlen(json);
 	r = file_write_atomic(path, json, len, 0600, uid, gid, err);
 	explicit_bzero(json, len);

@@ -88,14 +88,14 @@ int ready_probe(const char *host, uint16_t port, const char *path, long *ret_sta
 	if (asprintf(&url, "http://%s%s%s:%u%s%s", v6 ? "[" : "", host, v6 ? "]" : "",
 	             (unsigned)port, path[0] == '/' ? "" : "/", path) < 0) {
 		url = NULL;
-		return err_set(err, ERR_FAILED, ENOMEM, "out of memory");
+		return err_oom(err);
 	}
 	c = curl_easy_init();
 	if (!c)
 		return err_set(err, ERR_FAILED, ENOMEM, "GET %s: cannot initialise libcurl", url);
 	headers = curl_slist_append(NULL, "Accept: application/json");
 	if (!headers)
-		return err_set(err, ERR_FAILED, ENOMEM, "out of memory");
+		return err_oom(err);
 
 	rc = curl_easy_setopt(c, CURLOPT_URL, url);
 	if (rc == CURLE_OK)

@@ -455,7 +455,7 @@ int forwarder_new(int epfd, const char *listen_addr, uint16_t listen_port, const
 		               listen_addr);
 	fw = calloc(1, sizeof(*fw));
 	if (!fw)
-		return err_set(err, ERR_FAILED, ENOMEM, "out of memory");
+		return err_oom(err);
 	fw->h.fn = listener_event;
 	fw->epfd = epfd;
 	fw->listen_fd = -1;

@@ -566,7 +566,7 @@ static int user_groups(const struct run_user *u, gid_t **ret, size_t *ret_n, str
 		int want = n;
 
 		if (!g)
-			return err_set(err, ERR_FAILED, ENOMEM, "out of memory");
+			return err_oom(err);
 		if (getgrouplist(u->name, u->gid, g, &want) >= 0) {
 			*ret = g;
 			*ret_n = (size_t)want;

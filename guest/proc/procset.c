@@ -279,14 +279,14 @@ static int cgroup_make(const char *controller, const char *name, struct procset 
 	if (mkdir(base, 0755) < 0 && errno != EEXIST)
 		return err_errno(err, "create cgroup %s", base);
 	if (asprintf(&dir, "%s/%s", base, name) < 0)
-		return err_set(err, ERR_FAILED, ENOMEM, "out of memory");
+		return err_oom(err);
 	if (mkdir(dir, 0755) < 0 && errno != EEXIST)
 		return err_errno(err, "create cgroup %s", dir);
 	if (fs_magic(dir) != want)
 		return err_set(err, ERR_FAILED, EINVAL, "%s is not a %s cgroup", dir, what);
 	ps = procset_new(controller ? PROCSET_CGROUP1 : PROCSET_CGROUP2, dir);
 	if (!ps)
-		return err_set(err, ERR_FAILED, ENOMEM, "out of memory");
+		return err_oom(err);
 	ps->procs_fd = open_procs(dir);
 	if (ps->procs_fd < 0) {
 		errno = -ps->procs_fd;
@@ -328,7 +328,7 @@ int procset_create_backend(const char *name, enum procset_backend backend, struc
 	}
 	ps = procset_new(PROCSET_NO_CGROUP, "");
 	if (!ps)
-		return err_set(err, ERR_FAILED, ENOMEM, "out of memory");
+		return err_oom(err);
 	*ret = ps;
 	return 0;
 }
@@ -372,7 +372,7 @@ int procset_open(const char *cgroup_path, struct procset **ret, struct err *err)
 	if (!cgroup_path || !*cgroup_path) {
 		ps = procset_new(PROCSET_NO_CGROUP, "");
 		if (!ps)
-			return err_set(err, ERR_FAILED, ENOMEM, "out of memory");
+			return err_oom(err);
 		*ret = TAKE_PTR(ps);
 		return 0;
 	}
@@ -395,7 +395,7 @@ int procset_open(const char *cgroup_path, struct procset **ret, struct err *err)
 	ps = procset_new(magic == CGROUP2_SUPER_MAGIC ? PROCSET_CGROUP2 : PROCSET_CGROUP1,
 	                 cgroup_path);
 	if (!ps)
-		return err_set(err, ERR_FAILED, ENOMEM, "out of memory");
+		return err_oom(err);
 	ps->procs_fd = open_procs(cgroup_path);
 	if (ps->procs_fd < 0) {
 		errno = -ps->procs_fd;
@@ -724,7 +724,7 @@ int procset_pids(const struct procset *ps, pid_t **ret, size_t *ret_n, struct er
 	v = calloc(m.n ? m.n : 1, sizeof(pid_t));
 	if (!v) {
 		free(m.v);
-		return err_set(err, ERR_FAILED, ENOMEM, "out of memory");
+		return err_oom(err);
 	}
 	for (size_t i = 0; i < m.n; i++)
 		v[i] = m.v[i].pid;
@@ -860,7 +860,7 @@ int procset_stop(struct procset *ps, unsigned grace_ms, pid_t exclude, struct er
 				(void)proc_signal(st->pid, st->start_time, SIGCONT);
 			if (pid_list_put(&termed, &n_termed, st->pid, st->start_time) < 0) {
 				free(m.v);
-				return err_set(err, ERR_FAILED, ENOMEM, "out of memory");
+				return err_oom(err);
 			}
 		}
 		free(m.v);

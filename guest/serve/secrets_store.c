@@ -64,7 +64,7 @@ int secrets_store_new(struct secrets_store **ret, struct err *err)
 		return err_set(err, ERR_FAILED, EIO, "cannot initialise libsodium");
 	s = calloc(1, sizeof(*s));
 	if (!s)
-		return err_set(err, ERR_FAILED, ENOMEM, "out of memory");
+		return err_oom(err);
 	*ret = s;
 	return 0;
 }
@@ -133,7 +133,7 @@ int secrets_store_put(struct secrets_store *s, const char *name, enum secret_sco
 	e.value = sodium_malloc(len);
 	if (!e.name || !e.value) {
 		secret_dispose(&e);
-		return err_set(err, ERR_FAILED, ENOMEM, "out of memory for secret %s", name);
+		return err_oom_at(err, "for secret %s", name);
 	}
 	memcpy(e.value, value, len);
 	sodium_mprotect_noaccess(e.value);
@@ -146,7 +146,7 @@ int secrets_store_put(struct secrets_store *s, const char *name, enum secret_sco
 		struct secret *v = reallocarray(s->v, s->n + 1, sizeof(*v));
 		if (!v) {
 			secret_dispose(&e);
-			return err_set(err, ERR_FAILED, ENOMEM, "out of memory for secret %s",
+			return err_oom_at(err, "for secret %s",
 			               name);
 		}
 		s->v = v;

@@ -83,7 +83,7 @@ int serve_key_load_or_create(const char *path, struct keypair **ret, bool *ret_c
 	keys_set_comment(kp, comment, err);
 	dir = strdup(path);
 	if (!dir)
-		return err_set(err, ERR_FAILED, ENOMEM, "out of memory");
+		return err_oom(err);
 	slash = strrchr(dir, '/');
 	if (slash && slash != dir) {
 		*slash = '\0';
@@ -297,7 +297,7 @@ int serve_run(const struct serve_config *cfg, struct err *err)
 		return -1;
 	clean_environment(&srv, &notify_socket);
 	if (!srv.clean_env)
-		return err_set(err, ERR_FAILED, ENOMEM, "out of memory");
+		return err_oom(err);
 	if (signals_setup(&srv, err) < 0)
 		goto out;
 	if (file_mkdir_p(cfg->state_dir, 0700, err) < 0) {

@@ -132,11 +132,11 @@ int serve_apps_normalize(const char *app_dir, char **ret, struct err *err)
 		if (strcmp(real, "/") == 0)
 			return err_set(err, ERR_REFUSED, EINVAL, "/ cannot be an app directory");
 		*ret = strdup(real);
-		return *ret ? 0 : err_set(err, ERR_FAILED, ENOMEM, "out of memory");
+		return *ret ? 0 : err_oom(err);
 	}
 	out = malloc(strlen(app_dir) + 1);
 	if (!out)
-		return err_set(err, ERR_FAILED, ENOMEM, "out of memory");
+		return err_oom(err);
 	for (p = app_dir; *p;) {
 		const char *slash;
 		size_t len;
@@ -175,13 +175,13 @@ int serve_apps_state_dir(struct serve *srv, const char *app_dir, char **ret, str
 	for (size_t i = 0; i < srv->n_apps; i++) {
 		if (strcmp(srv->apps[i].app_dir, norm) == 0) {
 			*ret = strdup(srv->apps[i].state_dir);
-			return *ret ? 0 : err_set(err, ERR_FAILED, ENOMEM, "out of memory");
+			return *ret ? 0 : err_oom(err);
 		}
 	}
 	slash = strrchr(norm, '/');
 	if (asprintf(ret, "%.*s/.sandbox", (int)(slash - norm), norm) < 0) {
 		*ret = NULL;
-		return err_set(err, ERR_FAILED, ENOMEM, "out of memory");
+		return err_oom(err);
 	}
 	return 0;
 }

@@ -46,11 +46,11 @@ static void error_on(struct conn *c, uint32_t stream, int code, const char *fmt,
 static void error_on(struct conn *c, uint32_t stream, int code, const char *fmt, ...)
 {
 	struct stream st = {.id = stream};
-	struct err e = {.cls = ERR_REFUSED, .code = code};
+	struct err e;
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(e.msg, sizeof(e.msg), fmt, ap);
+	err_vset(&e, ERR_REFUSED, code, fmt, ap);
 	va_end(ap);
 	serve_stream_error(c, &st, &e);
 }
@@ -282,8 +282,8 @@ static void dispatch(struct conn *c, const struct msg *m)
 				if (st->ops && st->ops->on_cancel) {
 					st->ops->on_cancel(c, st);
 				} else {
-					struct err e = {.cls = ERR_FAILED, .code = ECANCELED};
-					snprintf(e.msg, sizeof(e.msg), "cancelled by the host");
+					struct err e;
+					err_set(&e, ERR_FAILED, ECANCELED, "cancelled by the host");
 					serve_stream_error(c, st, &e);
 				}
 			}
@@ -300,8 +300,8 @@ static void dispatch(struct conn *c, const struct msg *m)
 			} else if (st->ops && st->ops->on_msg) {
 				st->ops->on_msg(c, st, m);
 			} else {
-				struct err e = {.cls = ERR_REFUSED, .code = EPROTO};
-				snprintf(e.msg, sizeof(e.msg), "%s does not belong on a %s stream",
+				struct err e;
+				err_set(&e, ERR_REFUSED, EPROTO, "%s does not belong on a %s stream",
 				         msg_type_name(m->type) ?: "an unknown message",
 				         msg_type_name(st->type) ?: "?");
 				serve_stream_error(c, st, &e);

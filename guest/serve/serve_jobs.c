@@ -38,7 +38,7 @@ static int record_send(int fd, const struct msg *m, struct err *err)
 		return err_ret(err);
 	buf = malloc(len);
 	if (!buf)
-		return err_set(err, ERR_FAILED, ENOMEM, "out of memory");
+		return err_oom(err);
 	n = msg_encode(m, buf, len, err);
 	if (n >= 0) {
 		do
@@ -124,7 +124,7 @@ int serve_jobs_spawn(struct serve *srv, enum job_kind kind, json_object *request
 
 	j = calloc(1, sizeof(*j));
 	if (!j)
-		return err_set(err, ERR_FAILED, ENOMEM, "out of memory");
+		return err_oom(err);
 	j->kind = kind;
 	j->fd = -1;
 	j->app_dir = strdup(app_dir);
@@ -133,7 +133,7 @@ int serve_jobs_spawn(struct serve *srv, enum job_kind kind, json_object *request
 		free(j->app_dir);
 		free(j->state_dir);
 		free(j);
-		return err_set(err, ERR_FAILED, ENOMEM, "out of memory");
+		return err_oom(err);
 	}
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
 		free(j->app_dir);

@@ -174,7 +174,7 @@ int serve_listen_open(struct serve *srv, struct err *err)
 				fcntl(fd, F_SETFL, fl | O_NONBLOCK);
 		l->busy = true;
 		if (!serve_conn_new(srv, 0, 1, false, "stdio", l, NULL))
-			return err_set(err, ERR_FAILED, ENOMEM, "out of memory");
+			return err_oom(err);
 		return 0;
 	}
 	for (size_t i = 0; cfg->unix_paths && cfg->unix_paths[i]; i++) {

@@ -63,7 +63,7 @@ static int spec_write(struct serve *srv, json_object *spec, char **ret_app_dir,
 	slash = strrchr(app_dir, '/');
 	if (asprintf(&dir, "%.*s/boot", (int)(slash - app_dir), app_dir) < 0 ||
 	    asprintf(&path, "%.*s/boot/spec.json", (int)(slash - app_dir), app_dir) < 0)
-		return err_set(err, ERR_FAILED, ENOMEM, "out of memory");
+		return err_oom(err);
 	if (file_mkdir_p(dir, 0700, err) < 0)
 		return err_wrap(err, "cannot prepare %s for the spec", dir);
 	text = json_object_to_json_string_ext(spec, JSON_C_TO_STRING_PLAIN);
@@ -125,7 +125,7 @@ int serve_ops_boot_start(struct conn *c, struct stream *st, const struct msg *m)
 		slash = strrchr(app_dir, '/');
 		if (asprintf(&state_dir, "%.*s/.sandbox", (int)(slash - app_dir), app_dir) < 0) {
 			state_dir = NULL;
-			err_set(&err, ERR_FAILED, ENOMEM, "out of memory");
+			err_oom(&err);
 			return serve_stream_error(c, st, &err);
 		}
 		json_object_object_add(req, "shape", json_object_new_string("directory"));

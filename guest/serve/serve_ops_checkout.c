@@ -202,7 +202,7 @@ int serve_ops_checkout_pack(struct conn *c, struct stream *st, const struct msg 
 
 	err_clear(&err);
 	if (!op) {
-		err_set(&err, ERR_FAILED, ENOMEM, "out of memory");
+		err_oom(&err);
 		return serve_stream_error(c, st, &err);
 	}
 	op->lock_fd = -1;

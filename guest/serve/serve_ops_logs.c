@@ -204,7 +204,7 @@ int serve_ops_logs(struct conn *c, struct stream *st, const struct msg *m)
 	}
 	op = calloc(1, sizeof(*op));
 	if (!op) {
-		err_set(&err, ERR_FAILED, ENOMEM, "out of memory");
+		err_oom(&err);
 		return serve_stream_error(c, st, &err);
 	}
 	st->data = op;
@@ -214,7 +214,7 @@ int serve_ops_logs(struct conn *c, struct stream *st, const struct msg *m)
 		return serve_stream_error(c, st, &err);
 	op->log = strdup(log);
 	if (!op->log) {
-		err_set(&err, ERR_FAILED, ENOMEM, "out of memory");
+		err_oom(&err);
 		return serve_stream_error(c, st, &err);
 	}
 	snprintf(op->path, sizeof(op->path), "%s/logs/%s.log", op->state_dir, log);

@@ -208,7 +208,7 @@ static int publish_run(struct conn *c, struct stream *st, const struct msg *m, c
 	if (publish_request(m, &name, &email, have, &n_have, err) < 0)
 		return err_ret(err);
 	if (asprintf(&git_dir, "%s/.git", app_dir) < 0)
-		return err_set(err, ERR_FAILED, ENOMEM, "out of memory");
+		return err_oom(err);
 	if (lstat(git_dir, &st_git) < 0 || !S_ISDIR(st_git.st_mode))
 		return err_set(err, ERR_REFUSED, ENOENT, "%s is not a git checkout", app_dir);
 	if (st_git.st_uid == 0)
@@ -237,7 +237,7 @@ static int publish_run(struct conn *c, struct stream *st, const struct msg *m, c
 	if (!ps) {
 		kill(pid, SIGKILL);
 		waitpid(pid, NULL, 0);
-		return err_set(err, ERR_FAILED, ENOMEM, "out of memory");
+		return err_oom(err);
 	}
 	ps->c = c;
 	ps->stream = st->id;

@@ -137,7 +137,7 @@ int serve_ops_query_runtime(struct conn *c, struct stream *st, const struct msg 
 			path = NULL;
 	}
 	if (!path) {
-		err_set(&err, ERR_FAILED, ENOMEM, "out of memory");
+		err_oom(&err);
 		return serve_stream_error(c, st, &err);
 	}
 	r = file_read_capped(AT_FDCWD, path, RUNTIME_MAX, READ_NOFOLLOW | READ_MISSING_OK, &buf,

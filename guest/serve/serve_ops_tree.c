@@ -192,7 +192,7 @@ int serve_ops_tree_push(struct conn *c, struct stream *st, const struct msg *m)
 
 	err_clear(&err);
 	if (!op) {
-		err_set(&err, ERR_FAILED, ENOMEM, "out of memory");
+		err_oom(&err);
 		return serve_stream_error(c, st, &err);
 	}
 	op->lock_fd = -1;

@@ -99,7 +99,7 @@ static int request_read(struct runner *r, struct err *err)
 	_cleanup_free_ uint8_t *buf = malloc(RUNNER_RECORD_MAX);
 
 	if (!buf)
-		return err_set(err, ERR_FAILED, ENOMEM, "out of memory");
+		return err_oom(err);
 	if (secrets_store_new(&r->secrets, err) < 0)
 		return -1;
 	for (;;) {

@@ -109,7 +109,7 @@ int checkout_stage_begin(const struct checkout_target *t, struct checkout_stage 
 
 	s = calloc(1, sizeof(*s));
 	if (!s)
-		return err_set(err, ERR_FAILED, ENOMEM, "out of memory");
+		return err_oom(err);
 	s->sw.parent_fd = -1;
 	s->stage_fd = -1;
 	if (t->clone_url) {
@@ -118,7 +118,7 @@ int checkout_stage_begin(const struct checkout_target *t, struct checkout_stage 
 			return err_wrap(err, "origin for %s", t->app_dir);
 		s->clone_url = strdup(t->clone_url);
 		if (!s->clone_url)
-			return err_set(err, ERR_FAILED, ENOMEM, "out of memory");
+			return err_oom(err);
 	}
 	s->uid = t->uid;
 	s->gid = t->gid;

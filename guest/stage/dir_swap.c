@@ -115,7 +115,7 @@ int dir_swap_init(struct dir_swap *s, const char *dir, unsigned flags, dir_swap_
 		return err_errno(err, "opening %s, the app directory's parent", s->parent);
 	return 0;
 out_oom:
-	return err_set(err, ERR_FAILED, ENOMEM, "out of memory");
+	return err_oom(err);
 }
 
 static bool exists_at(int dfd, const char *name)

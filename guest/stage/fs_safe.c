@@ -31,7 +31,7 @@ int fs_safe_dir_ensure(const char *path, uid_t uid, gid_t gid, mode_t mode, stru
 		               path ? path : "(null)");
 	copy = strdup(path);
 	if (!copy)
-		return err_set(err, ERR_FAILED, ENOMEM, "out of memory");
+		return err_oom(err);
 	fd = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
 		return err_errno(err, "cannot open /");
@@ -218,7 +218,7 @@ int fs_safe_tree_remove(const char *path, struct err *err)
 
 	copy = strdup(path);
 	if (!copy)
-		return err_set(err, ERR_FAILED, ENOMEM, "out of memory");
+		return err_oom(err);
 	n = strlen(copy);
 	while (n > 1 && copy[n - 1] == '/')
 		copy[--n] = '\0';

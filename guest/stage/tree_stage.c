@@ -70,7 +70,7 @@ int tree_stage_begin(const struct tree_stage_target *t, struct tree_stage **ret,
 	int r;
 
 	if (!s)
-		return err_set(err, ERR_FAILED, ENOMEM, "out of memory");
+		return err_oom(err);
 	s->stage_fd = -1;
 	s->file_fd = -1;
 	s->sw.parent_fd = -1;
@@ -268,7 +268,7 @@ int tree_stage_entry(struct tree_stage *s, const char *path, enum tree_entry_kin
 		if (fchownat(dfd, leaf, s->uid, s->gid, AT_SYMLINK_NOFOLLOW) < 0)
 			return err_errno(err, "setting the owner of %s", path);
 		if (strv_push(&s->links, path) < 0)
-			return err_set(err, ERR_FAILED, ENOMEM, "out of memory");
+			return err_oom(err);
 		break;
 	case TREE_ENTRY_FILE:
 		s->file_fd =
@@ -283,7 +283,7 @@ int tree_stage_entry(struct tree_stage *s, const char *path, enum tree_entry_kin
 		free(s->file_path);
 		s->file_path = strdup(path);
 		if (!s->file_path)
-			return err_set(err, ERR_FAILED, ENOMEM, "out of memory");
+			return err_oom(err);
 		s->file_left = size;
 		s->bytes += size;
 		break;

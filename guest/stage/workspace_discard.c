@@ -58,7 +58,7 @@ int workspace_discard(const char *workspace, struct err *err)
 	const char *parent, *name;
 
 	if (!c1 || !c2)
-		return err_set(err, ERR_FAILED, ENOMEM, "out of memory");
+		return err_oom(err);
 	parent = dirname(c1);
 	name = basename(c2);
 	if (strcmp(workspace, "/") == 0 || strcmp(name, "..") == 0 || strcmp(name, ".") == 0)
