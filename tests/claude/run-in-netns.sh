@@ -49,7 +49,7 @@ forward() {
 	local c
 	c=$(cat "/proc/$upid/task/$upid/children" 2>/dev/null)
 	if [ -n "$c" ]; then
-		kill -TERM $c 2>/dev/null
+		kill -TERM "$c" 2>/dev/null
 	else
 		kill -KILL "$upid" 2>/dev/null
 	fi
