@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The host's handshake with the pin policy of sandbox-ctl. It runs the handshake state machine
- * (handshake.h) itself, like channel_handshake_host(), so that it can look at the guest's key
- * between SERVER_HELLO and HOST_AUTH: an instance without a pin gets no signature unless the
+ * The host's handshake with the pin policy of sandbox-ctl, run by the channel's one handshake
+ * driver (channel_handshake_host_checked()), whose check looks at the guest's key between
+ * SERVER_HELLO and HOST_AUTH: an instance without a pin gets no signature unless the
  * caller accepts new keys, and a failure says whether the key changed (exit 4) or the
  * connection or authentication failed (exit 3).
  */
@@ -34,12 +34,43 @@ static int broke(struct err *err, const char *context)
 	return CTL_EXIT_CONNECT;
 }
 
-static int write_out(struct frame_io *io, const struct hs_output *out, int64_t deadline,
-                     struct err *err)
+/* What the pin policy needs while the handshake runs, and its verdict. */
+struct pin_check {
+	const struct session_pin_policy *p;
+	const uint8_t *pin; /* the pinned key, or NULL */
+	int exit;           /* 0, CTL_EXIT_CONNECT or CTL_EXIT_KEY_CHANGED */
+};
+
+/*
+ * The guest proved its key: an instance without a pin gets no signature from us unless the
+ * caller accepts new keys. After a failure: a key other than the pinned one is a changed key.
+ */
+static int pin_check(void *data, const uint8_t *peer, bool failed, struct err *err)
 {
-	if (out->len == 0)
-		return 0;
-	return frame_io_write(io, out->buf, out->len, deadline, err);
+	struct pin_check *pc = data;
+	const struct session_pin_policy *p = pc->p;
+	char got[KEYS_FINGERPRINT_MAX], want[KEYS_FINGERPRINT_MAX];
+
+	keys_fingerprint(peer, got);
+	if (failed) {
+		if (pc->pin && memcmp(peer, pc->pin, KEYS_PUBLIC_LEN) != 0) {
+			keys_fingerprint(pc->pin, want);
+			pc->exit = CTL_EXIT_KEY_CHANGED;
+			return err_reword(err,
+			                  "the key of instance %s changed: pinned %s, the guest offers "
+			                  "%s; if the instance was rebuilt, connect once with "
+			                  "--replace-guest-key",
+			                  p->instance, want, got);
+		}
+		return err_ret(err);
+	}
+	if (!pc->pin && !p->accept_new && !p->replace)
+		return err_set(err, ERR_FAILED, EKEYREJECTED,
+		               "no guest key is pinned for instance %s (the guest offers %s): "
+		               "if that is the guest you expect, connect once with "
+		               "--accept-new-guest-key",
+		               p->instance, got);
+	return 0;
 }
 
 /* The pin verdict once the guest proved its key. */
@@ -70,11 +101,9 @@ int connect_handshake(struct frame_io *io, const struct keypair *host_key,
                       enum session_pin *ret_pin, struct err *err)
 {
 	uint8_t pin[KEYS_PUBLIC_LEN];
-	struct hs_config cfg = {.role = HS_HOST, .identity = host_key};
-	_cleanup_hs_ struct handshake *hs = NULL;
-	int64_t deadline = frame_io_deadline(timeout_ms);
+	struct pin_check pc = {.p = p};
+	struct channel_peer_check check = {.check = pin_check, .data = &pc};
 	struct channel *ch = NULL;
-	struct hs_output out;
 	bool pinned;
 	int r;
 
@@ -82,83 +111,22 @@ int connect_handshake(struct frame_io *io, const struct keypair *host_key,
 	if (r < 0)
 		return broke(err, "cannot read the pinned guest keys");
 	pinned = r == 1;
-	if (pinned && !p->replace)
-		cfg.expected_peer = pin;
-	if (handshake_new(&cfg, &hs, err) < 0)
+	if (pinned)
+		pc.pin = pin;
+	r = channel_handshake_host_checked(io, host_key, pinned && !p->replace ? pin : NULL, &check,
+	                                   timeout_ms, &ch, err);
+	if (r < 0) {
+		if (pc.exit)
+			return pc.exit;
+		if (err->code == ETIMEDOUT)
+			err_reword(err,
+			           "the handshake did not complete within %d ms (is the agent serving "
+			           "this address?)",
+			           timeout_ms);
+		else if (err->code == ECONNRESET)
+			err_reword(err, "the agent closed the connection during the handshake");
 		return CTL_EXIT_CONNECT;
-	frame_decoder_set_mode(&io->dec, FRAME_HANDSHAKE_MAX, true);
-	frame_io_set_budget(io, CHANNEL_HANDSHAKE_MAX_BYTES);
-	if (handshake_start(hs, &out, err) < 0 || write_out(io, &out, deadline, err) < 0)
-		return broke(err, "handshake");
-
-	for (;;) {
-		enum frame_event ev;
-		const uint8_t *body, *peer;
-		size_t len;
-
-		r = frame_io_next(io, deadline, &ev, err);
-		if (r == -ETIMEDOUT) {
-			err_reword(
-			    err,
-			    "the handshake did not complete within %d ms (is the agent serving "
-			    "this address?)",
-			    timeout_ms);
-			return CTL_EXIT_CONNECT;
-		}
-		if (r < 0)
-			return broke(err, "handshake");
-		if (r == 0) {
-			err_set(err, ERR_FAILED, ECONNRESET,
-			        "the agent closed the connection during the handshake");
-			return CTL_EXIT_CONNECT;
-		}
-		if (ev == FRAME_EV_MARKER) {
-			if (handshake_on_marker(hs, err) < 0)
-				return CTL_EXIT_CONNECT;
-			continue;
-		}
-		body = frame_decoder_body(&io->dec, &len);
-		r = handshake_on_frame(hs, body, len, &out, err);
-		peer = handshake_peer_key(hs);
-		if (r < 0) {
-			struct err werr;
-			char got[KEYS_FINGERPRINT_MAX], want[KEYS_FINGERPRINT_MAX];
-			(void)write_out(io, &out, deadline, &werr); /* a REFUSE, if any */
-			if (peer && pinned && memcmp(peer, pin, KEYS_PUBLIC_LEN) != 0) {
-				keys_fingerprint(peer, got);
-				keys_fingerprint(pin, want);
-				err_reword(
-				    err,
-				    "the key of instance %s changed: pinned %s, the guest offers "
-				    "%s; if the instance was rebuilt, connect once with "
-				    "--replace-guest-key",
-				    p->instance, want, got);
-				return CTL_EXIT_KEY_CHANGED;
-			}
-			return CTL_EXIT_CONNECT;
-		}
-		if (peer && !pinned && !p->accept_new && !p->replace && out.len > 0) {
-			/* The guest showed its key; we would sign next. We do not. */
-			char got[KEYS_FINGERPRINT_MAX];
-			keys_fingerprint(peer, got);
-			err_set(err, ERR_FAILED, EKEYREJECTED,
-			        "no guest key is pinned for instance %s (the guest offers %s): "
-			        "if that is the guest you expect, connect once with "
-			        "--accept-new-guest-key",
-			        p->instance, got);
-			return CTL_EXIT_CONNECT;
-		}
-		if (write_out(io, &out, deadline, err) < 0)
-			return broke(err, "handshake");
-		if (r == HS_RESYNC) {
-			frame_decoder_set_mode(&io->dec, FRAME_HANDSHAKE_MAX, true);
-			continue;
-		}
-		if (r == HS_DONE)
-			break;
 	}
-	if (channel_from_handshake(io, hs, &ch, err) < 0)
-		return CTL_EXIT_CONNECT;
 	r = pin_after(p, pinned, channel_peer_key(ch), ret_pin, err);
 	if (r != 0) {
 		channel_free(ch);

@@ -54,6 +54,21 @@ int channel_handshake_guest(struct frame_io *io, const struct keypair *guest_key
                             struct authkeys *authorized, int timeout_ms, struct channel **ret,
                             char *ret_fingerprint, struct err *err);
 
+/*
+ * Host side with a policy of the caller's: like channel_handshake_host(), but check (may be
+ * NULL) sees the guest's key once the guest proved it, before our signature goes out, and may
+ * refuse it (a negative return with err filled: nothing is signed). When the handshake fails
+ * after the guest showed a key, check is called again with failed set, and may reword err.
+ */
+struct channel_peer_check {
+	int (*check)(void *data, const uint8_t *peer_key, bool failed, struct err *err);
+	void *data;
+};
+int channel_handshake_host_checked(struct frame_io *io, const struct keypair *host_key,
+                                   const uint8_t *pinned_guest_key,
+                                   const struct channel_peer_check *check, int timeout_ms,
+                                   struct channel **ret, struct err *err);
+
 /* A channel over io with the keys of a finished handshake (the test vectors use this). */
 int channel_from_handshake(struct frame_io *io, const struct handshake *hs, struct channel **ret,
                            struct err *err);

@@ -18,7 +18,7 @@ static int write_out(struct frame_io *io, const struct hs_output *out, int64_t d
 }
 
 static int drive(struct frame_io *io, struct handshake *hs, int64_t deadline, int timeout_ms,
-                 struct channel **ret, struct err *err)
+                 const struct channel_peer_check *check, struct channel **ret, struct err *err)
 {
 	struct hs_output out;
 
@@ -45,6 +45,17 @@ static int drive(struct frame_io *io, struct handshake *hs, int64_t deadline, in
 		}
 		body = frame_decoder_body(&io->dec, &len);
 		r = handshake_on_frame(hs, body, len, &out, err);
+		if (check && handshake_peer_key(hs)) {
+			if (r < 0) {
+				struct err werr;
+				(void)write_out(io, &out, deadline, &werr); /* a REFUSE, if any */
+				check->check(check->data, handshake_peer_key(hs), true, err);
+				return err_ret(err);
+			}
+			if (out.len > 0 &&
+			    check->check(check->data, handshake_peer_key(hs), false, err) < 0)
+				return err_ret(err);
+		}
 		if (out.len > 0) {
 			struct err werr;
 			int w = write_out(io, &out, deadline, &werr);
@@ -72,6 +83,15 @@ int channel_handshake_host(struct frame_io *io, const struct keypair *host_key,
                            const uint8_t *pinned_guest_key, int timeout_ms, struct channel **ret,
                            struct err *err)
 {
+	return channel_handshake_host_checked(io, host_key, pinned_guest_key, NULL, timeout_ms, ret,
+	                                      err);
+}
+
+int channel_handshake_host_checked(struct frame_io *io, const struct keypair *host_key,
+                                   const uint8_t *pinned_guest_key,
+                                   const struct channel_peer_check *check, int timeout_ms,
+                                   struct channel **ret, struct err *err)
+{
 	struct hs_config cfg = {
 	    .role = HS_HOST,
 	    .identity = host_key,
@@ -92,7 +112,7 @@ int channel_handshake_host(struct frame_io *io, const struct keypair *host_key,
 	r = write_out(io, &out, deadline, err);
 	if (r < 0)
 		return err_wrap(err, "handshake");
-	return drive(io, hs, deadline, timeout_ms, ret, err);
+	return drive(io, hs, deadline, timeout_ms, check, ret, err);
 }
 
 int channel_handshake_guest(struct frame_io *io, const struct keypair *guest_key,
@@ -122,7 +142,7 @@ int channel_handshake_guest(struct frame_io *io, const struct keypair *guest_key
 	if (r < 0)
 		return r;
 	start(io);
-	r = drive(io, hs, deadline, timeout_ms, ret, err);
+	r = drive(io, hs, deadline, timeout_ms, NULL, ret, err);
 	peer = handshake_peer_key(hs);
 	if (peer && ret_fingerprint)
 		keys_fingerprint(peer, ret_fingerprint);

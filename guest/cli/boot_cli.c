@@ -21,7 +21,7 @@
 #include <unistd.h>
 
 #include "clock.h"
-#include "workspace_discard.h"
+#include "boot_stop.h"
 #include "boot_engine.h"
 #include "boot_plan.h"
 #include "boot_services.h"
@@ -243,68 +243,35 @@ static int do_dry_run(struct boot_options *o)
 
 static int do_stop(struct boot_options *o, bool discard)
 {
-	char state_dir[PATH_MAX];
-	struct err err;
-	unsigned grace = o->grace_ms ? o->grace_ms : BOOT_DEFAULT_GRACE_MS;
+	char state_dir[PATH_MAX], ws[PATH_MAX];
+	struct boot_stop_request rq = {
+	    .state_dir = state_dir,
+	    .what = o->shape == BOOT_SHAPE_SPEC ? o->spec_path : o->app_dir,
+	    .grace_ms = o->grace_ms,
+	    .discard = discard,
+	    .options = o,
+	};
+	struct err err, warning;
 
 	err_clear(&err);
 	if (state_dir_for(o, state_dir, sizeof(state_dir), &err) < 0) {
 		report_refusal(&err);
 		return exit_code(&err);
 	}
-	if (discard) {
-		/* Only a workspace a boot has used is ever removed. */
-		char probe[PATH_MAX + 16];
-		struct stat st;
-		snprintf(probe, sizeof(probe), "%s/session_id", state_dir);
-		if (lstat(state_dir, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() ||
-		    access(probe, F_OK) < 0) {
-			fprintf(
-			    stderr,
-			    "Sandbox discard refused: %s holds no boot's state (no %s); nothing "
-			    "was removed\n",
-			    o->shape == BOOT_SHAPE_SPEC ? o->spec_path : o->app_dir, probe);
-			return 2;
-		}
-	}
-	if (boot_engine_stop(state_dir, grace, &err) < 0) {
-		fprintf(stderr, "Sandbox stop failed: %s\n", err.msg);
-		return 1;
-	}
-	if (!discard)
-		return 0;
-	{
-		struct boot_plan plan = {0};
-		struct err plan_err;
-		o->dry_run = true;
-		o->for_cleanup = true;
-		if (boot_plan_build(o, &plan, &plan_err) == 0) {
-			if (boot_services_drop_databases(&plan, &err) < 0)
-				fprintf(stderr, "sandbox-app-boot: %s\n", err.msg);
-			if (workspace_discard(plan.workspace, &err) < 0) {
-				boot_plan_dispose(&plan);
-				fprintf(stderr, "Sandbox discard failed: %s\n", err.msg);
-				return 1;
-			}
-			boot_plan_dispose(&plan);
-			return 0;
-		}
-	}
-	/* The configuration no longer loads: remove the workspace all the same. */
-	{
-		char ws[PATH_MAX];
+	/* The workspace, should the configuration no longer load (spec shape: only if named). */
+	if (o->shape == BOOT_SHAPE_DIRECTORY) {
 		snprintf(ws, sizeof(ws), "%s", state_dir);
-		if (o->shape == BOOT_SHAPE_DIRECTORY)
-			*strrchr(ws, '/') = '\0';
-		else if (o->workspace)
-			snprintf(ws, sizeof(ws), "%s", o->workspace);
-		else
-			return 0;
-		if (workspace_discard(ws, &err) < 0) {
-			fprintf(stderr, "Sandbox discard failed: %s\n", err.msg);
-			return 1;
-		}
+		*strrchr(ws, '/') = '\0';
+		rq.fallback_workspace = ws;
+	} else if (o->workspace) {
+		rq.fallback_workspace = o->workspace;
 	}
+	if (boot_stop_run(&rq, &warning, &err) < 0) {
+		fprintf(stderr, "%s\n", err.msg);
+		return exit_code(&err);
+	}
+	if (warning.cls != ERR_NONE)
+		fprintf(stderr, "sandbox-app-boot: %s\n", warning.msg);
 	return 0;
 }
 

@@ -29,7 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "workspace_discard.h"
+#include "boot_stop.h"
 #include "boot_engine.h"
 #include "boot_plan.h"
 #include "boot_services.h"
@@ -494,6 +494,7 @@ static int run_stop(struct runner *r)
 	bool discard = req_bool(r, "discard");
 	bool running;
 	json_object *reply;
+	char ws[PATH_MAX];
 	struct err err;
 
 	err_clear(&err);
@@ -502,35 +503,18 @@ static int run_stop(struct runner *r)
 		stop_error(r, &err);
 		return 2;
 	}
-	if (discard) {
-		/* Only a workspace a boot has used is ever removed (as sandbox-app-boot does). */
-		char probe[PATH_MAX + 16];
-		struct stat st;
-		snprintf(probe, sizeof(probe), "%s/session_id", state_dir);
-		if (lstat(state_dir, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() ||
-		    access(probe, F_OK) < 0) {
-			err_set(
-			    &err, ERR_REFUSED, ENOENT,
-			    "Sandbox discard refused: %s holds no boot's state (no %s); nothing "
-			    "was removed",
-			    app_dir, probe);
-			stop_error(r, &err);
-			return 2;
-		}
-	}
-	running = was_running(state_dir);
-	/* A boot in progress is told to stop (TERM to its runner) and waited for first. */
-	if (boot_engine_stop(state_dir, grace, &err) < 0) {
-		err_wrap(&err, "Sandbox stop failed");
-		stop_error(r, &err);
-		return 1;
-	}
-	if (discard) {
-		struct boot_plan plan = {0};
-		struct boot_options o = {
-		    .shape = BOOT_SHAPE_DIRECTORY, .dry_run = true, .for_cleanup = true};
+	{
+		struct boot_options o = {.shape = BOOT_SHAPE_DIRECTORY};
+		struct boot_stop_request rq = {
+		    .state_dir = state_dir,
+		    .what = app_dir,
+		    .grace_ms = grace,
+		    .discard = discard,
+		    .options = &o,
+		    .fallback_workspace = ws,
+		};
 		char spec[PATH_MAX];
-		struct err plan_err;
+		struct err warning;
 		struct stat st;
 
 		snprintf(spec, sizeof(spec), "%s/spec.json", state_dir);
@@ -543,28 +527,18 @@ static int run_stop(struct runner *r)
 		o.user = req_string(r, "user");
 		o.cache_root = req_string(r, "cache_root");
 		o.caller_env = environ;
-		if (boot_plan_build(&o, &plan, &plan_err) == 0) {
-			if (boot_services_drop_databases(&plan, &plan_err) < 0)
-				log_warn("%s", plan_err.msg);
-			if (workspace_discard(plan.workspace, &err) < 0) {
-				boot_plan_dispose(&plan);
-				err_wrap(&err, "Sandbox discard failed");
-				stop_error(r, &err);
-				return 1;
-			}
-			boot_plan_dispose(&plan);
-		} else {
-			/* The configuration no longer loads: remove the workspace all the same. */
-			char ws[PATH_MAX];
-			snprintf(ws, sizeof(ws), "%s", app_dir);
-			if (strrchr(ws, '/') && strrchr(ws, '/') != ws)
-				*strrchr(ws, '/') = '\0';
-			if (workspace_discard(ws, &err) < 0) {
-				err_wrap(&err, "Sandbox discard failed");
-				stop_error(r, &err);
-				return 1;
-			}
+		/* The workspace, should the configuration no longer load: the app's parent. */
+		snprintf(ws, sizeof(ws), "%s", app_dir);
+		if (strrchr(ws, '/') && strrchr(ws, '/') != ws)
+			*strrchr(ws, '/') = '\0';
+		running = was_running(state_dir);
+		/* A boot in progress is told to stop (TERM to its runner) and waited for first. */
+		if (boot_stop_run(&rq, &warning, &err) < 0) {
+			stop_error(r, &err);
+			return err.cls == ERR_REFUSED ? 2 : 1;
 		}
+		if (warning.cls != ERR_NONE)
+			log_warn("%s", warning.msg);
 	}
 	reply = json_object_new_object();
 	json_object_object_add(reply, "stopped", json_object_new_boolean(running));
