@@ -3,6 +3,7 @@
  * Small helpers the subcommands share: usage errors, durations, interrupt handling.
  */
 #include "cmd.h"
+#include "sigfd.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -52,14 +53,10 @@ int cmd_parse_seconds(const char *s, int64_t max_ms, int64_t *ret_ms)
 int cmd_signalfd(void)
 {
 	sigset_t set;
+	struct err err;
 
-	sigemptyset(&set);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGHUP);
-	if (sigprocmask(SIG_BLOCK, &set, NULL) < 0)
-		return -1;
-	return signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+	sigfd_set(&set, SIGINT, SIGTERM, SIGHUP, 0);
+	return sigfd_open(&set, NULL, &err);
 }
 
 int cmd_app_request(struct ctl *ctl, int argc, char **argv, const char *usage, uint16_t type)

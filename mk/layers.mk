@@ -37,5 +37,5 @@ layer_inc = $(if $(filter $(call layer_dir,$(1)),$(LAYERS)), \
 # One recipe for every static archive of every build (dynamic, sanitizer, static, fuzz).
 define archive_recipe
 @rm -f $@
-$(AR) rcs $@ $^
+@$(AR) rcs $@ $^
 endef

@@ -75,15 +75,14 @@ int file_read_capped(int dirfd, const char *path, size_t max, int flags, char **
 				               path);
 			buf = nb;
 		}
-		n = read(fd, buf + len, cap - len);
+		n = file_read_all(fd, buf + len, cap - len);
 		if (n < 0) {
-			if (errno == EINTR)
-				continue;
+			errno = (int)-n;
 			return err_errno(err, "cannot read %s", path);
 		}
-		if (n == 0)
-			break;
 		len += (size_t)n;
+		if (len < cap)
+			break;
 	}
 	if (len > max)
 		return err_set(err, ERR_REFUSED, EFBIG, "%s is larger than %zu bytes", path, max);
@@ -174,4 +173,22 @@ int file_mkdir_p(const char *path, mode_t mode, struct err *err)
 	if (mkdir(buf, mode) < 0 && errno != EEXIST)
 		return err_errno(err, "cannot create directory %s", buf);
 	return 0;
+}
+
+ssize_t file_read_all(int fd, void *buf, size_t size)
+{
+	size_t len = 0;
+
+	while (len < size) {
+		ssize_t n = read(fd, (char *)buf + len, size - len);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (n == 0)
+			break;
+		len += (size_t)n;
+	}
+	return (ssize_t)len;
 }

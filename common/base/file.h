@@ -26,6 +26,13 @@ int file_read_capped(int dirfd, const char *path, size_t max, int flags, char **
                      size_t *ret_len, struct err *err);
 
 /*
+ * Read fd until end of file or until size bytes are in buf, whichever comes first (EINTR is
+ * retried): the count read, or -errno. A caller that allows max bytes passes max + 1 and
+ * refuses a result above max.
+ */
+ssize_t file_read_all(int fd, void *buf, size_t size);
+
+/*
  * Write data to path atomically: a temporary file in the same directory, written, fchmod'ed to
  * mode, fchown'ed to uid:gid (unless uid is (uid_t)-1), fsync'ed, renamed over path, and the
  * directory fsync'ed. A full disk is reported as such and leaves the old file in place.

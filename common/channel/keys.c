@@ -283,16 +283,13 @@ static int read_secret_file(const char *path, char **ret, struct err *err)
 	buf = sodium_malloc(SECRET_FILE_MAX + 1);
 	if (!buf)
 		return err_set(err, ERR_FAILED, ENOMEM, "cannot allocate guarded memory");
-	for (;;) {
-		ssize_t n = read(fd, buf + len, SECRET_FILE_MAX + 1 - len);
+	{
+		ssize_t n = file_read_all(fd, buf, SECRET_FILE_MAX + 1);
 		if (n < 0) {
-			if (errno == EINTR)
-				continue;
+			errno = (int)-n;
 			return err_errno(err, "cannot read %s", path);
 		}
-		if (n == 0)
-			break;
-		len += (size_t)n;
+		len = (size_t)n;
 		if (len > SECRET_FILE_MAX)
 			return err_set(err, ERR_REFUSED, EFBIG, "key file %s is too large", path);
 	}

@@ -18,6 +18,7 @@
 
 #include <json-c/json.h>
 
+#include "file.h"
 #include "json_strict.h"
 #include "log.h"
 #include "strv.h"
@@ -813,17 +814,14 @@ static int spec_read_fd(int fd, const char *path, size_t max, char **ret_buf, si
 
 	if (!buf)
 		return spec_oom(err);
-	for (;;) {
-		ssize_t n = read(fd, buf + len, max + 1 - len);
+	{
+		ssize_t n = file_read_all(fd, buf, max + 1);
 
 		if (n < 0) {
-			if (errno == EINTR)
-				continue;
+			errno = (int)-n;
 			return err_errno(err, "cannot read %s", path);
 		}
-		if (n == 0)
-			break;
-		len += (size_t)n;
+		len = (size_t)n;
 		if (len > max)
 			return err_set(err, ERR_REFUSED, EFBIG, "spec %s is larger than %zu bytes",
 			               path, max);

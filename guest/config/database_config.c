@@ -22,6 +22,7 @@
 #include "file.h"
 #include "log.h"
 #include "strv.h"
+#include "yaml_error.h"
 
 #define DB_FILE "config/database.yml"
 /* Nodes and merged pairs the expanded document may hold: real files stay in the hundreds. */
@@ -322,43 +323,13 @@ static void yaml_doc_dispose(struct yaml_doc *y)
 		yaml_parser_delete(&y->parser);
 }
 
-static void offset_to_line_col(const char *buf, size_t len, size_t offset, size_t *line,
-                               size_t *col)
-{
-	*line = 1;
-	*col = 1;
-	for (size_t i = 0; i < offset && i < len; i++) {
-		if (buf[i] == '\n') {
-			(*line)++;
-			*col = 1;
-		} else {
-			(*col)++;
-		}
-	}
-}
-
 static int yaml_refuse(const yaml_parser_t *p, const char *buf, size_t len, struct err *err)
 {
-	size_t line, col;
+	char what[ERR_MSG_MAX / 2];
 
-	if (p->error == YAML_MEMORY_ERROR)
+	if (!yaml_error_format(p, buf, len, true, what, sizeof(what)))
 		return err_oom_at(err, "reading " DB_FILE);
-	if (p->error == YAML_READER_ERROR) {
-		offset_to_line_col(buf, len, p->problem_offset, &line, &col);
-	} else {
-		line = p->problem_mark.line + 1;
-		col = p->problem_mark.column + 1;
-	}
-	if (p->context && p->error != YAML_READER_ERROR)
-		return err_set(err, ERR_REFUSED, EINVAL,
-		               DB_FILE " is not valid YAML (%s at line %zu column %zu, %s at line "
-		                       "%zu column %zu)",
-		               p->problem ? p->problem : "unknown problem", line, col, p->context,
-		               (size_t)p->context_mark.line + 1,
-		               (size_t)p->context_mark.column + 1);
-	return err_set(err, ERR_REFUSED, EINVAL,
-	               DB_FILE " is not valid YAML (%s at line %zu column %zu)",
-	               p->problem ? p->problem : "unknown problem", line, col);
+	return err_set(err, ERR_REFUSED, EINVAL, DB_FILE " is not valid YAML (%s)", what);
 }
 
 /*

@@ -22,6 +22,7 @@
 
 #include "log.h"
 #include "strv.h"
+#include "yaml_error.h"
 #include "yaml_scalar.h"
 
 #if __has_include(<linux/openat2.h>)
@@ -193,30 +194,11 @@ static const char *key_shown(const char *key, char out[KEY_SHOWN_MAX + 4])
 
 static int yaml_failure(struct cfg_parser *p)
 {
-	const yaml_parser_t *yp = &p->yp;
-	const char *problem = yp->problem ? yp->problem : "unknown error";
-	size_t line = 0, column = 0;
+	char what[ERR_MSG_MAX / 2];
 
-	if (yp->error == YAML_MEMORY_ERROR)
+	if (!yaml_error_format(&p->yp, p->buf, p->len, false, what, sizeof(what)))
 		return oom(p->err);
-	if (yp->error == YAML_READER_ERROR) {
-		/* the reader knows only the byte offset */
-		size_t off = yp->problem_offset < p->len ? yp->problem_offset : p->len;
-		for (size_t i = 0; i < off; i++) {
-			if (p->buf[i] == '\n') {
-				line++;
-				column = 0;
-			} else {
-				column++;
-			}
-		}
-	} else {
-		line = yp->problem_mark.line;
-		column = yp->problem_mark.column;
-	}
-	return err_set(p->err, ERR_REFUSED, EINVAL,
-	               MALFORMED "it is not valid YAML (%s at line %zu column %zu)", problem,
-	               line + 1, column + 1);
+	return err_set(p->err, ERR_REFUSED, EINVAL, MALFORMED "it is not valid YAML (%s)", what);
 }
 
 /* The next event, refusing aliases and anchors and capping the nesting. */

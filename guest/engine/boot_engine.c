@@ -36,6 +36,7 @@
 #include "ready.h"
 #include "strv.h"
 #include "supervisor.h"
+#include "sigfd.h"
 
 #define READY_BACKOFF_MIN_MS 1
 #define READY_BACKOFF_MAX_MS 5
@@ -505,12 +506,13 @@ int boot_engine_run(struct boot_plan *p, const struct boot_options *o,
 	if (boot_state_lock_acquire(p->state_dir, &lock, err) < 0)
 		return -1;
 	/* TERM, INT and HUP stop the boot cleanly (its processes, state "failed"). */
-	sigemptyset(&stop_signals);
-	sigaddset(&stop_signals, SIGTERM);
-	sigaddset(&stop_signals, SIGINT);
-	sigaddset(&stop_signals, SIGHUP);
-	sigprocmask(SIG_BLOCK, &stop_signals, &saved_mask);
-	signal_fd = signalfd(-1, &stop_signals, SFD_CLOEXEC | SFD_NONBLOCK);
+	sigfd_set(&stop_signals, SIGTERM, SIGINT, SIGHUP, 0);
+	signal_fd = sigfd_open(&stop_signals, &saved_mask, err);
+	if (signal_fd < 0) {
+		/* Without it the boot still runs; a signal then stops it the default way. */
+		log_debug("%s", err->msg);
+		err_clear(err);
+	}
 	ctx.signal_fd = signal_fd;
 
 	if (boot_state_load(p->state_dir, &prev, err) < 0)

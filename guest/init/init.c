@@ -25,6 +25,7 @@
 #include "clock.h"
 #include "init.h"
 #include "log.h"
+#include "sigfd.h"
 
 /* Whether PATH is a mount point: its device differs from its parent's. */
 static int path_is_mounted(const char *path, bool *ret, struct err *err)
@@ -179,11 +180,9 @@ int init_run(const struct init_opts *opts, int *ret_status, struct err *err)
 	int64_t deadline = 0;
 
 	handled_signals(&set);
-	if (sigprocmask(SIG_BLOCK, &set, &old) < 0)
-		return err_errno(err, "sigprocmask");
-	fd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+	fd = sigfd_open(&set, &old, err);
 	if (fd < 0)
-		return err_errno(err, "signalfd");
+		return fd;
 	if (!opts->pid1 && prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0)
 		return err_errno(err, "prctl(PR_SET_CHILD_SUBREAPER)");
 	if (daemon_start(opts->daemon_path, opts->daemon_argv, &daemon, err) < 0)

@@ -35,6 +35,7 @@
 #include "log.h"
 #include "logfile.h"
 #include "procset.h"
+#include "sigfd.h"
 
 #define container_of(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
 
@@ -538,9 +539,9 @@ static int sup_setup(struct sup *s, int report_fd, struct err *err)
 	s->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (s->epfd < 0)
 		return err_errno(err, "supervisor: epoll_create1");
-	s->sigfd = signalfd(-1, &handled, SFD_NONBLOCK | SFD_CLOEXEC);
+	s->sigfd = sigfd_open(&handled, NULL, err);
 	if (s->sigfd < 0)
-		return err_errno(err, "supervisor: signalfd");
+		return err_wrap(err, "supervisor");
 	if (watch(s, s->sigfd, &s->sig_h, signal_event, err) < 0)
 		return -1;
 	s->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);

@@ -31,6 +31,7 @@
 #include "serve_conn.h"
 #include "serve_jobs.h"
 #include "serve_listen.h"
+#include "sigfd.h"
 
 extern char **environ;
 
@@ -115,17 +116,9 @@ static int signals_setup(struct serve *srv, struct err *err)
 	sigset_t set;
 
 	signal(SIGPIPE, SIG_IGN);
-	sigemptyset(&set);
-	sigaddset(&set, SIGCHLD);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGHUP);
-	if (sigprocmask(SIG_BLOCK, &set, NULL) < 0)
-		return err_errno(err, "sigprocmask");
-	srv->sigfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
-	if (srv->sigfd < 0)
-		return err_errno(err, "signalfd");
-	return 0;
+	sigfd_set(&set, SIGCHLD, SIGTERM, SIGINT, SIGHUP, 0);
+	srv->sigfd = sigfd_open(&set, NULL, err);
+	return srv->sigfd < 0 ? srv->sigfd : 0;
 }
 
 static void signals_read(struct serve *srv)
