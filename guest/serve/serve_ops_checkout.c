@@ -35,6 +35,7 @@
 #include "serve_apps.h"
 #include "serve_jobs.h"
 #include "serve_stream.h"
+#include "serve_target.h"
 
 static const char *method_name(int method)
 {
@@ -48,15 +49,6 @@ static const char *method_name(int method)
 	default:
 		return "?";
 	}
-}
-
-/* The run user the tree is given to: --user, else `sandbox` when it exists, else root. */
-static void run_owner(const char *user, uid_t *uid, gid_t *gid)
-{
-	struct passwd *pw = getpwnam(user ? user : BOOT_DEFAULT_USER);
-
-	*uid = pw ? pw->pw_uid : (uid_t)-1;
-	*gid = pw ? pw->pw_gid : (gid_t)-1;
 }
 
 /* The local ref a fetched remote ref is kept under, as git_fetch_ref names it. */
@@ -82,32 +74,12 @@ static int local_ref_of(const char *ref, char *buf, size_t len, struct err *err)
 	return 0;
 }
 
-/* Normalise app_dir, find its state directory, refuse while a boot runs. */
-static int target_prepare(struct conn *c, const struct msg *m, char **ret_app_dir,
-                          char **ret_state_dir, struct err *err)
-{
-	const char *app_dir = serve_stream_field_string(m, "app_dir", true, err);
-
-	if (!app_dir || serve_apps_normalize(app_dir, ret_app_dir, err) < 0 ||
-	    serve_apps_state_dir(c->srv, *ret_app_dir, ret_state_dir, err) < 0)
-		return err_ret(err);
-	if (serve_jobs_find(c->srv, JOB_BOOT, *ret_state_dir) ||
-	    serve_jobs_find(c->srv, JOB_CHECKOUT, *ret_state_dir))
-		return err_set(err, ERR_REFUSED, EBUSY,
-		               "a boot or checkout of %s is in progress: check out when it has "
-		               "finished",
-		               *ret_app_dir);
-	return 0;
-}
-
 /* ---- checkout.pack, in the daemon ---- */
 
 struct pack_op {
 	struct checkout_stage *stage;
 	struct git_pack_receiver *recv;
-	int lock_fd;
-	char *app_dir;
-	char *state_dir;
+	struct serve_target target;
 	git_oid tip;
 	char local_ref[GIT_FETCH_REF_MAX];
 };
@@ -118,9 +90,7 @@ static void pack_op_release(struct pack_op *op)
 	op->recv = NULL;
 	checkout_stage_free(op->stage);
 	op->stage = NULL;
-	if (op->lock_fd >= 0)
-		close(op->lock_fd);
-	op->lock_fd = -1;
+	serve_target_unlock(&op->target);
 }
 
 static void pack_op_free(void *data)
@@ -128,15 +98,14 @@ static void pack_op_free(void *data)
 	struct pack_op *op = data;
 
 	pack_op_release(op);
-	free(op->app_dir);
-	free(op->state_dir);
+	serve_target_dispose(&op->target);
 	free(op);
 }
 
 static int pack_fail(struct conn *c, struct stream *st, struct pack_op *op, struct err *err)
 {
 	log_info("connection %" PRIu64 ": checkout into %s refused: %s", c->id,
-	         op && op->app_dir ? op->app_dir : "?", err->msg);
+	         op && op->target.app_dir ? op->target.app_dir : "?", err->msg);
 	if (op)
 		pack_op_release(op);
 	return serve_stream_error(c, st, err);
@@ -160,7 +129,7 @@ static int pack_end(struct conn *c, struct stream *st, struct pack_op *op)
 	pack_op_release(op);
 	git_oid_tostr(hex, sizeof(hex), &res.commit);
 	log_info("connection %" PRIu64 ": commit %s checked out into %s (%zu objects, %zu bytes)",
-	         c->id, hex, op->app_dir, stats.objects, stats.bytes);
+	         c->id, hex, op->target.app_dir, stats.objects, stats.bytes);
 	o = json_object_new_object();
 	json_object_object_add(o, "commit", json_object_new_string(hex));
 	json_object_object_add(o, "method", json_object_new_string("pack"));
@@ -205,10 +174,10 @@ int serve_ops_checkout_pack(struct conn *c, struct stream *st, const struct msg 
 		err_oom(&err);
 		return serve_stream_error(c, st, &err);
 	}
-	op->lock_fd = -1;
+	op->target.lock_fd = -1;
 	st->data = op;
 	st->ops = &pack_ops;
-	if (target_prepare(c, m, &op->app_dir, &op->state_dir, &err) < 0)
+	if (serve_target_open(c->srv, m, "check out", &op->target, &err) < 0)
 		return pack_fail(c, st, op, &err);
 	commit = serve_stream_field_string(m, "commit", true, &err);
 	if (!commit)
@@ -223,17 +192,16 @@ int serve_ops_checkout_pack(struct conn *c, struct stream *st, const struct msg 
 	url = msg_get_string(m, "clone_url");
 	if (url && url[0] && git_fetch_url_check(url, false, &err) < 0)
 		return pack_fail(c, st, op, &err);
-	if (file_mkdir_p(op->state_dir, 0700, &err) < 0 ||
-	    boot_state_lock_acquire(op->state_dir, &op->lock_fd, &err) < 0)
+	if (serve_target_lock(&op->target, &err) < 0)
 		return pack_fail(c, st, op, &err);
-	t.app_dir = op->app_dir;
+	t.app_dir = op->target.app_dir;
 	t.clone_url = url && url[0] ? url : NULL;
-	run_owner(c->srv->cfg->user, &t.uid, &t.gid);
+	serve_target_owner(c->srv, &t.uid, &t.gid);
 	if (checkout_stage_begin(&t, &op->stage, &err) < 0 ||
 	    git_pack_receiver_new(checkout_stage_repo(op->stage), &op->recv, &err) < 0)
 		return pack_fail(c, st, op, &err);
 	log_debug("connection %" PRIu64 ": checkout.pack of %s into %s", c->id, commit,
-	          op->app_dir);
+	          op->target.app_dir);
 	if (m->data_len) {
 		struct msg d = *m;
 		d.type = MSG_CHECKOUT_PACK_DATA;
@@ -253,9 +221,8 @@ int serve_ops_checkout_fetch(struct conn *c, struct stream *st, const struct msg
 {
 	struct serve *srv = c->srv;
 	_cleanup_json_ json_object *req = json_object_new_object();
-	_cleanup_free_ char *app_dir = NULL;
-	_cleanup_free_ char *state_dir = NULL;
-	const char *url, *secret, *ref, *user;
+	_cleanup_(serve_target_dispose) struct serve_target target = {.lock_fd = -1};
+	const char *url, *secret, *ref, *user, *app_dir, *state_dir;
 	struct job *job;
 	struct err err;
 	uid_t uid;
@@ -263,8 +230,10 @@ int serve_ops_checkout_fetch(struct conn *c, struct stream *st, const struct msg
 	int r;
 
 	err_clear(&err);
-	if (target_prepare(c, m, &app_dir, &state_dir, &err) < 0)
+	if (serve_target_open(srv, m, "check out", &target, &err) < 0)
 		return serve_stream_error(c, st, &err);
+	app_dir = target.app_dir;
+	state_dir = target.state_dir;
 	url = serve_stream_field_string(m, "clone_url", true, &err);
 	secret = url ? serve_stream_field_string(m, "secret", true, &err) : NULL;
 	if (!url || !secret)
@@ -281,7 +250,7 @@ int serve_ops_checkout_fetch(struct conn *c, struct stream *st, const struct msg
 		        secret);
 		return serve_stream_error(c, st, &err);
 	}
-	run_owner(srv->cfg->user, &uid, &gid);
+	serve_target_owner(srv, &uid, &gid);
 	json_object_object_add(req, "app_dir", json_object_new_string(app_dir));
 	json_object_object_add(req, "state_dir", json_object_new_string(state_dir));
 	json_object_object_add(req, "clone_url", json_object_new_string(url));

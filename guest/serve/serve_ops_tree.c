@@ -25,21 +25,18 @@
 #include "serve_apps.h"
 #include "serve_jobs.h"
 #include "serve_stream.h"
+#include "serve_target.h"
 
 struct tree_op {
 	struct tree_stage *stage;
-	int lock_fd;
-	char *app_dir;
-	char *state_dir;
+	struct serve_target target;
 };
 
 static void tree_op_release(struct tree_op *op)
 {
 	tree_stage_free(op->stage);
 	op->stage = NULL;
-	if (op->lock_fd >= 0)
-		close(op->lock_fd);
-	op->lock_fd = -1;
+	serve_target_unlock(&op->target);
 }
 
 static void tree_op_free(void *data)
@@ -47,31 +44,17 @@ static void tree_op_free(void *data)
 	struct tree_op *op = data;
 
 	tree_op_release(op);
-	free(op->app_dir);
-	free(op->state_dir);
+	serve_target_dispose(&op->target);
 	free(op);
 }
 
 static int fail(struct conn *c, struct stream *st, struct tree_op *op, struct err *err)
 {
 	log_info("connection %" PRIu64 ": tree push into %s refused: %s", c->id,
-	         op && op->app_dir ? op->app_dir : "?", err->msg);
+	         op && op->target.app_dir ? op->target.app_dir : "?", err->msg);
 	if (op)
 		tree_op_release(op);
 	return serve_stream_error(c, st, err);
-}
-
-static bool server_running(const char *state_dir)
-{
-	struct boot_state s;
-	struct err err;
-	bool running;
-
-	if (boot_state_load(state_dir, &s, &err) != 0)
-		return false;
-	running = s.server_pid > 1 && proc_is(s.server_pid, s.server_start);
-	boot_state_dispose(&s);
-	return running;
 }
 
 static int on_entry(struct conn *c, struct stream *st, struct tree_op *op, const struct msg *m)
@@ -138,13 +121,13 @@ static int on_end(struct conn *c, struct stream *st, struct tree_op *op, const s
 	tree_op_release(op);
 	log_info("connection %" PRIu64 ": tree of %" PRIu64 " entries, %" PRIu64
 	         " bytes swapped into %s",
-	         c->id, res.entries, res.bytes, op->app_dir);
+	         c->id, res.entries, res.bytes, op->target.app_dir);
 	o = json_object_new_object();
 	json_object_object_add(o, "entries", json_object_new_int64((int64_t)res.entries));
 	json_object_object_add(o, "bytes", json_object_new_int64((int64_t)res.bytes));
 	json_object_object_add(o, "swapped", json_object_new_boolean(true));
 	json_object_object_add(o, "server_running",
-	                       json_object_new_boolean(server_running(op->state_dir)));
+	                       json_object_new_boolean(serve_target_server_running(&op->target)));
 	return serve_stream_ok(c, st, o);
 }
 
@@ -175,19 +158,10 @@ static const struct stream_ops tree_ops = {
 };
 
 /* The run user the tree is given to: --user, else `sandbox` when it exists, else root. */
-static void run_owner(const char *user, uid_t *uid, gid_t *gid)
-{
-	struct passwd *pw = getpwnam(user ? user : BOOT_DEFAULT_USER);
-
-	*uid = pw ? pw->pw_uid : (uid_t)-1;
-	*gid = pw ? pw->pw_gid : (gid_t)-1;
-}
-
 int serve_ops_tree_push(struct conn *c, struct stream *st, const struct msg *m)
 {
 	struct tree_op *op = calloc(1, sizeof(*op));
 	struct tree_stage_target t = {0};
-	const char *app_dir;
 	struct err err;
 
 	err_clear(&err);
@@ -195,27 +169,16 @@ int serve_ops_tree_push(struct conn *c, struct stream *st, const struct msg *m)
 		err_oom(&err);
 		return serve_stream_error(c, st, &err);
 	}
-	op->lock_fd = -1;
+	op->target.lock_fd = -1;
 	st->data = op;
 	st->ops = &tree_ops;
-	app_dir = serve_stream_field_string(m, "app_dir", true, &err);
-	if (!app_dir || serve_apps_normalize(app_dir, &op->app_dir, &err) < 0 ||
-	    serve_apps_state_dir(c->srv, op->app_dir, &op->state_dir, &err) < 0)
+	if (serve_target_open(c->srv, m, "push the tree", &op->target, &err) < 0 ||
+	    serve_target_lock(&op->target, &err) < 0)
 		return fail(c, st, op, &err);
-	if (serve_jobs_find(c->srv, JOB_BOOT, op->state_dir)) {
-		err_set(&err, ERR_REFUSED, EBUSY,
-		        "a boot of %s is in progress: push the tree when it has finished",
-		        op->app_dir);
-		return fail(c, st, op, &err);
-	}
-	/* The boot lock, as a boot takes it: no boot starts on a tree that is being swapped. */
-	if (file_mkdir_p(op->state_dir, 0700, &err) < 0 ||
-	    boot_state_lock_acquire(op->state_dir, &op->lock_fd, &err) < 0)
-		return fail(c, st, op, &err);
-	t.app_dir = op->app_dir;
-	run_owner(c->srv->cfg->user, &t.uid, &t.gid);
+	t.app_dir = op->target.app_dir;
+	serve_target_owner(c->srv, &t.uid, &t.gid);
 	if (tree_stage_begin(&t, &op->stage, &err) < 0)
 		return fail(c, st, op, &err);
-	log_debug("connection %" PRIu64 ": tree push into %s", c->id, op->app_dir);
+	log_debug("connection %" PRIu64 ": tree push into %s", c->id, op->target.app_dir);
 	return 0;
 }
