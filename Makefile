@@ -2,8 +2,9 @@
 #
 # make            dynamic developer build against the system libraries (build/)
 # make static     fully static guest and host binaries with musl (build-static/), see mk/static.mk
-# make test       everything: unit tests, sanitizer unit tests, fuzz corpus replay, integration
-# make check      unit tests and fuzz corpus replay only (fast)
+# make test       everything: format and layer checks, unit tests (also under sanitizers),
+#                 fuzz corpus replay, integration
+# make check      unit tests, fuzz corpus replay and the layer checks only (fast)
 # make fuzz       libFuzzer binaries with clang (build-fuzz/); make fuzz-run FUZZ_SECONDS=60
 # make format / format-check
 
@@ -88,12 +89,14 @@ replay: $(REPLAY_BIN)
 # The README's test command. Prints "N passed, N failed, N skipped" last.
 # Builds run on every core; the tests themselves run one after another.
 NPROC := $(shell nproc 2>/dev/null || echo 2)
-test:
+test: format-check
 	$(MAKE) -j$(NPROC) all $(UNIT_BIN) $(REPLAY_BIN)
+	scripts/check-layers.py --objects $(BUILD)
 	$(MAKE) -j$(NPROC) BUILD=build-san SAN=1 unit replay
 	tests/run.sh --all
 
 check: all $(UNIT_BIN) $(REPLAY_BIN)
+	scripts/check-layers.py --objects $(BUILD)
 	tests/run.sh --unit
 
 unit-san:
@@ -110,7 +113,7 @@ FORMAT_FILES = $(shell git ls-files '*.c' '*.h' 2>/dev/null || find . -name '*.[
 format:
 	clang-format -i $(FORMAT_FILES)
 format-check:
-	clang-format --dry-run --Werror $(FORMAT_FILES)
+	@clang-format --dry-run --Werror $(FORMAT_FILES) && echo "format-check: $(words $(FORMAT_FILES)) files formatted"
 
 clean:
 	rm -rf build build-san build-fuzz build-static

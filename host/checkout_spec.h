@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The platform's checkout spec {repository, ref, clone_url, username, token}
- * (boot-contract.md, "Token-safe checkout"), read by `sandbox-ctl checkout` and `publish` from
- * stdin ("-") or from a regular file only its owner can read. The text and json-c's copies of
+ * (docs/platform-contract.md, "Token-safe checkout"), read by `sandbox-ctl checkout` and `publish`
+ * from stdin ("-") or from a regular file only its owner can read. The text and json-c's copies of
  * the strings are kept in guarded memory and wiped on dispose.
  */
 #ifndef SA_CHECKOUT_SPEC_H

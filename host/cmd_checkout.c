@@ -2,7 +2,7 @@
 /*
  * sandbox-ctl checkout --spec FILE|- [--app-dir DIR] [--guest-fetch]
  *
- * The spec is {repository, ref, clone_url, username, token} (boot-contract.md, "Token-safe
+ * The spec is {repository, ref, clone_url, username, token} (docs/platform-contract.md, "Token-safe
  * checkout"), on stdin or in a file only its owner can read (0600). By default the host
  * fetches the ref into a private temporary bare repository (git_fetch_ref: the token only in
  * an in-memory header), builds the pack of the fetched commit (git_pack_write) and streams it
@@ -43,8 +43,8 @@ struct pack_send {
 
 static int pack_flush(struct pack_send *ps, bool end)
 {
-	int r = connect_session_send(ps->s, MSG_CHECKOUT_PACK_DATA, end ? MSG_F_END : 0, ps->stream, NULL,
-	                     ps->buf, ps->len, ps->err);
+	int r = connect_session_send(ps->s, MSG_CHECKOUT_PACK_DATA, end ? MSG_F_END : 0, ps->stream,
+	                             NULL, ps->buf, ps->len, ps->err);
 	ps->len = 0;
 	return r;
 }
@@ -146,11 +146,12 @@ static int host_fetch(struct ctl *ctl, struct checkout_spec *sp, const char *app
 		json_object_object_add(begin, "commit", json_object_new_string(hex));
 		json_object_object_add(begin, "clone_url", json_object_new_string(sp->clone_url));
 		json_object_object_add(begin, "ref", json_object_new_string(res.remote_ref));
-		ps = (struct pack_send){.s = s, .stream = connect_session_new_stream(s), .err = &ctl->err};
+		ps = (struct pack_send){
+		    .s = s, .stream = connect_session_new_stream(s), .err = &ctl->err};
 		ps.cap = 60 * 1024;
 		ps.buf = malloc(ps.cap);
 		r = ps.buf ? connect_session_send(s, MSG_CHECKOUT_PACK, 0, ps.stream,
-		                          json_object_get(begin), NULL, 0, &ctl->err)
+		                                  json_object_get(begin), NULL, 0, &ctl->err)
 		           : err_oom(&ctl->err);
 	}
 	if (r == 0 && git_pack_write(repo, &res.tip, NULL, 0, pack_sink, &ps, NULL, &ctl->err) < 0)
@@ -182,8 +183,8 @@ static int guest_fetch(struct ctl *ctl, struct checkout_spec *sp, const char *ap
 		return CTL_EXIT_REFUSED;
 	}
 	r = connect_session_open(&ctl->so, &s, &ctl->err);
-	if (r == 0 &&
-	    (!connect_session_has_capability(s, "checkout") || !connect_session_has_capability(s, "secrets"))) {
+	if (r == 0 && (!connect_session_has_capability(s, "checkout") ||
+	               !connect_session_has_capability(s, "secrets"))) {
 		err_set(&ctl->err, ERR_REFUSED, EOPNOTSUPP, "the agent does not take checkouts");
 		r = CTL_EXIT_REFUSED;
 	}
@@ -191,8 +192,8 @@ static int guest_fetch(struct ctl *ctl, struct checkout_spec *sp, const char *ap
 		return r;
 	json_object_object_add(put, "name", json_object_new_string(SECRET_NAME));
 	json_object_object_add(put, "scope", json_object_new_string("fetch"));
-	r = connect_session_request(s, MSG_SECRETS_PUT, json_object_get(put), sp->token, sp->token_len,
-	                    &reply, &ctl->err);
+	r = connect_session_request(s, MSG_SECRETS_PUT, json_object_get(put), sp->token,
+	                            sp->token_len, &reply, &ctl->err);
 	sodium_memzero((char *)sp->token, sp->token_len);
 	json_object_put(reply);
 	if (r != 0)
@@ -206,7 +207,8 @@ static int guest_fetch(struct ctl *ctl, struct checkout_spec *sp, const char *ap
 	json_object_object_add(req, "secret", json_object_new_string(SECRET_NAME));
 	output_note(&ctl->out, "the guest fetches %s %s", sp->clone_url,
 	            sp->ref ? sp->ref : "HEAD");
-	r = connect_session_request(s, MSG_CHECKOUT_FETCH, json_object_get(req), NULL, 0, ret, &ctl->err);
+	r = connect_session_request(s, MSG_CHECKOUT_FETCH, json_object_get(req), NULL, 0, ret,
+	                            &ctl->err);
 	if (r != 0 && ctl->err.code == EACCES)
 		return fetch_failed(&ctl->err);
 	return r;

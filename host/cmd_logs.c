@@ -134,7 +134,7 @@ static int receive(struct logs_view *v, struct session *s, uint32_t stream)
 			/* Interrupted: cancel, then take what is still on its way. */
 			_cleanup_json_ struct json_object *empty = json_object_new_object();
 			r = connect_session_send(s, MSG_CANCEL, MSG_F_END, stream, empty, NULL, 0,
-			                 &ctl->err);
+			                         &ctl->err);
 			if (r != 0)
 				return r;
 			cancelled = true;
@@ -242,7 +242,8 @@ int cmd_logs(struct ctl *ctl, int argc, char **argv)
 	}
 	stream = connect_session_new_stream(s);
 	/* Following, our half stays open for the cancel that ends it. */
-	r = connect_session_send(s, MSG_LOGS, v.follow ? 0 : MSG_F_END, stream, req, NULL, 0, &ctl->err);
+	r = connect_session_send(s, MSG_LOGS, v.follow ? 0 : MSG_F_END, stream, req, NULL, 0,
+	                         &ctl->err);
 	if (r == 0)
 		r = receive(&v, s, stream);
 	if (!v.have_offset)

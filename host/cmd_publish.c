@@ -3,7 +3,7 @@
  * sandbox-ctl publish --spec FILE|- --branch NAME [--app-dir DIR] [--author "Name <email>"]
  *                     [--message M]
  *
- * Publish the work done in the sandbox as a branch (docs/protocol.md §7.9; decisions.md,
+ * Publish the work done in the sandbox as a branch (docs/protocol.md §7.9; docs/design.md,
  * "Channel"). The spec is the checkout spec {repository, ref, clone_url, username, token}, on
  * stdin or in a file only its owner can read. The push goes to the spec's clone_url, never to a
  * URL (or an insteadOf rewrite) from the checkout's .git/config, which the app can write.
@@ -167,8 +167,8 @@ static int publish_run(struct ctl *ctl, struct checkout_spec *sp, const struct p
 	if (git_pack_receiver_new(repo, &recv, &ctl->err) < 0)
 		return output_exit_of(&ctl->err);
 	stream = connect_session_new_stream(s);
-	r = connect_session_send(s, MSG_PUBLISH_COMMIT, MSG_F_END, stream, json_object_get(req), NULL, 0,
-	                 &ctl->err);
+	r = connect_session_send(s, MSG_PUBLISH_COMMIT, MSG_F_END, stream, json_object_get(req),
+	                         NULL, 0, &ctl->err);
 	if (r == 0)
 		r = pack_receive(s, stream, recv, &reply, &ctl->err);
 	if (r == 0 && (reply_commit(reply, "commit", &commit, &ctl->err) < 0 ||

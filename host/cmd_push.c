@@ -323,7 +323,8 @@ static int send_file(struct push *p, const struct entry *e, uint8_t *buf)
 		}
 		if (n == 0)
 			break;
-		r = connect_session_send(p->s, MSG_TREE_PUSH_DATA, 0, p->stream, NULL, buf, (size_t)n, err);
+		r = connect_session_send(p->s, MSG_TREE_PUSH_DATA, 0, p->stream, NULL, buf,
+		                         (size_t)n, err);
 		if (r != 0)
 			return r;
 		left -= n;
@@ -376,7 +377,8 @@ static int send_tree(struct push *p, const char *app_dir, struct json_object **r
 		_cleanup_json_ struct json_object *ej = entry_json(&p->t->v[i]);
 		r = check_agent(p);
 		if (r == 0)
-			r = connect_session_send(p->s, MSG_TREE_PUSH_ENTRY, 0, p->stream, ej, NULL, 0, err);
+			r = connect_session_send(p->s, MSG_TREE_PUSH_ENTRY, 0, p->stream, ej, NULL,
+			                         0, err);
 		if (r == 0 && p->t->v[i].kind == K_FILE)
 			r = send_file(p, &p->t->v[i], buf);
 		p->sent_entries++;

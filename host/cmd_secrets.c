@@ -215,7 +215,8 @@ static int put(struct ctl *ctl, int argc, char **argv)
 		json_object_object_add(req, "name", json_object_new_string(argv[i]));
 		json_object_object_add(req, "scope", json_object_new_string(scope));
 		r = connect_session_request(s, MSG_SECRETS_PUT, req, json_object_get_string(v),
-		                    (size_t)json_object_get_string_len(v), &reply, &ctl->err);
+		                            (size_t)json_object_get_string_len(v), &reply,
+		                            &ctl->err);
 		if (r != 0) {
 			err_wrap(&ctl->err, "cannot put %s", argv[i]);
 			break;

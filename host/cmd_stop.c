@@ -2,7 +2,7 @@
 /*
  * sandbox-ctl stop [--app-dir DIR] [--discard] [--grace S]: stop every process of the boot and
  * keep the files, or with --discard also drop the databases and remove the workspace
- * (decisions.md). Prints the agent's {"stopped": bool}.
+ * (docs/design.md). Prints the agent's {"stopped": bool}.
  */
 #include "cmd.h"
 

@@ -97,7 +97,6 @@ int connect_fc(const char *path, uint32_t port, int64_t deadline, int *ret_fd, s
 int connect_vsock(uint32_t cid, uint32_t port, int64_t deadline, int *ret_fd, struct err *err);
 int connect_exec(char *const *argv, int *ret_fd, pid_t *ret_pid, struct err *err);
 
-
 /*
  * Firecracker's reply, parsed by hand (it is the one piece of the transports that is not the
  * channel): buf holds the bytes read so far. Returns 1 with the port when buf is exactly

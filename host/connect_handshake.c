@@ -56,11 +56,12 @@ static int pin_check(void *data, const uint8_t *peer, bool failed, struct err *e
 		if (pc->pin && memcmp(peer, pc->pin, KEYS_PUBLIC_LEN) != 0) {
 			keys_fingerprint(pc->pin, want);
 			pc->exit = CTL_EXIT_KEY_CHANGED;
-			return err_reword(err,
-			                  "the key of instance %s changed: pinned %s, the guest offers "
-			                  "%s; if the instance was rebuilt, connect once with "
-			                  "--replace-guest-key",
-			                  p->instance, want, got);
+			return err_reword(
+			    err,
+			    "the key of instance %s changed: pinned %s, the guest offers "
+			    "%s; if the instance was rebuilt, connect once with "
+			    "--replace-guest-key",
+			    p->instance, want, got);
 		}
 		return err_ret(err);
 	}
@@ -119,10 +120,11 @@ int connect_handshake(struct frame_io *io, const struct keypair *host_key,
 		if (pc.exit)
 			return pc.exit;
 		if (err->code == ETIMEDOUT)
-			err_reword(err,
-			           "the handshake did not complete within %d ms (is the agent serving "
-			           "this address?)",
-			           timeout_ms);
+			err_reword(
+			    err,
+			    "the handshake did not complete within %d ms (is the agent serving "
+			    "this address?)",
+			    timeout_ms);
 		else if (err->code == ECONNRESET)
 			err_reword(err, "the agent closed the connection during the handshake");
 		return CTL_EXIT_CONNECT;

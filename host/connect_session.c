@@ -96,7 +96,8 @@ uint32_t connect_session_new_stream(struct session *s)
 }
 
 int connect_session_send(struct session *s, uint16_t type, uint16_t flags, uint32_t stream,
-                 struct json_object *json, const void *data, size_t data_len, struct err *err)
+                         struct json_object *json, const void *data, size_t data_len,
+                         struct err *err)
 {
 	struct msg m = {
 	    .type = type,
@@ -196,8 +197,9 @@ int connect_session_unexpected(const struct msg *m, struct err *err)
 	return CTL_EXIT_FAILED;
 }
 
-int connect_session_request(struct session *s, uint16_t type, struct json_object *json, const void *data,
-                    size_t data_len, struct json_object **ret_reply, struct err *err)
+int connect_session_request(struct session *s, uint16_t type, struct json_object *json,
+                            const void *data, size_t data_len, struct json_object **ret_reply,
+                            struct err *err)
 {
 	uint32_t id = connect_session_new_stream(s);
 	int64_t deadline;

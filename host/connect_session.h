@@ -86,7 +86,8 @@ uint32_t connect_session_new_stream(struct session *s);
 
 /* Send one message; json may be NULL, data may be NULL. */
 int connect_session_send(struct session *s, uint16_t type, uint16_t flags, uint32_t stream,
-                 struct json_object *json, const void *data, size_t data_len, struct err *err);
+                         struct json_object *json, const void *data, size_t data_len,
+                         struct err *err);
 
 /*
  * The next message on a stream other than 0, before deadline (frame_io_deadline(); -1: none).
@@ -107,8 +108,9 @@ int connect_session_wait(struct session *s, int extra_fd, int64_t deadline);
  * wait up to the session's timeout for `ok` on that stream. *ret_reply gets the ok's JSON (an
  * object, never NULL). An error reply returns 1 or 2 by its class.
  */
-int connect_session_request(struct session *s, uint16_t type, struct json_object *json, const void *data,
-                    size_t data_len, struct json_object **ret_reply, struct err *err);
+int connect_session_request(struct session *s, uint16_t type, struct json_object *json,
+                            const void *data, size_t data_len, struct json_object **ret_reply,
+                            struct err *err);
 
 /* The error a message on our stream carries, when it is not the expected one. */
 int connect_session_unexpected(const struct msg *m, struct err *err);

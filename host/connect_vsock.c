@@ -2,7 +2,7 @@
 /*
  * AF_VSOCK: the host connects to the guest's CID and the agent's port (Incus and qemu VMs).
  * Never run on a machine without a hypervisor of its own below it: there a connect to CID 1 or
- * 2 leaves the machine (test-environment.md). The qemu guest test exercises it.
+ * 2 leaves the machine (docs/test-machines.md). The qemu guest test exercises it.
  */
 #include "connect.h"
 

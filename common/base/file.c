@@ -71,8 +71,7 @@ int file_read_capped(int dirfd, const char *path, size_t max, int flags, char **
 			cap = cap * 2 > max + 1 ? max + 1 : cap * 2;
 			nb = realloc(buf, cap + 1);
 			if (!nb)
-				return err_oom_at(err, "reading %s",
-				               path);
+				return err_oom_at(err, "reading %s", path);
 			buf = nb;
 		}
 		n = file_read_all(fd, buf + len, cap - len);

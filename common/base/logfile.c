@@ -252,8 +252,7 @@ int logfile_tail(const char *path, size_t nlines, size_t max_line_chars, char **
 	     window = window * 4 < cap ? window * 4 : cap) {
 		char *nb = realloc(buf, window + 1);
 		if (!nb)
-			return err_oom_at(err, "reading log %s",
-			               path);
+			return err_oom_at(err, "reading log %s", path);
 		buf = nb;
 		r = read_at(fd, buf, window, (off_t)(size - window));
 		if (r < 0) {

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Capped, rotated log files (decisions.md: "Logs are capped and rotated; a full disk is
+ * Capped, rotated log files (docs/design.md: "Logs are capped and rotated; a full disk is
  * reported as such") and reading the last lines of one for failure messages.
  *
  * A log is opened O_APPEND|O_CLOEXEC|O_NOFOLLOW, created with mode 0600 and owned by uid:gid:

@@ -154,8 +154,7 @@ static int body_reserve(struct frame_decoder *d, size_t need, struct err *err)
 		cap = d->want;
 	p = realloc(d->body, cap);
 	if (!p)
-		return err_oom_at(err, "for a %u-byte frame",
-		               d->want);
+		return err_oom_at(err, "for a %u-byte frame", d->want);
 	d->body = p;
 	d->body_cap = cap;
 	return 0;

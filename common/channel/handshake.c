@@ -120,7 +120,8 @@ const uint8_t *handshake_session_id(const struct handshake *hs)
 	return hs->session_id;
 }
 
-void handshake_session_keys(const struct handshake *hs, uint8_t tx[HS_KEY_LEN], uint8_t rx[HS_KEY_LEN])
+void handshake_session_keys(const struct handshake *hs, uint8_t tx[HS_KEY_LEN],
+                            uint8_t rx[HS_KEY_LEN])
 {
 	const uint8_t *mine = hs->role == HS_HOST ? hs->k_h2g : hs->k_g2h;
 	const uint8_t *theirs = hs->role == HS_HOST ? hs->k_g2h : hs->k_h2g;
@@ -331,8 +332,8 @@ static bool is_refuse_for_us(const struct handshake *hs, const uint8_t *body, si
 }
 
 /* Guest: CLIENT_HELLO -> SERVER_HELLO */
-static int guest_on_hello(struct handshake *hs, const uint8_t *body, size_t len, struct hs_output *out,
-                          struct err *err)
+static int guest_on_hello(struct handshake *hs, const uint8_t *body, size_t len,
+                          struct hs_output *out, struct err *err)
 {
 	uint8_t sh[SH_FIXED + 2 * HS_VERSIONS_MAX + HS_X25519_LEN + KEYS_PUBLIC_LEN];
 	uint16_t theirs[HS_VERSIONS_MAX];
@@ -396,8 +397,8 @@ static int guest_on_hello(struct handshake *hs, const uint8_t *body, size_t len,
 }
 
 /* Host: SERVER_HELLO -> HOST_AUTH */
-static int host_on_hello(struct handshake *hs, const uint8_t *body, size_t len, struct hs_output *out,
-                         struct err *err)
+static int host_on_hello(struct handshake *hs, const uint8_t *body, size_t len,
+                         struct hs_output *out, struct err *err)
 {
 	uint8_t ha[HA_LEN], header[FRAME_HEADER_LEN], th[HS_HASH_LEN];
 	uint8_t msg[sizeof(HS_LABEL_HOST_AUTH) + HS_HASH_LEN];
@@ -466,8 +467,8 @@ static int host_on_hello(struct handshake *hs, const uint8_t *body, size_t len, 
 }
 
 /* Guest: HOST_AUTH -> GUEST_AUTH, done */
-static int guest_on_auth(struct handshake *hs, const uint8_t *body, size_t len, struct hs_output *out,
-                         struct err *err)
+static int guest_on_auth(struct handshake *hs, const uint8_t *body, size_t len,
+                         struct hs_output *out, struct err *err)
 {
 	uint8_t header[FRAME_HEADER_LEN], th[HS_HASH_LEN], ga[GA_LEN];
 	uint8_t msg[sizeof(HS_LABEL_GUEST_AUTH) + HS_HASH_LEN];
@@ -561,7 +562,7 @@ static int host_on_auth(struct handshake *hs, const uint8_t *body, size_t len, s
 }
 
 int handshake_on_frame(struct handshake *hs, const uint8_t *body, size_t len, struct hs_output *out,
-                struct err *err)
+                       struct err *err)
 {
 	out->len = 0;
 	if (len == 0 || len > FRAME_HANDSHAKE_MAX)

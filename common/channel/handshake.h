@@ -100,7 +100,7 @@ int handshake_start(struct handshake *hs, struct hs_output *out, struct err *err
  * After an error every further call fails.
  */
 int handshake_on_frame(struct handshake *hs, const uint8_t *body, size_t len, struct hs_output *out,
-                struct err *err);
+                       struct err *err);
 
 /* A resync marker arrived: the guest starts over; the host fails once past SERVER_HELLO. */
 int handshake_on_marker(struct handshake *hs, struct err *err);
@@ -110,7 +110,8 @@ const uint8_t *handshake_peer_key(const struct handshake *hs);
 /* After HS_DONE. */
 uint16_t handshake_version(const struct handshake *hs);
 const uint8_t *handshake_session_id(const struct handshake *hs); /* the final transcript hash */
-void handshake_session_keys(const struct handshake *hs, uint8_t tx[HS_KEY_LEN], uint8_t rx[HS_KEY_LEN]);
+void handshake_session_keys(const struct handshake *hs, uint8_t tx[HS_KEY_LEN],
+                            uint8_t rx[HS_KEY_LEN]);
 
 /* Highest version in both lists, 0 when none. */
 uint16_t handshake_pick_version(const uint16_t *a, size_t na, const uint16_t *b, size_t nb);

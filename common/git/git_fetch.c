@@ -357,7 +357,7 @@ static void fetch_auth_dispose(struct fetch_auth *a)
 }
 
 int git_fetch_auth_header(const char *user, const char *token, size_t token_len, char **ret,
-                    struct err *err)
+                          struct err *err)
 {
 	size_t ulen = strlen(user), plain_len, b64_len, hlen;
 	char *plain, *header;
@@ -406,8 +406,8 @@ static int fetch_auth_build(const struct git_fetch_spec *spec, struct fetch_auth
 	a->token_len = spec->token_len;
 	if (!spec->token_len)
 		return 0;
-	if (git_fetch_auth_header(spec->username ? spec->username : GIT_FETCH_DEFAULT_USER, spec->token,
-	                    spec->token_len, &a->header, err) < 0)
+	if (git_fetch_auth_header(spec->username ? spec->username : GIT_FETCH_DEFAULT_USER,
+	                          spec->token, spec->token_len, &a->header, err) < 0)
 		return err_ret(err);
 	a->b64 = a->header + strlen(AUTH_PREFIX);
 	a->strings[0] = a->header;
@@ -423,7 +423,8 @@ static void redact(struct err *err, const struct fetch_auth *a)
 		return;
 	if (memmem(err->msg, strlen(err->msg), a->token, a->token_len) ||
 	    (a->b64 && strstr(err->msg, a->b64)))
-		err_reword(err, "libgit2 failed with a message that quoted the credential (withheld)");
+		err_reword(err,
+		           "libgit2 failed with a message that quoted the credential (withheld)");
 }
 
 /* Word a failure to reach or list the remote; the cause goes last. */

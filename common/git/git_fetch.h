@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Fetching one ref of a repository with libgit2, with a token that never leaves memory
- * (boot-contract.md, "Token-safe checkout"; docs/checkout.md).
+ * (docs/platform-contract.md, "Token-safe checkout"; docs/checkout.md).
  *
  * The remote is anonymous (created in memory from clone_url, never written to any config), the
  * URL's insteadOf rewrites are skipped, redirects are refused (the header must not follow a
@@ -150,6 +150,6 @@ int git_fetch_err(struct err *err, int rc, const char *what);
  * an empty username, one with ':' or a line break, and a token with a NUL or a line break.
  */
 int git_fetch_auth_header(const char *user, const char *token, size_t token_len, char **ret,
-                    struct err *err);
+                          struct err *err);
 
 #endif

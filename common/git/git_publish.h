@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Publishing the work done in a checkout as a branch (docs/protocol.md §7.9; decisions.md,
+ * Publishing the work done in a checkout as a branch (docs/protocol.md §7.9; docs/design.md,
  * "Channel"): the guest makes a commit of the working tree, the host pushes it.
  *
  * Guest side. The checkout belongs to the run user and the app can write all of it, .git too,
@@ -10,8 +10,8 @@
  * safe.directory and no process-wide GIT_OPT_SET_OWNER_VALIDATION needed), and its work tree
  * is set to the app directory by us, so `core.worktree` is never followed (it is refused).
  * A checkout that configures filter drivers (`filter.<name>.clean|smudge|process`) is refused
- * (boot-contract.md): libgit2 would not run them, so the commit would not be what git makes.
- * libgit2 runs no hooks and has no fsmonitor.
+ * (docs/platform-contract.md): libgit2 would not run them, so the commit would not be what git
+ * makes. libgit2 runs no hooks and has no fsmonitor.
  *
  * Nothing is written into the checkout: an in-memory object database (libgit2's mempack) is
  * put in front of the repository's own, so new blobs, trees and the commit live in memory

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The secret scrubber (boot-contract.md, "Failure"): known secret values of 8 characters or
- * more (longest first), their URL-encoded and base64 forms, and anything shaped like a GitHub
+ * The secret scrubber (docs/platform-contract.md, "Failure"): known secret values of 8 characters
+ * or more (longest first), their URL-encoded and base64 forms, and anything shaped like a GitHub
  * token (gh[pousr]_..., github_pat_...) become "[REDACTED]". Secret values are held in
  * libsodium's guarded memory.
  *

@@ -4,7 +4,7 @@
  * directory shape `sandbox-app-boot APP_DIR` and the spec shape `--spec FILE`) and the daemon
  * build one of these; the engine (boot_engine.h) runs it. `--dry-run` prints it.
  *
- * Layout (decisions.md, "Layout and lifetime"; deviations are documented in docs/layout.md):
+ * Layout (docs/design.md, "Layout and lifetime"; deviations are documented in docs/layout.md):
  *   directory shape: workspace = parent of APP_DIR (or --workspace)
  *     <workspace>/runtime.json            root, 0600: what the platform reads
  *     <workspace>/.sandbox/               root, 0700: state.json, lock, logs/, secret_key_base

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The spec shape: `sandbox-app-boot --spec FILE` (boot-contract.md, "The spec file"),
+ * The spec shape: `sandbox-app-boot --spec FILE` (docs/platform-contract.md, "The spec file"),
  * parsed with json-c. Schema: docs/boot-spec.md. Unknown keys are ignored. Every refusal has
  * class ERR_REFUSED and names the key: "spec: `steps[2].name` must match [a-z][a-z0-9_]{0,39}".
  */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The environment of a boot's commands (boot-contract.md, "The child environment"): the
+ * The environment of a boot's commands (docs/platform-contract.md, "The child environment"): the
  * caller's environment minus everything that would point the app at real services or hand it a
  * credential, then the throwaway databases, the file's `env`, the per-sandbox SECRET_KEY_BASE,
  * the shared download caches, the run user's identity and the two variables the platform
@@ -237,7 +237,8 @@ static int env_filter_caller(char ***env, char *const *caller, char *const *pass
 		/* A name listed twice: the first one counts, as getenv() sees it. */
 		if (strv_env_get(*env, name))
 			continue;
-		if (!strv_contains(pass_env, name) && child_env_entry_is_dropped(name, e + nl + 1)) {
+		if (!strv_contains(pass_env, name) &&
+		    child_env_entry_is_dropped(name, e + nl + 1)) {
 			log_debug("child environment: dropped %s", name);
 			continue;
 		}

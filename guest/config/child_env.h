@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The environment every command of a boot gets (boot-contract.md, "The child environment";
- * decisions.md, "Environment and identity").
+ * The environment every command of a boot gets (docs/platform-contract.md, "The child environment";
+ * docs/design.md, "Environment and identity").
  */
 #ifndef SA_CHILD_ENV_H
 #define SA_CHILD_ENV_H

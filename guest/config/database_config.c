@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Throwaway databases (boot-contract.md, "Throwaway databases"; decisions.md, "Environment and
- * identity"). The app's own config/database.yml is read without running it: ERB tags are
- * blanked, libyaml loads the document, and anchors, aliases and `<<` merge keys are expanded the
- * way Ruby's Psych does it (what Rails reads), under a cap on the expansion so a "billion
- * laughs" file is refused instead of eating the machine. Each database of the booted
+ * Throwaway databases (docs/platform-contract.md, "Throwaway databases"; docs/design.md,
+ * "Environment and identity"). The app's own config/database.yml is read without running it: ERB
+ * tags are blanked, libyaml loads the document, and anchors, aliases and `<<` merge keys are
+ * expanded the way Ruby's Psych does it (what Rails reads), under a cap on the expansion so a
+ * "billion laughs" file is refused instead of eating the machine. Each database of the booted
  * environment then gets a throwaway URL in the variable Rails reads for it.
  */
 #include "database_config.h"
@@ -817,7 +817,7 @@ out:
 }
 
 int database_config_plan_from_yaml(const char *buf, size_t len, const struct database_request *req,
-                            struct database_plan *ret, struct err *err)
+                                   struct database_plan *ret, struct err *err)
 {
 	struct database_plan plan = {0};
 	struct resolver rs = {.req = req, .plan = &plan, .err = err};
@@ -869,7 +869,7 @@ out:
 }
 
 int database_config_plan_resolve(const char *app_dir, const struct database_request *req,
-                          struct database_plan *ret, struct err *err)
+                                 struct database_plan *ret, struct err *err)
 {
 	_cleanup_close_ int dfd = -1, cfd = -1;
 	_cleanup_free_ char *buf = NULL;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Throwaway databases (boot-contract.md, "Throwaway databases"): read the app's own
+ * Throwaway databases (docs/platform-contract.md, "Throwaway databases"): read the app's own
  * config/database.yml without running it (ERB tags blanked), expand anchors and merge keys
  * with a cap, and give each database of the booted environment a throwaway URL.
  */
@@ -47,10 +47,10 @@ void database_config_blank_erb(char *buf, size_t len);
 
 /* Resolve from a database.yml document (buf may be NULL: no file, no databases). */
 int database_config_plan_from_yaml(const char *buf, size_t len, const struct database_request *req,
-                            struct database_plan *ret, struct err *err);
+                                   struct database_plan *ret, struct err *err);
 /* Read APP_DIR/config/database.yml (no links followed, capped; missing is fine) and resolve. */
 int database_config_plan_resolve(const char *app_dir, const struct database_request *req,
-                          struct database_plan *ret, struct err *err);
+                                 struct database_plan *ret, struct err *err);
 void database_config_plan_dispose(struct database_plan *p);
 
 #endif

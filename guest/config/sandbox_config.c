@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * .activeagents/sandbox.yml (boot-contract.md): read from the checkout without following
+ * .activeagents/sandbox.yml (docs/platform-contract.md): read from the checkout without following
  * links, parsed with libyaml's event API so that anchors and aliases are refused before
  * anything is built from them (no billion laughs) and nesting is capped as it is read.
  *

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * .activeagents/sandbox.yml: how a repository author customizes the boot (boot-contract.md,
- * "sandbox.yml"). Parsed with libyaml; aliases refused; size capped; unknown keys ignored.
- * Error messages are the <problem> part of "Sandbox configuration failed: <problem>", e.g.
+ * .activeagents/sandbox.yml: how a repository author customizes the boot
+ * (docs/platform-contract.md, "sandbox.yml"). Parsed with libyaml; aliases refused; size capped;
+ * unknown keys ignored. Error messages are the <problem> part of "Sandbox configuration failed:
+ * <problem>", e.g.
  * ".activeagents/sandbox.yml is malformed: `setup` must be a list of commands (line 3, column 1)";
  * every refusal has class ERR_REFUSED.
  */
@@ -25,7 +26,7 @@
 #define SANDBOX_DEFAULT_START "bin/rails server -b 127.0.0.1 -p $PORT"
 
 struct sandbox_config {
-	char **env;   /* "NAME=VALUE" in file order, values converted as decisions.md says */
+	char **env;   /* "NAME=VALUE" in file order, values converted as docs/design.md says */
 	char **setup; /* commands, in order (the defaults when the file has no `setup`) */
 	char *manifest;
 	char *start;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Turning a YAML scalar into the string an environment variable gets, the way the upstream
- * engine did it (Ruby's Psych safe loader, YAML 1.1 resolution; decisions.md, "env values").
+ * engine did it (Ruby's Psych safe loader, YAML 1.1 resolution; docs/design.md, "env values").
  */
 #ifndef SA_YAML_SCALAR_H
 #define SA_YAML_SCALAR_H

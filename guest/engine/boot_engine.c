@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The boot pipeline (boot-contract.md, "Order of a boot"):
+ * The boot pipeline (docs/platform-contract.md, "Order of a boot"):
  *   lock -> stop what a previous boot left running -> directories -> services -> setup steps
  *   -> port -> manifest -> server (under the supervisor) -> ready -> runtime.json
  */

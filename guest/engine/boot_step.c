@@ -25,7 +25,7 @@
 #define DRAIN_AFTER_EXIT_MS 2000
 
 void boot_step_observe(const struct boot_plan *p, const struct boot_observer *obs, const char *step,
-                  const char *phase, const char *detail)
+                       const char *phase, const char *detail)
 {
 	_cleanup_free_ char *clean = NULL;
 	size_t len;

@@ -40,7 +40,7 @@ bool boot_step_interrupted(const struct step_context *ctx, struct err *err);
 
 /* Report a phase to the observer; detail passes through the plan's scrubber first. */
 void boot_step_observe(const struct boot_plan *p, const struct boot_observer *obs, const char *step,
-                  const char *phase, const char *detail);
+                       const char *phase, const char *detail);
 
 /*
  * Run command as step `name`, output to log_path. env is the full environment. Returns 0 when

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The manifest the app's manifest command writes (untrusted input), and runtime.json, the file
- * the platform reads (boot-contract.md, "Manifest and runtime.json"; decisions.md, "Manifest").
+ * the platform reads (docs/platform-contract.md, "Manifest and runtime.json"; docs/design.md,
+ * "Manifest").
  */
 #ifndef SA_MANIFEST_H
 #define SA_MANIFEST_H

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Readiness probes with libcurl (boot-contract.md, "Steps, server, readiness"):
+ * Readiness probes with libcurl (docs/platform-contract.md, "Steps, server, readiness"):
  * GET http://HOST:PORT/PATH with Accept: application/json, no proxy (the proxy environment
  * variables are ignored), connect timeout 1 s, whole request 2 s, redirects not followed,
  * the body discarded. The caller decides what status means ready.

@@ -2,7 +2,7 @@
 /*
  * Who listens on a TCP port, from /proc/net/tcp and /proc/net/tcp6 and the socket inodes
  * held by a set of processes: the boot may be declared ready only when its own processes hold
- * the listener (decisions.md, "Processes").
+ * the listener (docs/design.md, "Processes").
  */
 #ifndef SA_LISTEN_CHECK_H
 #define SA_LISTEN_CHECK_H

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The set of processes that belong to one boot (decisions.md, "Processes"): a cgroup of its
+ * The set of processes that belong to one boot (docs/design.md, "Processes"): a cgroup of its
  * own when one can be made (v2, or v1 nested under the cgroup we already sit in), else the
  * recorded process groups plus every descendant of the supervisor (which is a child subreaper,
  * so daemons that double-fork and setsid stay its descendants). The set can be reopened from its

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The supervisor: a small process that outlives sandbox-app-boot and the exec session that
- * started it (decisions.md, "Processes"). It is a child subreaper, holds none of the caller's
+ * started it (docs/design.md, "Processes"). It is a child subreaper, holds none of the caller's
  * descriptors, owns the server's process group, passes the server's output through the
  * scrubber into server.log (capped and rotated), keeps the forwarder up, and records a server
  * exit in supervisor.json (status, log tail) instead of restarting it.

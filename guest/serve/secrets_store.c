@@ -146,8 +146,7 @@ int secrets_store_put(struct secrets_store *s, const char *name, enum secret_sco
 		struct secret *v = reallocarray(s->v, s->n + 1, sizeof(*v));
 		if (!v) {
 			secret_dispose(&e);
-			return err_oom_at(err, "for secret %s",
-			               name);
+			return err_oom_at(err, "for secret %s", name);
 		}
 		s->v = v;
 		s->v[s->n++] = e;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The daemon's secrets (docs/protocol.md "Secrets", decisions.md "Secret scopes"): named
+ * The daemon's secrets (docs/protocol.md "Secrets", docs/design.md "Secret scopes"): named
  * values, each with a scope that says which process may have it:
  *   fetch    a checkout or publish token
  *   boot     given to the setup steps, manifest and server of the next boots

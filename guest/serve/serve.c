@@ -253,7 +253,8 @@ static int loop_run(struct serve *srv)
 			    (c->state == CONN_HANDSHAKE && frame_io_now_ms() >= c->hs_deadline))
 				serve_conn_ready(c);
 		}
-		/* Jobs may be freed by serve_jobs_readable: only those still listed are looked at. */
+		/* Jobs may be freed by serve_jobs_readable: only those still listed are looked at.
+		 */
 		for (size_t i = 0; i < njob; i++) {
 			bool listed = false;
 			for (struct job *j = srv->jobs; j; j = j->next)

@@ -195,7 +195,7 @@ static void hs_step(struct conn *c)
 }
 
 struct conn *serve_conn_new(struct serve *srv, int fd, int wfd, bool owns_fds, const char *peer,
-                      struct listener *l, struct frame_io *io)
+                            struct listener *l, struct frame_io *io)
 {
 	struct conn *c = calloc(1, sizeof(*c));
 	struct err err;
@@ -301,9 +301,10 @@ static void dispatch(struct conn *c, const struct msg *m)
 				st->ops->on_msg(c, st, m);
 			} else {
 				struct err e;
-				err_set(&e, ERR_REFUSED, EPROTO, "%s does not belong on a %s stream",
-				         msg_type_name(m->type) ?: "an unknown message",
-				         msg_type_name(st->type) ?: "?");
+				err_set(&e, ERR_REFUSED, EPROTO,
+				        "%s does not belong on a %s stream",
+				        msg_type_name(m->type) ?: "an unknown message",
+				        msg_type_name(st->type) ?: "?");
 				serve_stream_error(c, st, &e);
 			}
 		}

@@ -8,7 +8,7 @@
 #include "serve_types.h"
 
 struct conn *serve_conn_new(struct serve *srv, int fd, int wfd, bool owns_fds, const char *peer,
-                      struct listener *l, struct frame_io *io);
+                            struct listener *l, struct frame_io *io);
 void serve_conn_ready(struct conn *c);
 /* Run the streams' pumps; 1 when one of them has more to do at once. */
 int serve_conn_pump(struct conn *c);

@@ -113,7 +113,7 @@ static _noreturn_ void runner_exec(struct serve *srv, int sock)
 }
 
 int serve_jobs_spawn(struct serve *srv, enum job_kind kind, json_object *request, bool with_secrets,
-              const char *app_dir, const char *state_dir, struct job **ret, struct err *err)
+                     const char *app_dir, const char *state_dir, struct job **ret, struct err *err)
 {
 	struct job *j;
 	struct msg m = {.type = kind == JOB_BOOT ? MSG_BOOT_START : MSG_STOP, .json = request};
@@ -226,8 +226,8 @@ static void relay(struct serve *srv, struct job *j, const struct msg *m)
 			continue;
 		if (m->flags & MSG_F_END)
 			serve_stream_finish(c, st);
-		serve_stream_send(c, m->type, m->flags, st->id, m->json ? json_object_get(m->json) : NULL,
-		          m->data, m->data_len);
+		serve_stream_send(c, m->type, m->flags, st->id,
+		                  m->json ? json_object_get(m->json) : NULL, m->data, m->data_len);
 	}
 }
 

@@ -9,7 +9,7 @@
 #include "serve_types.h"
 
 int serve_jobs_spawn(struct serve *srv, enum job_kind kind, json_object *request, bool with_secrets,
-              const char *app_dir, const char *state_dir, struct job **ret, struct err *err);
+                     const char *app_dir, const char *state_dir, struct job **ret, struct err *err);
 int serve_jobs_follow(struct job *j, uint64_t conn_id, uint32_t stream);
 void serve_jobs_unfollow_conn(struct serve *srv, uint64_t conn_id);
 void serve_jobs_readable(struct serve *srv, struct job *j);

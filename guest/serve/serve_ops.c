@@ -43,4 +43,3 @@ serve_ops_start_fn serve_ops_find(uint16_t type)
 		return NULL;
 	}
 }
-

@@ -346,7 +346,7 @@ static int fetch_with(void *userdata, const char *name, enum secret_scope scope,
 }
 
 int serve_ops_checkout_fetch_run(json_object *req, struct secrets_store *secrets,
-                             json_object **ret_reply, struct err *err)
+                                 json_object **ret_reply, struct err *err)
 {
 	struct fetch_run fr = {.req = req, .err = err};
 	const char *state_dir = req_str(req, "state_dir");

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * publish.commit (docs/protocol.md §7.9): commit the work tree of an app directory and send
- * the commit to the host as a pack; the host pushes it (decisions.md, "Channel": the guest
+ * the commit to the host as a pack; the host pushes it (docs/design.md, "Channel": the guest
  * never pushes and never sees the push token).
  *
  * It runs in the daemon, as checkout.pack does, holding the app's boot lock so no checkout is
@@ -51,7 +51,8 @@ static int publish_flush(struct publish_send *ps)
 	int r = 0;
 
 	if (ps->len)
-		r = serve_stream_send(ps->c, MSG_PUBLISH_DATA, 0, ps->stream, NULL, ps->buf, ps->len);
+		r = serve_stream_send(ps->c, MSG_PUBLISH_DATA, 0, ps->stream, NULL, ps->buf,
+		                      ps->len);
 	ps->len = 0;
 	return r;
 }
@@ -298,13 +299,15 @@ int serve_ops_publish_commit(struct conn *c, struct stream *st, const struct msg
 	if (!dir || serve_apps_normalize(dir, &app_dir, &err) < 0 ||
 	    serve_apps_state_dir(c->srv, app_dir, &state_dir, &err) < 0)
 		return serve_stream_error(c, st, &err);
-	if (serve_jobs_find(c->srv, JOB_BOOT, state_dir) || serve_jobs_find(c->srv, JOB_CHECKOUT, state_dir)) {
+	if (serve_jobs_find(c->srv, JOB_BOOT, state_dir) ||
+	    serve_jobs_find(c->srv, JOB_CHECKOUT, state_dir)) {
 		err_set(&err, ERR_REFUSED, EBUSY,
 		        "a boot or checkout of %s is in progress: publish when it has finished",
 		        app_dir);
 		return serve_stream_error(c, st, &err);
 	}
-	if (file_mkdir_p(state_dir, 0700, &err) < 0 || boot_state_lock_acquire(state_dir, &lock_fd, &err) < 0)
+	if (file_mkdir_p(state_dir, 0700, &err) < 0 ||
+	    boot_state_lock_acquire(state_dir, &lock_fd, &err) < 0)
 		return serve_stream_error(c, st, &err);
 	if (publish_run(c, st, m, app_dir, &reply, &err) < 0) {
 		log_info("connection %" PRIu64 ": publishing %s refused: %s", c->id, app_dir,

@@ -71,8 +71,9 @@ int serve_ops_secrets_drop(struct conn *c, struct stream *st, const struct msg *
 		return serve_stream_error(c, st, &err);
 	}
 	if (scope_name) {
-		int scope = strcmp(scope_name, "all") == 0 ? SECRET_SCOPE_ANY
-		                                           : secrets_store_scope_from_string(scope_name);
+		int scope = strcmp(scope_name, "all") == 0
+		                ? SECRET_SCOPE_ANY
+		                : secrets_store_scope_from_string(scope_name);
 		if (scope < 0) {
 			err_set(&err, ERR_REFUSED, EINVAL,
 			        "secrets.drop: the scope must be fetch, boot, session or all");

@@ -72,8 +72,8 @@ void serve_stream_kill_conn(struct conn *c, const char *why)
 	c->state = CONN_DEAD;
 }
 
-int serve_stream_send(struct conn *c, uint16_t type, uint16_t flags, uint32_t stream, json_object *json,
-              const void *data, size_t len)
+int serve_stream_send(struct conn *c, uint16_t type, uint16_t flags, uint32_t stream,
+                      json_object *json, const void *data, size_t len)
 {
 	struct msg m = {.type = type,
 	                .flags = flags,
@@ -103,8 +103,8 @@ void serve_stream_finish(struct conn *c, struct stream *st)
 int serve_stream_ok(struct conn *c, struct stream *st, json_object *json)
 {
 	st->done = true;
-	return serve_stream_send(c, MSG_OK, MSG_F_END, st->id, json ? json : json_object_new_object(), NULL,
-	                 0);
+	return serve_stream_send(c, MSG_OK, MSG_F_END, st->id,
+	                         json ? json : json_object_new_object(), NULL, 0);
 }
 
 int serve_stream_error(struct conn *c, struct stream *st, const struct err *e)
@@ -125,7 +125,8 @@ int serve_stream_error(struct conn *c, struct stream *st, const struct err *e)
 	return r;
 }
 
-const char *serve_stream_field_string(const struct msg *m, const char *key, bool required, struct err *err)
+const char *serve_stream_field_string(const struct msg *m, const char *key, bool required,
+                                      struct err *err)
 {
 	json_object *v = NULL;
 	const char *s;
@@ -149,4 +150,3 @@ const char *serve_stream_field_string(const struct msg *m, const char *key, bool
 	}
 	return s;
 }
-

@@ -397,7 +397,8 @@ int checkout_stage_swap(struct checkout_stage *s, struct checkout_result *ret, s
 }
 
 int checkout_stage_fetch(const struct checkout_target *t, const struct git_fetch_spec *spec,
-                   struct git_fetch_result *ret_fetch, struct checkout_result *ret, struct err *err)
+                         struct git_fetch_result *ret_fetch, struct checkout_result *ret,
+                         struct err *err)
 {
 	_cleanup_checkout_stage_ struct checkout_stage *s = NULL;
 	struct git_fetch_result fr;

@@ -5,8 +5,8 @@
  * For the app directory /workspace/app the stage is /workspace/.app.checkout-new: a fresh
  * non-bare repository (root-owned, 0700 while it is built) that receives the objects (a pack
  * from the host through checkout_stage_repo() and git_pack_receiver_*, or a fetch of its own
- * through checkout_stage_fetch()), is checked out at the commit with a detached HEAD and `origin` set
- * to the clone URL without credentials, is given to the run user, fsync'ed, and then swapped
+ * through checkout_stage_fetch()), is checked out at the commit with a detached HEAD and `origin`
+ * set to the clone URL without credentials, is given to the run user, fsync'ed, and then swapped
  * with the app directory by dir_swap.h (the names beside it, the swap and its recovery are
  * dir_swap's, shared with pushed trees): renameat2(RENAME_EXCHANGE) where the filesystem has
  * it, else two renames (app -> .app.checkout-old, stage -> app) with a window in which the app
@@ -69,7 +69,8 @@ enum checkout_swap_method {
 struct checkout_result {
 	git_oid commit;
 	int method;         /* enum checkout_swap_method */
-	bool old_tree_left; /* the old tree could not be removed yet; checkout_stage_recover() retries */
+	bool old_tree_left; /* the old tree could not be removed yet; checkout_stage_recover()
+	                       retries */
 };
 
 enum checkout_recovery {
@@ -110,8 +111,8 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(struct checkout_stage *, checkout_stage_free)
  * leaves the app directory as it was. ret_fetch may be NULL.
  */
 int checkout_stage_fetch(const struct checkout_target *t, const struct git_fetch_spec *spec,
-                   struct git_fetch_result *ret_fetch, struct checkout_result *ret,
-                   struct err *err);
+                         struct git_fetch_result *ret_fetch, struct checkout_result *ret,
+                         struct err *err);
 
 /*
  * Finish or undo an interrupted checkout (or tree push) of app_dir: dir_swap_recover() for

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Swapping a directory built beside another one into its place (decisions.md, "Channel": "a
+ * Swapping a directory built beside another one into its place (docs/design.md, "Channel": "a
  * checkout is swapped in with renameat2(RENAME_EXCHANGE) where the filesystem supports it, else
  * two renames, with the window and the recovery documented"; docs/checkout.md).
  *

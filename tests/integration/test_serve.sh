@@ -5,7 +5,7 @@
 # guest key file, READY=1 to $NOTIFY_SOCKET, the unix socket's peer check (root only), an
 # unauthenticated peer cut off at the deadline, SIGTERM. The protocol itself, boots included,
 # is driven by tests/unit/test_serve.c with a host written on common/channel.h. Never AF_VSOCK
-# here (test-environment.md): every daemon gets an explicit transport.
+# here (docs/test-machines.md): every daemon gets an explicit transport.
 . "$(dirname "$0")/lib.sh"
 need_root
 ensure_sandbox_user || skip "cannot create the sandbox user"

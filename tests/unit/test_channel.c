@@ -3,7 +3,7 @@
  * The channel between real processes: a forked guest, the host in the test process or in
  * another child, socketpairs and a unix socket in between, and for the attacks a relay in the
  * test process that tampers with, replays, reorders, drops, cuts or swaps the host's frames.
- * Never AF_VSOCK (test-environment.md).
+ * Never AF_VSOCK (docs/test-machines.md).
  */
 #include <check.h>
 #include <errno.h>

@@ -444,7 +444,8 @@ START_TEST(test_caches)
 	ck_assert_str_eq(strv_env_get(env, "BUNDLE_USER_CACHE"), "/workspace/.cache/bundler");
 	ck_assert_str_eq(strv_env_get(env, "npm_config_cache"), "/workspace/.cache/npm");
 	ck_assert_str_eq(strv_env_get(env, "YARN_GLOBAL_FOLDER"), "/workspace/.cache/yarn");
-	ck_assert_str_eq(strv_env_get(env, "pnpm_config_store_dir"), "/workspace/.cache/pnpm-store");
+	ck_assert_str_eq(strv_env_get(env, "pnpm_config_store_dir"),
+	                 "/workspace/.cache/pnpm-store");
 	/* the file's own setting wins */
 	ck_assert_str_eq(strv_env_get(env, "BUN_INSTALL_CACHE_DIR"), "/app/bun");
 	/* never where an app installs: the caller's GEM_HOME is left as it was */

@@ -5,7 +5,7 @@
  * before it accepts, a qemu-like serial chardev, exec pipes (direct and through `sh -c` relaying
  * to a socket), and Incus faked by a script. Keys: keygen, trust on first use, a changed guest
  * key refused with exit 4, a host key the guest does not list refused with exit 3.
- * Never AF_VSOCK (test-environment.md).
+ * Never AF_VSOCK (docs/test-machines.md).
  */
 #include <check.h>
 #include <sys/stat.h>

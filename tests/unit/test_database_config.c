@@ -32,7 +32,8 @@ static void plan_text(const char *yaml, const struct database_request *req,
 	struct err e;
 
 	err_clear(&e);
-	ck_assert_msg(database_config_plan_from_yaml(yaml, strlen(yaml), req, plan, &e) == 0, "%s", e.msg);
+	ck_assert_msg(database_config_plan_from_yaml(yaml, strlen(yaml), req, plan, &e) == 0, "%s",
+	              e.msg);
 }
 
 static char *fixture(const char *name, size_t *len)
@@ -249,7 +250,8 @@ START_TEST(test_multidb_replicas_share)
 	ck_assert_str_eq(entry(&p, "animals")->url,
 	                 "postgresql:///my_animals_database_sandbox_0123abcd");
 	ck_assert_str_eq(entry(&p, "animals_replica")->url, entry(&p, "animals")->url);
-	ck_assert_str_eq(strv_env_get(p.env, "ANIMALS_REPLICA_DATABASE_URL"), entry(&p, "animals")->url);
+	ck_assert_str_eq(strv_env_get(p.env, "ANIMALS_REPLICA_DATABASE_URL"),
+	                 entry(&p, "animals")->url);
 	database_config_plan_dispose(&p);
 }
 END_TEST
@@ -583,7 +585,8 @@ START_TEST(test_urls_and_adapters)
 
 	/* an environment given as a URL string */
 	plan_fixture("urls_and_adapters.yml", "staging", &p);
-	ck_assert_str_eq(strv_env_get(p.env, "DATABASE_URL"), "mysql2:///staging_app_sandbox_0123abcd");
+	ck_assert_str_eq(strv_env_get(p.env, "DATABASE_URL"),
+	                 "mysql2:///staging_app_sandbox_0123abcd");
 	database_config_plan_dispose(&p);
 
 	/* a null environment */
@@ -621,7 +624,8 @@ START_TEST(test_name_limits)
 	/* the session id is cut to 8 and sanitized like the name */
 	req.session_id = "3F2A-9C1E-0000";
 	plan_text("development: {adapter: postgresql, database: \"My App!\"}\n", &req, &p);
-	ck_assert_str_eq(strv_env_get(p.env, "DATABASE_URL"), "postgresql:///my_app_sandbox_3f2a_9c1");
+	ck_assert_str_eq(strv_env_get(p.env, "DATABASE_URL"),
+	                 "postgresql:///my_app_sandbox_3f2a_9c1");
 	database_config_plan_dispose(&p);
 }
 END_TEST
@@ -781,7 +785,8 @@ START_TEST(test_resolve_refuses_links_and_size)
 	ck_assert_int_lt(database_config_plan_resolve(appdir, &req, &p, &e), 0);
 	ck_assert_int_eq(e.cls, ERR_REFUSED);
 	ck_assert_ptr_nonnull(strstr(e.msg, "larger than"));
-	ck_assert_int_lt(database_config_plan_from_yaml(big, DATABASE_CONFIG_MAX + 1, &req, &p, &e), 0);
+	ck_assert_int_lt(database_config_plan_from_yaml(big, DATABASE_CONFIG_MAX + 1, &req, &p, &e),
+	                 0);
 	ck_assert_int_eq(e.cls, ERR_REFUSED);
 	free(big);
 

@@ -108,7 +108,8 @@ START_TEST(test_fresh_keys_every_session)
 	handshake_session_keys(a.h.hs, atx, arx);
 	handshake_session_keys(b.h.hs, btx, brx);
 	ck_assert(memcmp(atx, btx, HS_KEY_LEN) != 0);
-	ck_assert(memcmp(handshake_session_id(a.h.hs), handshake_session_id(b.h.hs), HS_HASH_LEN) != 0);
+	ck_assert(memcmp(handshake_session_id(a.h.hs), handshake_session_id(b.h.hs), HS_HASH_LEN) !=
+	          0);
 	fixture_dispose(&a);
 	fixture_dispose(&b);
 }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * sandbox_config: the rules of boot-contract.md "`.activeagents/sandbox.yml`", one test each,
- * with the exact refusal texts (and their line:column) users and callers see.
+ * sandbox_config: the rules of docs/platform-contract.md "`.activeagents/sandbox.yml`", one test
+ * each, with the exact refusal texts (and their line:column) users and callers see.
  */
 #include <check.h>
 #include <errno.h>

@@ -3,7 +3,7 @@
  * `sandbox-agent serve` as a real process (build/sandbox-agent next to this test's binary),
  * driven by the small host in test_serve_client.h over a unix socket, stdin/stdout (a
  * socketpair, and two pipes) and a pty standing in for the virtio-serial port. The boots are
- * real boots of tests/data/pyapp. Never AF_VSOCK here (test-environment.md).
+ * real boots of tests/data/pyapp. Never AF_VSOCK here (docs/test-machines.md).
  */
 #include <check.h>
 #include <arpa/inet.h>
