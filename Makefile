@@ -71,11 +71,21 @@ $(BUILD)/sandbox-ctl: $(BUILD)/host/main.o $(LIBHOST) $(LIBCOMMON)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(DEP_LIBS)
 
 # Unit tests: one Check binary per module.
+# Their shared helpers (tests/unit/support/) are compiled once into one archive.
 CHECK_LIBS := $(shell $(PKG_CONFIG) --libs check)
-$(BUILD)/tests/%: tests/unit/%.c $(LIBGUEST) $(LIBHOST) $(LIBCOMMON)
+UNIT_INC := $(ALL_LAYER_INC) -Itests/unit/support
+LIBTESTSUPPORT := $(BUILD)/libsandbox-testsupport.a
+$(BUILD)/tests/support/%.o: tests/unit/support/%.c
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) $(ALL_LAYER_INC) $(ALL_LDFLAGS) -Itests/unit -o $@ $< $(LIBGUEST) $(LIBHOST) $(LIBCOMMON) \
-		$(DEP_LIBS) $(CHECK_LIBS)
+	@echo "  CC $<"
+	@$(CC) $(ALL_CFLAGS) $(UNIT_INC) -c $< -o $@
+$(LIBTESTSUPPORT): $(UNIT_SUPPORT_SRC:tests/unit/support/%.c=$(BUILD)/tests/support/%.o)
+	$(archive_recipe)
+$(BUILD)/tests/%: tests/unit/%.c $(LIBTESTSUPPORT) $(LIBGUEST) $(LIBHOST) $(LIBCOMMON)
+	@mkdir -p $(@D)
+	@echo "  CCLD $@"
+	@$(CC) $(ALL_CFLAGS) $(UNIT_INC) $(ALL_LDFLAGS) -o $@ $< $(LIBTESTSUPPORT) $(LIBGUEST) \
+		$(LIBHOST) $(LIBCOMMON) $(DEP_LIBS) $(CHECK_LIBS)
 
 # Fuzz targets replayed over their committed corpus with a plain main() (tests/fuzz/replay.c).
 $(BUILD)/replay/%: tests/fuzz/%.c tests/fuzz/replay.c $(LIBGUEST) $(LIBHOST) $(LIBCOMMON)

@@ -1,71 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/*
- * A minimal guest for the sandbox-ctl tests, built from common/channel.h: the real handshake
- * and encrypted channel, and just enough of each operation (docs/protocol.md §7) to check what
- * sandbox-ctl sends and how it reads the answers. It is no stand-in for the daemon's logic:
- * boots are scripted by the app directory's name, logs are a fixed text.
- *
- *   fg_serve_unix()   a unix socket server, one session per connection (a forked process)
- *   fg_serve_fc()     the same behind a Firecracker-like socket: reads "CONNECT <port>\n",
- *                     closes silently the first N times, then answers "OK <n>\n"
- *   fg_serve_serial() a qemu-like chardev socket in front of one stream without connection
- *                     boundaries, with noise injected before each session
- *   fg_stdio_main()   sessions on stdin/stdout (sandbox-ctl's exec transport)
- *   fg_relay_main()   copies stdin/stdout to a unix socket (an exec command that relays)
- *
- * Every step is reported as a line on report_fd: "hello ...", "secret NAME SCOPE VALUE",
- * "boot {...}", "push-end N B", ... Header-only, included by test_ctl_*.c.
- */
-#ifndef SA_TEST_CTL_GUEST_H
-#define SA_TEST_CTL_GUEST_H
+/* Compiled once, linked into every unit test (tests/unit/support/test_ctl_guest.h). */
+#include "test_ctl_guest.h"
 
-#include <errno.h>
-#include <fcntl.h>
-#include <limits.h>
-#include <poll.h>
-#include <signal.h>
-#include <stdarg.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/un.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include "authkeys.h"
-#include "channel.h"
-#include "file.h"
-#include "frame_io.h"
-#include "keys.h"
-#include "msg.h"
-
-#define FG_TIMEOUT_MS 10000
-#define FG_LOG_LINES 9000 /* "setup line NNNNNN\n": 18 bytes each, 162000 bytes */
-#define FG_LOG_LINE_LEN 18
-#define FG_CHUNK (64 * 1024)
-
-struct fg_config {
-	const struct keypair *key; /* the guest's identity */
-	const uint8_t *host_pk;    /* the one host key it accepts */
-	const char *tree_dir;      /* where a push lands */
-	int report_fd;
-};
-
-struct fg_state {
-	const struct fg_config *cfg;
-	uint32_t push_stream;
-	int file_fd;
-	int64_t file_left;
-	int64_t entries, bytes;
-	char staging[PATH_MAX];
-	char names[32][64];
-	size_t n_names;
-};
-
-static inline void fg_report(const struct fg_config *cfg, const char *fmt, ...) _printf_(2, 3);
-static inline void fg_report(const struct fg_config *cfg, const char *fmt, ...)
+void fg_report(const struct fg_config *cfg, const char *fmt, ...)
 {
 	char line[8192];
 	va_list ap;
@@ -82,14 +19,14 @@ static inline void fg_report(const struct fg_config *cfg, const char *fmt, ...)
 	(void)file_write_all(cfg->report_fd, line, (size_t)n);
 }
 
-static inline void fg_log_text(char *buf)
+void fg_log_text(char *buf)
 {
 	for (int i = 0; i < FG_LOG_LINES; i++)
 		snprintf(buf + (size_t)i * FG_LOG_LINE_LEN, FG_LOG_LINE_LEN + 1,
 		         "setup line %06d\n", i);
 }
 
-static inline int fg_send(struct channel *ch, uint16_t type, uint16_t flags, uint32_t stream,
+int fg_send(struct channel *ch, uint16_t type, uint16_t flags, uint32_t stream,
                           struct json_object *json, const void *data, size_t len)
 {
 	struct msg m = {.type = type,
@@ -105,12 +42,12 @@ static inline int fg_send(struct channel *ch, uint16_t type, uint16_t flags, uin
 	return r;
 }
 
-static inline struct json_object *fg_obj(const char *json_text)
+struct json_object *fg_obj(const char *json_text)
 {
 	return json_tokener_parse(json_text);
 }
 
-static inline int fg_error(struct channel *ch, uint32_t stream, int code, const char *cls,
+int fg_error(struct channel *ch, uint32_t stream, int code, const char *cls,
                            const char *text)
 {
 	struct json_object *j = json_object_new_object();
@@ -121,8 +58,7 @@ static inline int fg_error(struct channel *ch, uint32_t stream, int code, const 
 	return fg_send(ch, MSG_ERROR, MSG_F_END, stream, j, NULL, 0);
 }
 
-/* Pushes land in staging beside tree_dir and are swapped in at the end. */
-static inline int fg_push_msg(struct channel *ch, struct fg_state *st, const struct msg *m)
+int fg_push_msg(struct channel *ch, struct fg_state *st, const struct msg *m)
 {
 	const struct fg_config *cfg = st->cfg;
 	char path[PATH_MAX * 2];
@@ -199,7 +135,7 @@ static inline int fg_push_msg(struct channel *ch, struct fg_state *st, const str
 	return 0;
 }
 
-static inline int fg_event(struct channel *ch, uint32_t stream, const char *phase, const char *step,
+int fg_event(struct channel *ch, uint32_t stream, const char *phase, const char *step,
                            const char *status)
 {
 	struct json_object *j = json_object_new_object();
@@ -212,8 +148,7 @@ static inline int fg_event(struct channel *ch, uint32_t stream, const char *phas
 	return fg_send(ch, MSG_BOOT_EVENT, 0, stream, j, NULL, 0);
 }
 
-/* Boots are scripted by the app directory's name: *fail*, *refuse*, else ready. */
-static inline int fg_boot(struct channel *ch, struct fg_state *st, const struct msg *m)
+int fg_boot(struct channel *ch, struct fg_state *st, const struct msg *m)
 {
 	const char *app = msg_get_string(m, "app_dir") ?: "spec";
 	static const char log[] = "$ echo hi\nhi\n";
@@ -245,8 +180,7 @@ static inline int fg_boot(struct channel *ch, struct fg_state *st, const struct 
 	               NULL, 0);
 }
 
-/* The log from an offset in chunks; following, wait for the cancel. */
-static inline int fg_logs(struct channel *ch, struct fg_state *st, const struct msg *m)
+int fg_logs(struct channel *ch, struct fg_state *st, const struct msg *m)
 {
 	static char text[FG_LOG_LINES * FG_LOG_LINE_LEN + 1];
 	int64_t offset = 0, max = -1, total = FG_LOG_LINES * FG_LOG_LINE_LEN;
@@ -279,7 +213,7 @@ static inline int fg_logs(struct channel *ch, struct fg_state *st, const struct 
 	return r;
 }
 
-static inline int fg_message(struct channel *ch, struct fg_state *st, const struct msg *m)
+int fg_message(struct channel *ch, struct fg_state *st, const struct msg *m)
 {
 	const struct fg_config *cfg = st->cfg;
 	char value[256];
@@ -355,8 +289,7 @@ static inline int fg_message(struct channel *ch, struct fg_state *st, const stru
 	}
 }
 
-/* One session after the handshake: hello, then messages until close. */
-static inline void fg_session(struct channel *ch, struct fg_state *st)
+void fg_session(struct channel *ch, struct fg_state *st)
 {
 	struct err e;
 
@@ -387,8 +320,7 @@ static inline void fg_session(struct channel *ch, struct fg_state *st)
 	}
 }
 
-/* Handshakes and sessions on one descriptor, `sessions` times (-1: until it ends). */
-static inline void fg_serve_fd(int fd, const struct fg_config *cfg, int sessions)
+void fg_serve_fd(int fd, const struct fg_config *cfg, int sessions)
 {
 	struct fg_state st = {.cfg = cfg, .file_fd = -1};
 	struct authkeys *ak = NULL;
@@ -420,7 +352,7 @@ static inline void fg_serve_fd(int fd, const struct fg_config *cfg, int sessions
 	authkeys_free(ak);
 }
 
-static inline int fg_listen(const char *path)
+int fg_listen(const char *path)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -432,8 +364,7 @@ static inline int fg_listen(const char *path)
 	return fd;
 }
 
-/* A unix socket server: one session per connection, until killed. Returns its pid. */
-static inline pid_t fg_serve_unix(const char *path, const struct fg_config *cfg)
+pid_t fg_serve_unix(const char *path, const struct fg_config *cfg)
 {
 	int lfd = fg_listen(path);
 	pid_t pid;
@@ -454,8 +385,7 @@ static inline pid_t fg_serve_unix(const char *path, const struct fg_config *cfg)
 	}
 }
 
-/* Firecracker's side of a host-initiated vsock connection: CONNECT, then OK (or silence). */
-static inline pid_t fg_serve_fc(const char *path, const struct fg_config *cfg, int silent_closes,
+pid_t fg_serve_fc(const char *path, const struct fg_config *cfg, int silent_closes,
                                 const char *reply)
 {
 	int lfd = fg_listen(path);
@@ -489,8 +419,7 @@ static inline pid_t fg_serve_fc(const char *path, const struct fg_config *cfg, i
 	}
 }
 
-/* Copy what is readable from one descriptor to another; false at the end. */
-static inline bool fg_pump(int from, int to)
+bool fg_pump(int from, int to)
 {
 	char buf[65536];
 	ssize_t n = read(from, buf, sizeof(buf));
@@ -500,12 +429,7 @@ static inline bool fg_pump(int from, int to)
 	return file_write_all(to, buf, (size_t)n) == 0;
 }
 
-/*
- * qemu's chardev socket in front of a virtio-serial port: the guest serves sessions on one
- * stream for as long as it runs; each client that connects is relayed to it, and noise (a
- * cut frame, a banner) goes into the port before each session, as a dropped session leaves.
- */
-static inline pid_t fg_serve_serial(const char *path, const struct fg_config *cfg)
+pid_t fg_serve_serial(const char *path, const struct fg_config *cfg)
 {
 	static const char noise[] = "\x00\x00\x00\x30garbage of a session that was cut off\r\n";
 	int lfd = fg_listen(path), port[2];
@@ -548,8 +472,7 @@ static inline pid_t fg_serve_serial(const char *path, const struct fg_config *cf
 	}
 }
 
-/* Keys for a guest run as its own program: DIR/guest_key and DIR/host.pub. */
-static inline int fg_stdio_main(const char *dir, const char *report)
+int fg_stdio_main(const char *dir, const char *report)
 {
 	char path[PATH_MAX];
 	struct keypair *kp = NULL;
@@ -580,8 +503,7 @@ static inline int fg_stdio_main(const char *dir, const char *report)
 	return 0;
 }
 
-/* An exec command that relays its stdin and stdout to a unix socket. */
-static inline int fg_relay_main(const char *path)
+int fg_relay_main(const char *path)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -605,5 +527,3 @@ static inline int fg_relay_main(const char *path)
 			return 0;
 	}
 }
-
-#endif

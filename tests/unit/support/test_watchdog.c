@@ -1,33 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/*
- * Shared by the tests that start real processes (test_proc, test_procset, test_listen_check,
- * test_supervisor). Every process a test starts carries SA_TEST_OWNER=<test pid> in its
- * environment (owner_env, to put in the child environments). A watchdog outside the test's
- * process tree waits for the test process to end, however it ends (Check ends a failed test
- * with _exit(), so atexit() would not run; a timeout is SIGKILL), and then kills those
- * processes by pid. On the normal path each test stops what it started itself.
- */
-#ifndef SA_TEST_WATCHDOG_H
-#define SA_TEST_WATCHDOG_H
+/* Compiled once, linked into every unit test (tests/unit/support/test_watchdog.h). */
+#include "test_watchdog.h"
 
-#include <check.h>
-#include <dirent.h>
-#include <errno.h>
-#include <fcntl.h>
-#include <signal.h>
-#include <stdbool.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/prctl.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include "proc.h"
-
-static char owner_env[64];
-
-static bool environ_has(pid_t pid, const char *entry)
+char owner_env[64];
+bool environ_has(pid_t pid, const char *entry)
 {
 	char path[64], buf[65536];
 	size_t len = 0, want = strlen(entry) + 1;
@@ -47,7 +23,7 @@ static bool environ_has(pid_t pid, const char *entry)
 	return false;
 }
 
-static void _unused_ kill_owned(const char *entry)
+void _unused_ kill_owned(const char *entry)
 {
 	for (int round = 0; round < 50; round++) {
 		DIR *d = opendir("/proc");
@@ -71,7 +47,7 @@ static void _unused_ kill_owned(const char *entry)
 	}
 }
 
-static void _unused_ test_watchdog_start(void)
+void _unused_ test_watchdog_start(void)
 {
 	int p[2];
 	pid_t mid;
@@ -99,5 +75,3 @@ static void _unused_ test_watchdog_start(void)
 	 * what we start from here on is, orphans included. */
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
 }
-
-#endif

@@ -1,40 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/*
- * Running the real sandbox-ctl binary (the one beside this test's build directory) against the
- * minimal guest of test_ctl_guest.h: a private directory with a host key made by
- * `sandbox-ctl keygen`, a guest key, a pins file and a report file, servers stopped by pid.
- * Header-only, included by test_ctl_*.c.
- */
-#ifndef SA_TEST_CTL_ENV_H
-#define SA_TEST_CTL_ENV_H
+/* Compiled once, linked into every unit test (tests/unit/support/test_ctl_env.h). */
+#include "test_ctl_env.h"
 
-#include <check.h>
-#include <libgen.h>
-
-#include "test_ctl_guest.h"
-
-struct ctl_env {
-	char dir[PATH_MAX];
-	char key[PATH_MAX + 16], pins[PATH_MAX + 16], report[PATH_MAX + 16];
-	char sock[PATH_MAX + 16], tree[PATH_MAX + 16];
-	char host_fp[KEYS_FINGERPRINT_MAX], guest_fp[KEYS_FINGERPRINT_MAX];
-	uint8_t host_pk[KEYS_PUBLIC_LEN];
-	struct keypair *guest;
-	struct fg_config cfg;
-	pid_t servers[8];
-	size_t n_servers;
-};
-
-struct ctl_run {
-	int rc;
-	char *out, *err;
-	struct json_object *json; /* stdout parsed, when it is one JSON document */
-};
-
-static char ctl_bin[PATH_MAX], self_bin[PATH_MAX];
-
-/* build/tests/test_x -> build/sandbox-ctl */
-static inline void ctl_find_binaries(void)
+char ctl_bin[PATH_MAX], self_bin[PATH_MAX];
+void ctl_find_binaries(void)
 {
 	char exe[PATH_MAX];
 	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
@@ -45,7 +14,7 @@ static inline void ctl_find_binaries(void)
 	snprintf(ctl_bin, sizeof(ctl_bin), "%s/sandbox-ctl", dirname(dirname(exe)));
 }
 
-static inline char *ctl_read_fd(int fd)
+char *ctl_read_fd(int fd)
 {
 	size_t len = 0, cap = 4096;
 	char *buf = malloc(cap);
@@ -65,7 +34,7 @@ static inline char *ctl_read_fd(int fd)
 	return buf;
 }
 
-static inline char *ctl_read_file(const char *path)
+char *ctl_read_file(const char *path)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	char *s;
@@ -77,7 +46,7 @@ static inline char *ctl_read_file(const char *path)
 	return s;
 }
 
-static inline void ctl_run_dispose(struct ctl_run *r)
+void ctl_run_dispose(struct ctl_run *r)
 {
 	free(r->out);
 	free(r->err);
@@ -85,12 +54,7 @@ static inline void ctl_run_dispose(struct ctl_run *r)
 	memset(r, 0, sizeof(*r));
 }
 
-/*
- * Start sandbox-ctl with argv (NULL-terminated, without the program name) and the env's key
- * and pins in front; stdin gets input (NULL: empty). Returns the pid; out_fd/err_fd read its
- * output.
- */
-static inline pid_t ctl_spawn(struct ctl_env *e, const char *input, char *const *argv,
+pid_t ctl_spawn(struct ctl_env *e, const char *input, char *const *argv,
                               const char *const *extra_env, int *out_fd, int *err_fd)
 {
 	int in[2], out[2], err[2];
@@ -134,7 +98,7 @@ static inline pid_t ctl_spawn(struct ctl_env *e, const char *input, char *const 
 	return pid;
 }
 
-static inline struct ctl_run ctl_finish(pid_t pid, int out_fd, int err_fd)
+struct ctl_run ctl_finish(pid_t pid, int out_fd, int err_fd)
 {
 	struct ctl_run r = {0};
 	int status;
@@ -151,7 +115,7 @@ static inline struct ctl_run ctl_finish(pid_t pid, int out_fd, int err_fd)
 	return r;
 }
 
-static inline struct ctl_run ctl_run_env(struct ctl_env *e, const char *input,
+struct ctl_run ctl_run_env(struct ctl_env *e, const char *input,
                                          const char *const *extra_env, char *const *argv)
 {
 	int out_fd, err_fd;
@@ -160,10 +124,7 @@ static inline struct ctl_run ctl_run_env(struct ctl_env *e, const char *input,
 	return ctl_finish(pid, out_fd, err_fd);
 }
 
-#define CTL_RUN(e, input, ...) ctl_run_env((e), (input), NULL, (char *const[]){__VA_ARGS__, NULL})
-
-/* A string field of the run's JSON ("" when missing). */
-static inline const char *ctl_str(const struct ctl_run *r, const char *key)
+const char *ctl_str(const struct ctl_run *r, const char *key)
 {
 	struct json_object *v;
 
@@ -172,7 +133,7 @@ static inline const char *ctl_str(const struct ctl_run *r, const char *key)
 	return json_object_get_string(v);
 }
 
-static inline int64_t ctl_int(struct json_object *o, const char *key)
+int64_t ctl_int(struct json_object *o, const char *key)
 {
 	struct json_object *v;
 
@@ -181,7 +142,7 @@ static inline int64_t ctl_int(struct json_object *o, const char *key)
 	return json_object_get_int64(v);
 }
 
-static inline struct json_object *ctl_obj(struct json_object *o, const char *key)
+struct json_object *ctl_obj(struct json_object *o, const char *key)
 {
 	struct json_object *v;
 
@@ -190,8 +151,7 @@ static inline struct json_object *ctl_obj(struct json_object *o, const char *key
 	return v;
 }
 
-/* The last line of the run's stderr. */
-static inline const char *ctl_last_line(const struct ctl_run *r)
+const char *ctl_last_line(const struct ctl_run *r)
 {
 	size_t n = strlen(r->err);
 	const char *p;
@@ -205,7 +165,7 @@ static inline const char *ctl_last_line(const struct ctl_run *r)
 	return p;
 }
 
-static inline size_t ctl_count(const char *s, const char *needle)
+size_t ctl_count(const char *s, const char *needle)
 {
 	size_t n = 0;
 
@@ -214,8 +174,7 @@ static inline size_t ctl_count(const char *s, const char *needle)
 	return n;
 }
 
-/* Lines of s that are exactly line. */
-static inline size_t ctl_count_lines(const char *s, const char *line)
+size_t ctl_count_lines(const char *s, const char *line)
 {
 	size_t n = 0, len = strlen(line);
 
@@ -225,7 +184,7 @@ static inline size_t ctl_count_lines(const char *s, const char *line)
 	return n;
 }
 
-static inline void ctl_env_setup(struct ctl_env *e)
+void ctl_env_setup(struct ctl_env *e)
 {
 	struct ctl_run r;
 	char path[PATH_MAX * 2];
@@ -266,14 +225,14 @@ static inline void ctl_env_setup(struct ctl_env *e)
 	ck_assert_int_ge(e->cfg.report_fd, 0);
 }
 
-static inline void ctl_env_server(struct ctl_env *e, pid_t pid)
+void ctl_env_server(struct ctl_env *e, pid_t pid)
 {
 	ck_assert_int_gt(pid, 0);
 	ck_assert_uint_lt(e->n_servers, ELEMENTSOF(e->servers));
 	e->servers[e->n_servers++] = pid;
 }
 
-static inline void ctl_env_teardown(struct ctl_env *e)
+void ctl_env_teardown(struct ctl_env *e)
 {
 	char cmd[PATH_MAX + 16];
 
@@ -288,17 +247,12 @@ static inline void ctl_env_teardown(struct ctl_env *e)
 	(void)!system(cmd);
 }
 
-/* The guest's report so far. */
-static inline char *ctl_report(struct ctl_env *e)
+char *ctl_report(struct ctl_env *e)
 {
 	return ctl_read_file(e->report);
 }
 
-/*
- * The report once it holds needle: what the guest writes after sandbox-ctl has exited (a
- * refused handshake) may come a moment later. Gives up after 10 s.
- */
-static inline char *ctl_report_wait(struct ctl_env *e, const char *needle)
+char *ctl_report_wait(struct ctl_env *e, const char *needle)
 {
 	for (int i = 0; i < 1000; i++) {
 		char *s = ctl_report(e);
@@ -310,8 +264,7 @@ static inline char *ctl_report_wait(struct ctl_env *e, const char *needle)
 	return ctl_report(e);
 }
 
-/* The report once `line` is a whole line of it n times (10 s at most). */
-static inline char *ctl_report_wait_lines(struct ctl_env *e, const char *line, size_t n)
+char *ctl_report_wait_lines(struct ctl_env *e, const char *line, size_t n)
 {
 	for (int i = 0; i < 1000; i++) {
 		char *s = ctl_report(e);
@@ -322,5 +275,3 @@ static inline char *ctl_report_wait_lines(struct ctl_env *e, const char *line, s
 	}
 	return ctl_report(e);
 }
-
-#endif

@@ -1,61 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/*
- * A small host side for the daemon's tests, on common/channel.h: connect over a unix socket or
- * any pair of descriptors, send requests on new streams, collect what comes back per stream.
- * The real host is sandbox-ctl (host/); this is just enough to drive `sandbox-agent serve`.
- */
-#ifndef SA_TEST_SERVE_CLIENT_H
-#define SA_TEST_SERVE_CLIENT_H
+/* Compiled once, linked into every unit test (tests/unit/support/test_serve_client.h). */
+#include "test_serve_client.h"
 
-#include <dirent.h>
-#include <errno.h>
-#include <fcntl.h>
-#include <limits.h>
-#include <stdarg.h>
-#include <stdbool.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/un.h>
-#include <unistd.h>
-
-#include "channel.h"
-#include "frame_io.h"
-#include "keys.h"
-#include "msg.h"
-
-#define CLIENT_TIMEOUT_MS 60000
-
-struct got {
-	uint16_t type;
-	uint16_t flags;
-	uint32_t stream;
-	json_object *json;
-	uint8_t *data;
-	size_t len;
-};
-
-struct client {
-	int fd;
-	int wfd;
-	struct frame_io *io;
-	struct channel *ch;
-	uint32_t next_stream;
-	struct got *inbox;
-	size_t n;
-	struct err err;
-};
-
-static inline void got_dispose(struct got *g)
+void got_dispose(struct got *g)
 {
 	json_object_put(g->json);
 	free(g->data);
 	memset(g, 0, sizeof(*g));
 }
 
-static inline void client_free(struct client *c)
+void client_free(struct client *c)
 {
 	for (size_t i = 0; i < c->n; i++)
 		got_dispose(&c->inbox[i]);
@@ -70,8 +24,7 @@ static inline void client_free(struct client *c)
 	c->fd = c->wfd = -1;
 }
 
-/* The handshake over fd (and wfd for writing). Returns 0, or -1 with c->err set. */
-static inline int client_start(struct client *c, int fd, int wfd, const struct keypair *key)
+int client_start(struct client *c, int fd, int wfd, const struct keypair *key)
 {
 	memset(c, 0, sizeof(*c));
 	c->fd = fd;
@@ -86,7 +39,7 @@ static inline int client_start(struct client *c, int fd, int wfd, const struct k
 	return 0;
 }
 
-static inline int unix_connect(const char *path)
+int unix_connect(const char *path)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -100,7 +53,7 @@ static inline int unix_connect(const char *path)
 	return fd;
 }
 
-static inline int client_connect(struct client *c, const char *path, const struct keypair *key)
+int client_connect(struct client *c, const char *path, const struct keypair *key)
 {
 	int fd = unix_connect(path);
 
@@ -113,9 +66,7 @@ static inline int client_connect(struct client *c, const char *path, const struc
 	return client_start(c, fd, fd, key);
 }
 
-/* Send on stream (NEW_STREAM: the next odd id) and return the stream's id (0 on failure). */
-#define NEW_STREAM UINT32_MAX
-static inline uint32_t client_send(struct client *c, uint16_t type, uint16_t flags, uint32_t stream,
+uint32_t client_send(struct client *c, uint16_t type, uint16_t flags, uint32_t stream,
                                    json_object *json, const void *data, size_t len)
 {
 	struct msg m = {.type = type,
@@ -135,8 +86,7 @@ static inline uint32_t client_send(struct client *c, uint16_t type, uint16_t fla
 	return r < 0 ? 0 : (stream ? stream : 1);
 }
 
-/* Read one message into the inbox: 1, 0 at the end of the session, -1 on error. */
-static inline int client_pull(struct client *c, int timeout_ms)
+int client_pull(struct client *c, int timeout_ms)
 {
 	struct msg m;
 	struct got *v;
@@ -162,8 +112,7 @@ static inline int client_pull(struct client *c, int timeout_ms)
 	return 1;
 }
 
-/* Wait for the message with END on stream; returns its index in the inbox, or -1. */
-static inline ssize_t client_wait_end(struct client *c, uint32_t stream, int timeout_ms)
+ssize_t client_wait_end(struct client *c, uint32_t stream, int timeout_ms)
 {
 	int64_t deadline = frame_io_deadline(timeout_ms);
 
@@ -178,8 +127,7 @@ static inline ssize_t client_wait_end(struct client *c, uint32_t stream, int tim
 	}
 }
 
-/* Wait for any message on stream of type (after index from); index or -1. */
-static inline ssize_t client_wait_type(struct client *c, uint32_t stream, uint16_t type,
+ssize_t client_wait_type(struct client *c, uint32_t stream, uint16_t type,
                                        size_t from, int timeout_ms)
 {
 	int64_t deadline = frame_io_deadline(timeout_ms);
@@ -195,8 +143,7 @@ static inline ssize_t client_wait_type(struct client *c, uint32_t stream, uint16
 	}
 }
 
-/* One request on a new stream (END), its final reply. */
-static inline struct got *client_request(struct client *c, uint16_t type, json_object *json,
+struct got *client_request(struct client *c, uint16_t type, json_object *json,
                                          const void *data, size_t len)
 {
 	uint32_t st = client_send(c, type, MSG_F_END, NEW_STREAM, json, data, len);
@@ -208,7 +155,7 @@ static inline struct got *client_request(struct client *c, uint16_t type, json_o
 	return i < 0 ? NULL : &c->inbox[i];
 }
 
-static inline const char *got_string(const struct got *g, const char *key)
+const char *got_string(const struct got *g, const char *key)
 {
 	json_object *v;
 
@@ -217,7 +164,7 @@ static inline const char *got_string(const struct got *g, const char *key)
 	return json_object_get_string(v);
 }
 
-static inline int64_t got_int(const struct got *g, const char *key)
+int64_t got_int(const struct got *g, const char *key)
 {
 	json_object *v;
 
@@ -226,8 +173,7 @@ static inline int64_t got_int(const struct got *g, const char *key)
 	return json_object_get_int64(v);
 }
 
-/* A JSON object from key/value pairs of strings: jobj("app_dir", dir, NULL). */
-static inline json_object *jobj(const char *key, ...)
+json_object *jobj(const char *key, ...)
 {
 	json_object *o = json_object_new_object();
 	va_list ap;
@@ -239,13 +185,7 @@ static inline json_object *jobj(const char *key, ...)
 	return o;
 }
 
-/* Push the directory src as the tree of app_dir; the final reply. */
-struct push_count {
-	int64_t entries;
-	int64_t bytes;
-};
-
-static inline int push_dir(struct client *c, uint32_t st, const char *src, const char *rel,
+int push_dir(struct client *c, uint32_t st, const char *src, const char *rel,
                            struct push_count *n)
 {
 	DIR *d = opendir(src);
@@ -296,7 +236,7 @@ static inline int push_dir(struct client *c, uint32_t st, const char *src, const
 	return 0;
 }
 
-static inline struct got *client_push_tree(struct client *c, const char *app_dir, const char *src)
+struct got *client_push_tree(struct client *c, const char *app_dir, const char *src)
 {
 	struct push_count n = {0};
 	uint32_t st = client_send(c, MSG_TREE_PUSH_BEGIN, 0, NEW_STREAM,
@@ -311,5 +251,3 @@ static inline struct got *client_push_tree(struct client *c, const char *app_dir
 	i = client_wait_end(c, st, CLIENT_TIMEOUT_MS);
 	return i < 0 ? NULL : &c->inbox[i];
 }
-
-#endif

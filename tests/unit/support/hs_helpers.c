@@ -1,50 +1,28 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/*
- * Test helpers: run the handshake state machine (handshake.h) from memory, the way
- * channel_handshake.c runs it over a descriptor. Header-only, included by the tests that use it.
- */
-#ifndef SA_TEST_HS_HELPERS_H
-#define SA_TEST_HS_HELPERS_H
+/* Compiled once, linked into every unit test (tests/unit/support/hs_helpers.h). */
+#include "hs_helpers.h"
 
-#include <check.h>
-#include <string.h>
-
-#include "frame.h"
-#include "handshake.h"
-
-#define HS_WIRE_MAX 4096
-
-struct hs_side {
-	struct handshake *hs;
-	struct frame_decoder dec;
-	uint8_t sent[HS_WIRE_MAX]; /* everything this side sent */
-	size_t sent_len;
-	int last;   /* last hs_* return value */
-	size_t fed; /* bytes the last hs_side_feed() consumed */
-	struct err err;
-};
-
-static inline void hs_side_init(struct hs_side *s, const struct hs_config *cfg)
+void hs_side_init(struct hs_side *s, const struct hs_config *cfg)
 {
 	memset(s, 0, sizeof(*s));
 	ck_assert_int_eq(handshake_new(cfg, &s->hs, &s->err), 0);
 	frame_decoder_init(&s->dec, FRAME_HANDSHAKE_MAX, true);
 }
 
-static inline void hs_side_dispose(struct hs_side *s)
+void hs_side_dispose(struct hs_side *s)
 {
 	handshake_free(s->hs);
 	frame_decoder_dispose(&s->dec);
 }
 
-static inline void hs_side_append(struct hs_side *s, const struct hs_output *o)
+void hs_side_append(struct hs_side *s, const struct hs_output *o)
 {
 	ck_assert_uint_le(s->sent_len + o->len, sizeof(s->sent));
 	memcpy(s->sent + s->sent_len, o->buf, o->len);
 	s->sent_len += o->len;
 }
 
-static inline void hs_side_start(struct hs_side *s)
+void hs_side_start(struct hs_side *s)
 {
 	struct hs_output o;
 
@@ -53,8 +31,7 @@ static inline void hs_side_start(struct hs_side *s)
 	hs_side_append(s, &o);
 }
 
-/* Feed bytes to a side; stops at the first error. Returns the last hs_* value. */
-static inline int hs_side_feed(struct hs_side *s, const uint8_t *buf, size_t len)
+int hs_side_feed(struct hs_side *s, const uint8_t *buf, size_t len)
 {
 	size_t off = 0;
 
@@ -80,8 +57,7 @@ static inline int hs_side_feed(struct hs_side *s, const uint8_t *buf, size_t len
 	return s->last;
 }
 
-/* After a failed attempt: a new handshake on the same decoder, as a serial daemon does. */
-static inline void hs_side_retry(struct hs_side *s, const struct hs_config *cfg)
+void hs_side_retry(struct hs_side *s, const struct hs_config *cfg)
 {
 	handshake_free(s->hs);
 	ck_assert_int_eq(handshake_new(cfg, &s->hs, &s->err), 0);
@@ -89,13 +65,10 @@ static inline void hs_side_retry(struct hs_side *s, const struct hs_config *cfg)
 	frame_decoder_set_mode(&s->dec, FRAME_HANDSHAKE_MAX, true);
 }
 
-/* Deliver what `from` sent since *cursor to `to`. */
-static inline int hs_side_pass(struct hs_side *from, size_t *cursor, struct hs_side *to)
+int hs_side_pass(struct hs_side *from, size_t *cursor, struct hs_side *to)
 {
 	size_t start = *cursor;
 
 	*cursor = from->sent_len;
 	return hs_side_feed(to, from->sent + start, from->sent_len - start);
 }
-
-#endif
