@@ -41,6 +41,20 @@ finish() {
 	exit 0
 }
 
+# A check that makes the rest of the script pointless: say so and end the test now.
+die() {
+	echo "FAIL: $*"
+	exit 1
+}
+
+# -I flags for every layer folder (mk/layers.mk), for test tools built against build/.
+layer_includes() {
+	local d
+	for d in "$ROOT"/common/*/ "$ROOT"/guest/*/ "$ROOT"/host/; do
+		printf -- '-I%s ' "${d%/}"
+	done
+}
+
 need_root() { [ "$(id -u)" -eq 0 ] || skip "needs root (runs apps as another user)"; }
 
 check() { # check DESCRIPTION [!] COMMAND...

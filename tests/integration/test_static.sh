@@ -8,25 +8,15 @@
 # libgit2 and libsodium there, and fetches over HTTP and HTTPS (mbedTLS, a test CA) from
 # servers this test runs on 127.0.0.1. A second `make static` must rebuild nothing.
 # The first run on a machine builds the dependency set (a few minutes); later runs reuse it.
-set -u
-cd "$(dirname "$0")/../.." || exit 1
+. "$(dirname "$0")/lib.sh"
+cd "$ROOT" || exit 1
 
-if ! command -v musl-gcc >/dev/null; then
-	echo "SKIP: musl-gcc is missing (apt-get install musl-tools)"
-	exit 77
-fi
+command -v musl-gcc >/dev/null || skip "musl-gcc is missing (apt-get install musl-tools)"
 
-tmp=$(mktemp -d)
+tmp=$TMP
 server_pid=
-cleanup() {
-	[ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null && wait "$server_pid" 2>/dev/null
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-fail() {
-	echo "FAIL: $*"
-	exit 1
-}
+on_exit '[ -n "$server_pid" ] && kill "$server_pid" && wait "$server_pid"'
+fail() { die "$@"; } # every check here ends the test
 
 echo "make static (the first run on a machine builds the dependencies)"
 if ! make static >"$tmp/make.log" 2>&1; then

@@ -6,24 +6,21 @@
 # tests/data/yaml_scalars/corpus.txt through Ruby and through our parser
 # (tests/tools/yaml_env_dump.c, built here against build/) and fails on any difference, in the
 # value or in accepting versus refusing.
-set -u
-cd "$(dirname "$0")/../.." || exit 1
+. "$(dirname "$0")/lib.sh"
+cd "$ROOT" || exit 1
 
 corpus=tests/data/yaml_scalars/corpus.txt
 if ! command -v ruby >/dev/null 2>&1 || ! ruby -ryaml -e '' 2>/dev/null; then
-	echo "SKIP: ruby with its yaml library is not installed; it is the reference here"
-	exit 77
+	skip "ruby with its yaml library is not installed; it is the reference here"
 fi
 if [ ! -f build/libsandbox-guest.a ] || [ ! -f build/libsandbox-common.a ]; then
-	echo "SKIP: build/ has no libraries; run make first"
-	exit 77
+	skip "build/ has no libraries; run make first"
 fi
 
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+tmp=$TMP
 
 # shellcheck disable=SC2046
-if ! ${CC:-cc} -std=gnu11 -D_GNU_SOURCE -O2 -Wall -Wextra -Werror -Icommon -Iguest \
+if ! ${CC:-cc} -std=gnu11 -D_GNU_SOURCE -O2 -Wall -Wextra -Werror $(layer_includes) \
 	-o "$tmp/dump" tests/tools/yaml_env_dump.c build/libsandbox-guest.a build/libsandbox-common.a \
 	$(pkg-config --libs yaml-0.1 json-c libcurl libgit2 libsodium); then
 	echo "FAIL: cannot build tests/tools/yaml_env_dump.c"
