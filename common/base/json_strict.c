@@ -3,7 +3,12 @@
 
 #include <string.h>
 
-ssize_t json_strict_find_nul_escape(const char *buf, size_t len)
+/*
+ * Offset of the first \u0000 escape in a JSON text, or -1. In valid JSON a backslash appears
+ * only inside strings and always starts an escape, so stepping over each escape finds them
+ * all; json-c would otherwise cut an object key or a string short at the NUL.
+ */
+static ssize_t find_nul_escape(const char *buf, size_t len)
 {
 	for (size_t i = 0; i + 1 < len; i++) {
 		if (buf[i] != '\\')
@@ -31,7 +36,7 @@ enum json_strict_status json_strict_parse(const char *buf, size_t len, struct js
 		*ret_offset = (size_t)(nul - buf);
 		return JSON_STRICT_NUL_BYTE;
 	}
-	esc = json_strict_find_nul_escape(buf, len);
+	esc = find_nul_escape(buf, len);
 	if (esc >= 0) {
 		*ret_offset = (size_t)esc;
 		return JSON_STRICT_NUL_ESCAPE;

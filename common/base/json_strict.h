@@ -11,13 +11,6 @@
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct json_object *, json_object_put)
 #define _cleanup_json_ _cleanup_(json_object_putp)
 
-/*
- * Offset of the first \u0000 escape in a JSON text, or -1. In valid JSON a backslash appears
- * only inside strings and always starts an escape, so stepping over each escape finds them
- * all; json-c would otherwise cut an object key or a string short at the NUL.
- */
-ssize_t json_strict_find_nul_escape(const char *buf, size_t len);
-
 /* What json_strict_parse found. */
 enum json_strict_status {
 	JSON_STRICT_OK = 0,

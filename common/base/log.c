@@ -11,20 +11,7 @@ int log_max_level = LOG_WARNING;
 static const char *log_program = "sandbox";
 static int log_journal = 0;
 
-void log_setup(const char *program)
-{
-	const char *lvl = getenv("SANDBOX_LOG_LEVEL");
-
-	log_program = program;
-	log_journal = getenv("JOURNAL_STREAM") != NULL;
-	if (lvl) {
-		int l = log_level_from_string(lvl);
-		if (l >= 0)
-			log_max_level = l;
-	}
-}
-
-int log_level_from_string(const char *s)
+static int log_level_from_string(const char *s)
 {
 	static const char *const names[] = {"emerg",   "alert",  "crit", "err",
 	                                    "warning", "notice", "info", "debug"};
@@ -39,6 +26,19 @@ int log_level_from_string(const char *s)
 	if (s[0] >= '0' && s[0] <= '7' && s[1] == '\0')
 		return s[0] - '0';
 	return -1;
+}
+
+void log_setup(const char *program)
+{
+	const char *lvl = getenv("SANDBOX_LOG_LEVEL");
+
+	log_program = program;
+	log_journal = getenv("JOURNAL_STREAM") != NULL;
+	if (lvl) {
+		int l = log_level_from_string(lvl);
+		if (l >= 0)
+			log_max_level = l;
+	}
 }
 
 void log_printf(int level, const char *fmt, ...)

@@ -15,8 +15,6 @@
 extern int log_max_level;
 
 void log_setup(const char *program);
-/* Parse "err", "warning", "notice", "info", "debug" or a number 3..7; -1 if unknown. */
-int log_level_from_string(const char *s);
 void log_printf(int level, const char *fmt, ...) _printf_(2, 3);
 
 #define log_err(...) log_printf(LOG_ERR, __VA_ARGS__)
