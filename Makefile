@@ -5,6 +5,7 @@
 # make test       everything: unit tests, sanitizer unit tests, fuzz corpus replay, integration
 # make check      unit tests and fuzz corpus replay only (fast)
 # make fuzz       libFuzzer binaries with clang (build-fuzz/); make fuzz-run FUZZ_SECONDS=60
+# make test-incus the minimal image in a real Incus daemon (root; see tests/incus/README.md)
 # make format / format-check
 
 VERSION := 0.1.0
