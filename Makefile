@@ -6,6 +6,7 @@
 #                 fuzz corpus replay, integration
 # make check      unit tests, fuzz corpus replay and the layer checks only (fast)
 # make fuzz       libFuzzer binaries with clang (build-fuzz/); make fuzz-run FUZZ_SECONDS=60
+# make test-incus the minimal image in a real Incus daemon (root; see tests/incus/README.md)
 # make format / format-check
 
 VERSION := 0.1.0

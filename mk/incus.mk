@@ -1,0 +1,16 @@
+# SPDX-License-Identifier: Apache-2.0
+#
+# make test-incus: the minimal image in a real Incus daemon (tests/integration/test_incus.sh,
+# tests/incus/README.md): Incus 6.0 from bookworm-backports through a private apt state, a
+# private incusd in its own network and mount namespaces, the directory and spec shapes of the
+# boot and `sandbox-ctl --incus` against one container. Runs as root.
+#   make test-incus [INCUS_KNOWN_FAULTS=1]    with the checks of the faults known today
+#   make incus-install                        only install Incus 6.0 (tests/incus/install.sh)
+
+.PHONY: test-incus incus-install
+
+incus-install:
+	tests/incus/install.sh
+
+test-incus: all
+	tests/run.sh --only test_incus
