@@ -327,6 +327,15 @@ static int say_hello(struct session *s, int64_t deadline, struct err *err)
 		if (r != 0)
 			return r;
 	}
+	{
+		json_object *d = NULL;
+		if (json_object_object_get_ex(s->guest_hello, "daemon", &d) &&
+		    strcmp(json_object_get_string(d), "one-shot") == 0)
+			output_note(
+			    s->out,
+			    "the guest runs no sandbox-agent daemon: this command was served "
+			    "by one of its own, and what it keeps (secrets) ends with it");
+	}
 	return 0;
 }
 

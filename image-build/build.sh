@@ -4,7 +4,8 @@
 # image-build/build.sh: the `sandbox-app-runtime` Incus image from Debian 12 (bookworm).
 #
 #   image-build/build.sh [--profile minimal|full] [--variant gpu] [--with-chromium]
-#                        [--deb FILE] [--mirror URL] [--no-cache] --out DIR
+#                        [--deb FILE] [--mirror URL] [--no-cache] [--authorized-key FILE]...
+#                        --out DIR
 #
 # Output: DIR/sandbox-app-runtime[-gpu]-<profile>-<version>-amd64.tar.gz, a unified Incus image
 # (metadata.yaml, rootfs/, templates/) for `incus image import FILE --alias sandbox-app-runtime`,
@@ -27,6 +28,7 @@ OUT=
 MIRROR=${SANDBOX_DEBIAN_MIRROR:-}
 USE_CACHE=1
 ROOTFS_DIR=1
+AUTHORIZED_KEYS=()
 
 die() {
 	echo "image-build: $*" >&2
@@ -34,7 +36,7 @@ die() {
 }
 say() { echo "image-build: $*" >&2; }
 usage() {
-	sed -n '4,8p' "$0" | sed 's/^# \{0,1\}//' >&2
+	sed -n '4,9p' "$0" | sed 's/^# \{0,1\}//' >&2
 	exit 2
 }
 
@@ -48,6 +50,7 @@ while [ $# -gt 0 ]; do
 	--out) OUT=${2:?}; shift 2 ;;
 	--no-cache) USE_CACHE=0; shift ;;
 	--no-rootfs-dir) ROOTFS_DIR=0; shift ;;
+	--authorized-key) AUTHORIZED_KEYS+=("${2:?}"); shift 2 ;;
 	-h | --help) usage ;;
 	*) echo "image-build: unknown argument '$1'" >&2; usage ;;
 	esac
@@ -56,6 +59,15 @@ case $PROFILE in minimal | full) ;; *) die "--profile must be minimal or full" ;
 case $VARIANT in default | gpu) ;; *) die "--variant must be gpu (or default)" ;; esac
 [ -n "$OUT" ] || die "--out DIR is required"
 [ "$(id -u)" = 0 ] || die "must run as root (debootstrap, chroot)"
+# A host key baked into the image: one public key line (sandbox-ctl keygen's .pub) per file.
+for k in "${AUTHORIZED_KEYS[@]}"; do
+	[ -f "$k" ] || die "--authorized-key $k: no such file"
+	[ "$(grep -cv '^\s*\(#\|$\)' "$k")" = 1 ] || die "--authorized-key $k: not one key line"
+	case $(grep -v '^\s*\(#\|$\)' "$k" | cut -d' ' -f1) in
+	sandbox-ed25519 | ssh-ed25519) ;;
+	*) die "--authorized-key $k: not a public key (sandbox-ctl keygen writes one, KEY.pub)" ;;
+	esac
+done
 for tool in debootstrap chroot tar sha256sum dpkg-deb zstd; do
 	command -v "$tool" >/dev/null || die "$tool is missing"
 done
@@ -83,17 +95,21 @@ case $PROFILE in
 minimal) PKGS=(python3) ;;
 full)
 	PKGS=(git ruby ruby-dev bundler rbenv nodejs npm sqlite3 libsqlite3-dev postgresql libpq-dev
-		libvips42 build-essential pkg-config libyaml-dev zlib1g-dev libffi-dev curl python3
-		tzdata locales)
+		redis-server mariadb-server libmariadb-dev libvips42 build-essential pkg-config
+		libyaml-dev zlib1g-dev libffi-dev curl python3 tzdata locales)
 	;;
 esac
+# From the npm registry into the package layer: corepack is not in Debian's nodejs.
+NPM_PKGS=()
+[ "$PROFILE" = full ] && NPM_PKGS=(corepack@0.36.0)
 [ "$VARIANT" = gpu ] && PKGS+=(libgl1-mesa-dri mesa-vulkan-drivers libegl1 vainfo pciutils)
 [ "$CHROMIUM" = 1 ] && PKGS+=(chromium fonts-liberation)
 NAME=sandbox-app-runtime
 [ "$VARIANT" = default ] || NAME=$NAME-$VARIANT
 
 CACHE=${SANDBOX_CACHE:-$HOME/.cache/sandbox-app-runtime}/image
-key=$(printf '%s\n' "$SUITE" "$MIRROR" "$PROFILE" "${BASE[@]}" -- "${PKGS[@]}" | sha256sum | cut -c1-16)
+key=$(printf '%s\n' "$SUITE" "$MIRROR" "$PROFILE" "${BASE[@]}" -- "${PKGS[@]}" -- "${NPM_PKGS[@]}" |
+	sha256sum | cut -c1-16)
 cached=$CACHE/$SUITE-$PROFILE-$key.tar.zst
 
 WORK=$(mktemp -d "${TMPDIR:-/var/tmp}/sandbox-image.XXXXXX")
@@ -144,6 +160,12 @@ else
 	say "apt-get install ${PKGS[*]} (in the new root)"
 	{ in_root apt-get update && in_root apt-get install -y --no-install-recommends "${PKGS[@]}"; } \
 		>"$WORK/apt.log" 2>&1 || { tail -30 "$WORK/apt.log" >&2; die "apt-get install in the new root failed"; }
+	if [ ${#NPM_PKGS[@]} -gt 0 ]; then
+		say "npm install -g ${NPM_PKGS[*]} (in the new root)"
+		in_root npm install -g --no-audit --no-fund "${NPM_PKGS[@]}" >"$WORK/npm.log" 2>&1 ||
+			{ tail -20 "$WORK/npm.log" >&2; die "npm install in the new root failed"; }
+		rm -rf "$R/root/.npm"
+	fi
 	in_root apt-get clean
 	umount_all
 	policy_off
@@ -191,10 +213,15 @@ if [ "$PROFILE" = full ]; then
 		export RBENV_ROOT=/usr/local/rbenv
 		command -v rbenv >/dev/null && eval "$(rbenv init - sh)"
 	PROFILE
-	# PostgreSQL is installed stopped and disabled: the engine starts it when the app's
-	# database.yml asks for it.
-	in_root systemctl disable postgresql.service >/dev/null 2>&1 || true
-	in_root systemctl mask postgresql@15-main.service >/dev/null 2>&1 || true
+	# The database servers are installed stopped and disabled: the engine starts the one an
+	# app's database.yml (or a spec's toolchain.services) asks for. PostgreSQL's cluster stays
+	# startable by hand (pg_ctlcluster, also under systemd): "manual", not masked.
+	for unit in postgresql.service redis-server.service mariadb.service; do
+		in_root systemctl disable "$unit" >/dev/null 2>&1 || true
+	done
+	for conf in "$R"/etc/postgresql/*/*/start.conf; do
+		[ -f "$conf" ] && echo manual >"$conf"
+	done
 	in_root sh -c 'command -v corepack >/dev/null && corepack enable' >/dev/null 2>&1 || true
 fi
 
@@ -209,6 +236,19 @@ cat >"$R/etc/systemd/system/sandbox-agent.service.d/10-virtio-ports.conf" <<-'DR
 	Wants=systemd-udev-settle.service
 	After=systemd-udev-settle.service
 DROPIN
+
+# Host keys: baked ones (--authorized-key), and the instance's own from its Incus configuration
+# (user.sandbox-agent.authorized-keys) read at every start (sandbox-agent-incus-keys).
+mkdir -p "$R/etc/sandbox-agent/authorized_keys.d"
+for k in "${AUTHORIZED_KEYS[@]}"; do
+	install -m 0644 "$k" "$R/etc/sandbox-agent/authorized_keys.d/image-$(basename "$k" .pub).pub"
+done
+install -D -m 0755 "$HERE/files/sandbox-agent-incus-keys" \
+	"$R/usr/local/lib/sandbox-app-runtime/sandbox-agent-incus-keys"
+install -m 0644 "$HERE/files/sandbox-agent-incus-keys.service" "$R/etc/systemd/system/"
+mkdir -p "$R/etc/systemd/system/multi-user.target.wants"
+ln -sf ../sandbox-agent-incus-keys.service \
+	"$R/etc/systemd/system/multi-user.target.wants/sandbox-agent-incus-keys.service"
 
 # Each instance gets its own machine-id at first boot.
 : >"$R/etc/machine-id"

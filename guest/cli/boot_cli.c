@@ -260,6 +260,7 @@ static int do_stop(struct boot_options *o, bool discard)
 	}
 	/* The workspace, should the configuration no longer load (spec shape: only if named). */
 	if (o->shape == BOOT_SHAPE_DIRECTORY) {
+		rq.app_dir = o->app_dir;
 		snprintf(ws, sizeof(ws), "%s", state_dir);
 		*strrchr(ws, '/') = '\0';
 		rq.fallback_workspace = ws;

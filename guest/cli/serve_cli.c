@@ -8,6 +8,8 @@
 
 #include "serve.h"
 #include "serve_runner.h"
+#include "serve_relay.h"
+#include "virt.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -31,12 +33,16 @@ static void usage(FILE *f)
 	        "(docs/protocol.md) that pushes trees and secrets, boots the app, and reports.\n"
 	        "\n"
 	        "Transports (default: --vsock, --unix %s, and --serial %s, waited for until it "
-	        "appears):\n"
+	        "appears; in a container --unix alone, and --vsock and --serial are refused):\n"
 	        "  --vsock [PORT]              vsock, any CID, port %u by default\n"
 	        "  --vsock-allow-cid CID       the peer CID accepted on vsock (%u, the host)\n"
 	        "  --unix PATH                 a unix socket; peers must be root (repeatable)\n"
 	        "  --serial PATH               a virtio-serial port, one session at a time\n"
-	        "  --stdio                     one session on stdin/stdout, then exit\n"
+	        "  --stdio                     one session on stdin/stdout: relayed to the daemon\n"
+	        "                              running on %s, else served here, then exit\n"
+	        "  --one-shot                  with --stdio: never relay, serve the session here\n"
+	        "  --daemon-socket PATH        with --stdio: the running daemon's socket (default "
+	        "above)\n"
 	        "Keys and state:\n"
 	        "  --authorized-keys FILE      host keys accepted (%s)\n"
 	        "  --authorized-keys-dir DIR   more, one *.pub file each (%s)\n"
@@ -47,8 +53,8 @@ static void usage(FILE *f)
 	        "  --user NAME  --listen ADDR:PORT  --no-forward  --grace MS  --cache-root DIR\n"
 	        "  -v, --verbose  --help\n",
 	        SERVE_DEFAULT_UNIX, SERVE_DEFAULT_SERIAL, SERVE_VSOCK_PORT, SERVE_HOST_CID,
-	        SERVE_DEFAULT_AUTHKEYS, SERVE_DEFAULT_AUTHKEYS_DIR, SERVE_DEFAULT_KEY,
-	        SERVE_DEFAULT_STATE_DIR, 5000);
+	        SERVE_DEFAULT_UNIX, SERVE_DEFAULT_AUTHKEYS, SERVE_DEFAULT_AUTHKEYS_DIR,
+	        SERVE_DEFAULT_KEY, SERVE_DEFAULT_STATE_DIR, 5000);
 }
 
 static int parse_uint(const char *s, unsigned long max, unsigned long *ret)
@@ -91,6 +97,8 @@ int serve_cli_main(int argc, char **argv)
 		OPT_GRACE,
 		OPT_CACHE_ROOT,
 		OPT_RUNNER,
+		OPT_ONE_SHOT,
+		OPT_DAEMON_SOCKET,
 	};
 	static const struct option longopts[] = {
 	    {"unix", required_argument, NULL, OPT_UNIX},
@@ -98,6 +106,8 @@ int serve_cli_main(int argc, char **argv)
 	    {"vsock-allow-cid", required_argument, NULL, OPT_VSOCK_CID},
 	    {"serial", required_argument, NULL, OPT_SERIAL},
 	    {"stdio", no_argument, NULL, OPT_STDIO},
+	    {"one-shot", no_argument, NULL, OPT_ONE_SHOT},
+	    {"daemon-socket", required_argument, NULL, OPT_DAEMON_SOCKET},
 	    {"authorized-keys", required_argument, NULL, OPT_AUTHKEYS},
 	    {"authorized-keys-dir", required_argument, NULL, OPT_AUTHKEYS_DIR},
 	    {"key", required_argument, NULL, OPT_KEY},
@@ -124,7 +134,9 @@ int serve_cli_main(int argc, char **argv)
 	    .handshake_timeout_ms = 5000,
 	    .runner = "/proc/self/exe",
 	};
-	bool transport = false;
+	bool transport = false, container, own_daemon = false, one_shot = false;
+	const char *daemon_socket = SERVE_DEFAULT_UNIX;
+	bool relay_asked = false; /* --daemon-socket given */
 	unsigned long v;
 	struct err err;
 	int c;
@@ -168,6 +180,13 @@ int serve_cli_main(int argc, char **argv)
 			cfg.stdio = true;
 			transport = true;
 			break;
+		case OPT_ONE_SHOT:
+			one_shot = true;
+			break;
+		case OPT_DAEMON_SOCKET:
+			daemon_socket = optarg;
+			relay_asked = true;
+			break;
 		case OPT_AUTHKEYS:
 			cfg.authkeys_file = optarg[0] ? optarg : NULL;
 			break;
@@ -178,6 +197,7 @@ int serve_cli_main(int argc, char **argv)
 			cfg.key_path = optarg;
 			break;
 		case OPT_STATE_DIR:
+			own_daemon = true;
 			cfg.state_dir = optarg;
 			break;
 		case OPT_HS_TIMEOUT:
@@ -234,16 +254,55 @@ int serve_cli_main(int argc, char **argv)
 		                "other transports\n");
 		return 2;
 	}
+	container = virt_in_container("/");
+	if (container && (cfg.vsock || cfg.serial_path)) {
+		fprintf(
+		    stderr,
+		    "sandbox-agent serve: refusing --%s in a container: there vsock reaches the "
+		    "machine's own kernel, not a host, and there is no virtio-serial port; serve "
+		    "--unix PATH (through an Incus proxy device) or --stdio (exec pipes)\n",
+		    cfg.vsock ? "vsock" : "serial");
+		return 2;
+	}
 	if (!transport) {
-		cfg.vsock = true;
 		if (strv_push(&unix_paths, SERVE_DEFAULT_UNIX) < 0)
 			return 1;
-		/* The port may appear after we start (udev makes its link): wait for it. */
-		cfg.serial_path = SERVE_DEFAULT_SERIAL;
-		cfg.serial_wait = true;
+		if (container) {
+			log_info("in a container: serving %s and exec pipes only",
+			         SERVE_DEFAULT_UNIX);
+		} else {
+			cfg.vsock = true;
+			/* The port may appear after we start (udev makes its link): wait for it. */
+			cfg.serial_path = SERVE_DEFAULT_SERIAL;
+			cfg.serial_wait = true;
+		}
 	}
 	cfg.unix_paths = unix_paths;
 	err_clear(&err);
+	/*
+	 * An exec pipe reaches the guest's one daemon where it runs; a daemon of the session's
+	 * own (it ends with the session, and so does what was put into it) only where none does,
+	 * or when asked: --one-shot, or a --state-dir of its own without --daemon-socket.
+	 */
+	if (cfg.stdio && !one_shot && (!own_daemon || relay_asked)) {
+		_cleanup_close_ int sock = -1;
+		int r = serve_relay_connect(daemon_socket, &sock, &err);
+		if (r < 0) {
+			fprintf(stderr, "sandbox-agent serve: %s\n", err.msg);
+			return 1;
+		}
+		if (r > 0) {
+			if (serve_relay_run(sock, 0, 1, &err) < 0) {
+				fprintf(stderr, "sandbox-agent serve: %s\n", err.msg);
+				return 1;
+			}
+			return 0;
+		}
+		log_info("no daemon answers on %s: this session gets a daemon of its own, and "
+		         "what it keeps (secrets) ends with it",
+		         daemon_socket);
+	}
+	cfg.one_shot = cfg.stdio;
 	/* libgit2 for checkout.pack (its wiping allocator first, before any other use). */
 	if (keys_sodium_init(&err) < 0 || git_fetch_global_init(NULL, &err) < 0) {
 		fprintf(stderr, "sandbox-agent serve: %s\n", err.msg);

@@ -379,6 +379,33 @@ static int wait_ready(const struct step_context *ctx, const struct supervisor_in
 	}
 }
 
+/*
+ * A workspace holds one app's boot (its state, logs, databases and runtime.json): a boot of
+ * another app directory there is refused before anything of the first is touched.
+ */
+static int refuse_other_app(const struct boot_plan *p, struct err *err)
+{
+	struct boot_state prev;
+	int r;
+
+	if (p->shape != BOOT_SHAPE_DIRECTORY)
+		return 0;
+	r = boot_state_load(p->state_dir, &prev, err);
+	if (r != 0) {
+		/* No state yet, or unreadable state: the boot itself reports the latter. */
+		err_clear(err);
+		return 0;
+	}
+	if (prev.app_dir && strcmp(prev.app_dir, p->app_dir) != 0)
+		r = err_set(err, ERR_REFUSED, EBUSY,
+		            "the workspace %s holds the boot of another app, %s: give %s a "
+		            "workspace of its own (--workspace DIR), or discard the other one "
+		            "first (sandbox-app-boot --discard %s)",
+		            p->workspace, prev.app_dir, p->app_dir, prev.app_dir);
+	boot_state_dispose(&prev);
+	return r;
+}
+
 /* Directory shape: the platform's one GET http://<ip>:8080/up must answer 200. */
 static int check_up(const struct boot_plan *p, struct err *err)
 {
@@ -504,6 +531,8 @@ int boot_engine_run(struct boot_plan *p, const struct boot_options *o,
 	memset(res, 0, sizeof(*res));
 	result_fail_at(res, "preflight", NULL);
 	if (boot_state_lock_acquire(p->state_dir, &lock, err) < 0)
+		return -1;
+	if (refuse_other_app(p, err) < 0)
 		return -1;
 	/* TERM, INT and HUP stop the boot cleanly (its processes, state "failed"). */
 	sigfd_set(&stop_signals, SIGTERM, SIGINT, SIGHUP, 0);
@@ -644,12 +673,24 @@ int boot_engine_stop(const char *state_dir, unsigned grace_ms, struct err *err)
 			usleep(10000);
 	}
 	r = procset_open(st.cgroup ? st.cgroup : "", &procs, err);
+	if (r < 0 && err->code == ENOENT) {
+		/*
+		 * The boot's cgroup is gone (the instance restarted, or a stop removed it): what
+		 * may be left is found by its recorded process groups, start times checked.
+		 */
+		log_debug("%s: stopping by process group", err->msg);
+		err_clear(err);
+		r = procset_open("", &procs, err);
+	}
 	if (r >= 0) {
 		if (st.server_pid > 1)
 			procset_add_group(procs, st.server_pid, st.server_start);
 		if (st.supervisor_pid > 1)
 			procset_add_root(procs, st.supervisor_pid, st.supervisor_start);
 		r = procset_stop(procs, grace_ms, getpid(), err);
+		/* Emptied: its cgroup goes too (not while this very boot, failing, is inside). */
+		if (r >= 0 && st.boot_pid != getpid())
+			procset_destroy(procs);
 	}
 	if (r >= 0 && st.status && strcmp(st.status, "ready") == 0) {
 		boot_state_set(&st.status, "stopped");

@@ -4,10 +4,13 @@
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "boot_engine.h"
+#include "boot_state.h"
 #include "boot_services.h"
 #include "workspace_discard.h"
 
@@ -25,6 +28,30 @@ static int check_discardable(const struct boot_stop_request *rq, struct err *err
 		               "was removed",
 		               rq->what, probe);
 	return 0;
+}
+
+/* The state names the app asked for (or no app at all). */
+static int check_same_app(const struct boot_stop_request *rq, struct err *err)
+{
+	_cleanup_free_ char *want = NULL, *have = NULL;
+	struct boot_state st;
+	int r;
+
+	if (!rq->app_dir || boot_state_load(rq->state_dir, &st, err) != 0) {
+		err_clear(err);
+		return 0;
+	}
+	want = realpath(rq->app_dir, NULL);
+	have = st.app_dir ? realpath(st.app_dir, NULL) : NULL;
+	r = 0;
+	if (st.app_dir && strcmp(have ? have : st.app_dir, want ? want : rq->app_dir) != 0)
+		r = err_set(
+		    err, ERR_REFUSED, EBUSY,
+		    "Sandbox %s refused: the workspace of %s holds the boot of another app, "
+		    "%s; nothing was stopped",
+		    rq->discard ? "discard" : "stop", rq->app_dir, st.app_dir);
+	boot_state_dispose(&st);
+	return r;
 }
 
 static int discard(const struct boot_stop_request *rq, struct err *ret_warning, struct err *err)
@@ -58,6 +85,8 @@ int boot_stop_run(const struct boot_stop_request *rq, struct err *ret_warning, s
 	unsigned grace = rq->grace_ms ? rq->grace_ms : BOOT_DEFAULT_GRACE_MS;
 
 	err_clear(ret_warning);
+	if (check_same_app(rq, err) < 0)
+		return err_ret(err);
 	if (rq->discard && check_discardable(rq, err) < 0)
 		return err_ret(err);
 	if (boot_engine_stop(rq->state_dir, grace, err) < 0)

@@ -14,7 +14,12 @@
 struct boot_stop_request {
 	const char *state_dir; /* the boot's state directory */
 	const char *what;      /* named in a refusal: the app directory or the spec */
-	unsigned grace_ms;     /* 0: BOOT_DEFAULT_GRACE_MS */
+	/*
+	 * Directory shape: the app asked for. A workspace holds one app's boot; when its state
+	 * names another app, nothing is stopped (ERR_REFUSED). NULL: not checked.
+	 */
+	const char *app_dir;
+	unsigned grace_ms; /* 0: BOOT_DEFAULT_GRACE_MS */
 	bool discard;
 	/*
 	 * discard: how to find the boot's configuration again (its databases and workspace);

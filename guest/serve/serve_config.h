@@ -23,6 +23,7 @@ struct serve_config {
 	const char *serial_path;  /* --serial PATH */
 	bool serial_wait;         /* a missing port is waited for (opened once udev makes it) */
 	bool stdio;               /* --stdio: one session on fds 0 and 1, then exit */
+	bool one_shot;            /* this daemon ends with its session: its hello says so */
 	const char *authkeys_file;
 	const char *authkeys_dir;
 	const char *key_path;

@@ -71,6 +71,9 @@ static void hello_send(struct conn *c)
 	json_object_object_add(o, "capabilities", caps);
 	json_object_object_add(o, "max_payload", json_object_new_int(FRAME_PLAINTEXT_MAX));
 	json_object_object_add(o, "instance", json_object_new_string(c->srv->instance));
+	/* "running": the guest's daemon; "one-shot": one for this session alone. */
+	json_object_object_add(
+	    o, "daemon", json_object_new_string(c->srv->cfg->one_shot ? "one-shot" : "running"));
 	serve_stream_send(c, MSG_HELLO, 0, 0, o, NULL, 0);
 }
 

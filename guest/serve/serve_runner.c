@@ -523,6 +523,7 @@ static int run_stop(struct runner *r)
 			o.spec_path = spec;
 		} else {
 			o.app_dir = app_dir;
+			rq.app_dir = app_dir;
 		}
 		o.user = req_string(r, "user");
 		o.cache_root = req_string(r, "cache_root");

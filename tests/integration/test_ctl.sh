@@ -165,6 +165,25 @@ check "a second daemon finds the app from its state" [ "$(json "$OUT" 'd["state"
 ctl hello --instance agent-stdio --connect exec -- sh -c 'exec "$0" serve --stdio --authorized-keys "$1" --authorized-keys-dir "" --key "$2" --state-dir "$3"' \
 	"$AGENT" "$TMP/authorized_keys" "$TMP/guest_key" "$TMP/agent.state"
 check "through sh -c: the same guest key, pinned" [ "$RC" -eq 0 ] && [ "$(json "$OUT" 'd["pin"]')" = match ]
+check "a daemon of its own says so in its hello" [ "$(json "$OUT" 'd["daemon"]')" = one-shot ]
+check "and sandbox-ctl says what that means" grep -q "runs no sandbox-agent daemon" "$ERR"
+
+echo "--- the exec transport reaches the running daemon"
+RELAY=(--instance agent-stdio --connect exec -- "$AGENT" serve --stdio --daemon-socket "$TMP/agent.sock")
+ctl hello "${RELAY[@]}"
+check "hello over exec: the running daemon answers (same key, pinned)" \
+	[ "$RC" -eq 0 ] && [ "$(json "$OUT" 'd["daemon"]')" = running ] && [ "$(json "$OUT" 'd["pin"]')" = match ]
+ctl_in '{"RELAY_PROBE": "relay-probe-value-4711"}' secrets put --scope boot RELAY_PROBE "${RELAY[@]}"
+check "secrets put over exec exits 0" [ "$RC" -eq 0 ]
+ctl_in '{"RELAY_PROBE": "relay-probe-value-4712"}' secrets put --scope boot RELAY_PROBE "${RELAY[@]}"
+check "a second exec command finds the secret the first one put (replaced)" \
+	[ "$(json "$OUT" 'd["put"][0]["replaced"]')" = True ]
+ctl secrets drop RELAY_PROBE "${RELAY[@]}"
+check "a third one drops it" [ "$(json "$OUT" 'd["dropped"]')" = 1 ]
+"$AGENT" serve --stdio --daemon-socket "$TMP/no-daemon.sock" --authorized-keys "$TMP/authorized_keys" \
+	--authorized-keys-dir '' --key "$TMP/guest_key" --state-dir "$TMP/oneshot.state" -v \
+	</dev/null >/dev/null 2>"$TMP/oneshot.err"
+check "no daemon on the socket: a session of its own, said on stderr" grep -q "no daemon answers" "$TMP/oneshot.err"
 
 echo "--- stop, and a failing boot"
 ctl stop --app-dir "$APP" --grace 1 --connect "$A"
