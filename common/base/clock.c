@@ -16,6 +16,14 @@ uint64_t clock_now_ms(void)
 	return clock_now_us() / 1000;
 }
 
+int64_t clock_realtime_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 bool clock_pause_until(int64_t deadline, int ms)
 {
 	int64_t now = (int64_t)clock_now_ms();

@@ -9,6 +9,8 @@
 /* CLOCK_MONOTONIC in milliseconds and in microseconds. */
 uint64_t clock_now_ms(void);
 uint64_t clock_now_us(void);
+/* Wall-clock time (CLOCK_REALTIME) in milliseconds since the epoch: for timestamps people read. */
+int64_t clock_realtime_ms(void);
 
 /*
  * Sleep ms milliseconds, or less when deadline (clock_now_ms() units; -1: none) comes first.

@@ -57,8 +57,9 @@ static void usage(FILE *f)
 	      "  --stop               stop every process of the boot; keep files\n"
 	      "  --discard            stop, drop the databases, remove the workspace\n"
 	      "  --status             print the boot's state as JSON\n"
-	      "  --restart            run manifest and start again (changed checkout)\n"
-	      "  --from STEP          resume a failed boot at STEP\n"
+	      "  --restart            run manifest and start again (changed checkout); only\n"
+	      "                       after a ready boot\n"
+	      "  --from STEP          resume a failed boot at STEP; only after a failed boot\n"
 	      "Options:\n"
 	      "  --spec FILE          the platform's spec file (spec shape)\n"
 	      "  --workspace DIR      default: the app directory's parent\n"
@@ -70,6 +71,8 @@ static void usage(FILE *f)
 	      "  --no-forward         no forwarder, no /up check through it\n"
 	      "  --grace MS           grace period between TERM and KILL (10000)\n"
 	      "  --cache-root DIR     shared download caches (/var/cache/sandbox-app-runtime)\n"
+	      "  --services-dir DIR   the image's start-NAME service scripts\n"
+	      "                       (/usr/local/lib/sandbox-app-runtime/services)\n"
 	      "  -v, --verbose        more detail on stderr\n"
 	      "  --version, --help\n",
 	      f);
@@ -304,6 +307,7 @@ int boot_cli_main(int argc, char **argv)
 		OPT_NO_FORWARD,
 		OPT_GRACE,
 		OPT_CACHE_ROOT,
+		OPT_SERVICES_DIR,
 		OPT_FROM,
 		OPT_RESTART,
 		OPT_STOP,
@@ -322,6 +326,7 @@ int boot_cli_main(int argc, char **argv)
 	    {"no-forward", no_argument, NULL, OPT_NO_FORWARD},
 	    {"grace", required_argument, NULL, OPT_GRACE},
 	    {"cache-root", required_argument, NULL, OPT_CACHE_ROOT},
+	    {"services-dir", required_argument, NULL, OPT_SERVICES_DIR},
 	    {"from", required_argument, NULL, OPT_FROM},
 	    {"restart", no_argument, NULL, OPT_RESTART},
 	    {"stop", no_argument, NULL, OPT_STOP},
@@ -399,6 +404,9 @@ int boot_cli_main(int argc, char **argv)
 			break;
 		case OPT_CACHE_ROOT:
 			o.cache_root = optarg;
+			break;
+		case OPT_SERVICES_DIR:
+			o.services_dir = optarg;
 			break;
 		case OPT_FROM:
 			o.from_step = optarg;

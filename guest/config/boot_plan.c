@@ -218,8 +218,9 @@ static int plan_paths(struct boot_plan *p, const struct boot_options *o, const c
 	    p->manifest_scratch_dir ? path_join(p->manifest_scratch_dir, "manifest.json") : NULL;
 	p->db_dir = path_join(p->workspace, "db");
 	p->cache_root = strdup(o->cache_root ? o->cache_root : BOOT_DEFAULT_CACHE_ROOT);
+	p->services_dir = strdup(o->services_dir ? o->services_dir : BOOT_DEFAULT_SERVICES_DIR);
 	if (!p->logs_dir || !p->runtime_path || !p->manifest_scratch || !p->db_dir ||
-	    !p->cache_root)
+	    !p->cache_root || !p->services_dir)
 		return oom(err);
 	/*
 	 * As root the engine writes runtime.json, state and logs here: nobody else may be able
@@ -429,6 +430,9 @@ static int plan_from_spec(struct boot_plan *p, const struct boot_options *o, str
 		goto out_spec;
 	}
 	p->keep_on_failure = spec.keep_on_failure;
+	p->mode = TAKE_PTR(spec.mode);
+	p->kind = TAKE_PTR(spec.kind);
+	p->recorded_steps = TAKE_PTR(spec.recorded_steps);
 	p->directories = TAKE_PTR(spec.directories);
 	p->toolchain = spec.toolchain;
 	memset(&spec.toolchain, 0, sizeof(spec.toolchain));
@@ -506,6 +510,10 @@ void boot_plan_dispose(struct boot_plan *p)
 	free(p->manifest_scratch);
 	free(p->db_dir);
 	free(p->cache_root);
+	free(p->services_dir);
+	free(p->mode);
+	free(p->kind);
+	free(p->recorded_steps);
 	free(p->session_id);
 	free(p->rails_env);
 	proc_user_dispose(&p->user);

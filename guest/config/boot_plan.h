@@ -30,6 +30,8 @@
 #define BOOT_DEFAULT_LISTEN_ADDR "0.0.0.0"
 #define BOOT_DEFAULT_LISTEN_PORT 8080
 #define BOOT_DEFAULT_CACHE_ROOT "/var/cache/sandbox-app-runtime"
+/* Image scripts start-NAME that start the services a boot asks for (boot_services.c). */
+#define BOOT_DEFAULT_SERVICES_DIR "/usr/local/lib/sandbox-app-runtime/services"
 #define BOOT_DEFAULT_USER "sandbox"
 #define BOOT_LOG_MAX_BYTES (8UL * 1024 * 1024)
 
@@ -52,8 +54,9 @@ struct boot_options {
 	int no_forward;       /* do not run the 0.0.0.0:8080 forwarder */
 	unsigned grace_ms;
 	const char *cache_root;
-	const char *from_step; /* --from STEP */
-	bool restart;          /* --restart: manifest and start again */
+	const char *services_dir; /* NULL: BOOT_DEFAULT_SERVICES_DIR */
+	const char *from_step;    /* --from STEP */
+	bool restart;             /* --restart: manifest and start again */
 	char *const *caller_env;
 	bool dry_run;     /* resolve only: create nothing, generate nothing on disk */
 	bool for_cleanup; /* for --stop/--discard: secrets and toolchains need not be present */
@@ -80,6 +83,7 @@ struct boot_plan {
 	char *manifest_scratch; /* $ACTION_AGENT_SANDBOX_MANIFEST */
 	char *db_dir;
 	char *cache_root;
+	char *services_dir; /* the image's start-NAME scripts for services */
 	char *session_id;
 	char *rails_env;
 	struct run_user user;
@@ -101,6 +105,8 @@ struct boot_plan {
 	struct boot_toolchain toolchain; /* what the spec asked for */
 	struct toolchain_choice tools;   /* what was selected */
 	bool keep_on_failure;
+	char *mode, *kind;      /* spec: informational, shown in state.json */
+	char *recorded_steps;   /* spec: its recorded_steps (JSON text), first in state.json */
 	struct scrubber *scrub; /* every known secret value */
 };
 

@@ -754,6 +754,17 @@ static int spec_from_object(struct json_object *obj, struct boot_spec *s, struct
 		r = spec_plain_string(obj, "mode", &s->mode, err);
 	if (r >= 0)
 		r = spec_plain_string(obj, "kind", &s->kind, err);
+	if (r >= 0) {
+		/* Informational: carried into state.json's steps as the platform wrote them. */
+		json_object *rec = NULL;
+		if (json_object_object_get_ex(obj, "recorded_steps", &rec) &&
+		    json_object_is_type(rec, json_type_array)) {
+			const char *t = json_object_to_json_string_ext(rec, JSON_C_TO_STRING_PLAIN);
+			s->recorded_steps = t ? strdup(t) : NULL;
+			if (!s->recorded_steps)
+				r = err_oom(err);
+		}
+	}
 	return r;
 }
 
@@ -832,6 +843,57 @@ static int spec_read_fd(int fd, const char *path, size_t max, char **ret_buf, si
 	return 0;
 }
 
+/*
+ * As root, every directory above the spec must be root's, writable by root alone, and no link:
+ * otherwise a checkout (or any user) could plant the spec, or the state a resume trusts. A
+ * directory others may write is accepted only with the sticky bit (/tmp): there nobody but
+ * root can replace the root-owned entry below it.
+ */
+static int spec_dir_check(const char *spec, const char *dir, struct err *err)
+{
+	struct stat st;
+
+	if (lstat(dir, &st) < 0)
+		return err_errno(err, "cannot check %s, a directory above the spec", dir);
+	if (S_ISLNK(st.st_mode) || !S_ISDIR(st.st_mode) || st.st_uid != 0 ||
+	    ((st.st_mode & 022) && !(st.st_mode & S_ISVTX)))
+		return err_set(err, ERR_REFUSED, EPERM,
+		               "spec %s: %s must be a directory of root's, writable by root alone "
+		               "and not a link (it is %s, owner uid %u, mode %04o), or a checkout "
+		               "could plant the spec",
+		               spec, dir, S_ISLNK(st.st_mode) ? "a link" : "a directory",
+		               (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
+	return 0;
+}
+
+static int spec_path_check(const char *path, struct err *err)
+{
+	char abs[PATH_MAX], cwd[PATH_MAX];
+	int n;
+
+	if (path[0] == '/')
+		n = snprintf(abs, sizeof(abs), "%s", path);
+	else if (getcwd(cwd, sizeof(cwd)))
+		n = snprintf(abs, sizeof(abs), "%s/%s", cwd, path);
+	else
+		return err_errno(err, "cannot resolve the spec %s", path);
+	if (n < 0 || (size_t)n >= sizeof(abs))
+		return err_set(err, ERR_REFUSED, ENAMETOOLONG, "spec %s: path too long", path);
+	if (spec_dir_check(path, "/", err) < 0)
+		return err_ret(err);
+	/* "/a", "/a/b", ... up to the spec's own directory (the spec: checked on its fd). */
+	for (char *slash = strchr(abs + 1, '/'); slash; slash = strchr(slash + 1, '/')) {
+		int r;
+
+		*slash = '\0';
+		r = spec_dir_check(path, abs, err);
+		*slash = '/';
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
 int boot_spec_load(const char *path, struct boot_spec *ret, struct err *err)
 {
 	_cleanup_close_ int fd = -1;
@@ -862,6 +924,8 @@ int boot_spec_load(const char *path, struct boot_spec *ret, struct err *err)
 		               "spec %s must be owned by root and not readable or writable by "
 		               "group or others (owner uid %u, mode %04o; chmod 0600 it)",
 		               path, (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
+	if (geteuid() == 0 && spec_path_check(path, err) < 0)
+		return err_ret(err);
 	r = spec_read_fd(fd, path, BOOT_SPEC_MAX, &buf, &len, err);
 	if (r < 0)
 		return r;
@@ -911,5 +975,6 @@ void boot_spec_dispose(struct boot_spec *s)
 	free(s->start_url);
 	free(s->mode);
 	free(s->kind);
+	free(s->recorded_steps);
 	*s = (struct boot_spec){0};
 }

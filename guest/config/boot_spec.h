@@ -54,6 +54,7 @@ struct boot_spec {
 	bool keep_on_failure;
 	char *mode;
 	char *kind;
+	char *recorded_steps; /* the spec's recorded_steps array as JSON text, or NULL */
 };
 
 /* ret is filled only on success; release it with boot_spec_dispose. */

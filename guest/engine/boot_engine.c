@@ -67,19 +67,77 @@ static void err_scrub(const struct boot_plan *p, struct err *err)
 		err_reword(err, "%s", clean);
 }
 
-static int save_state(const struct boot_plan *p, struct boot_state *st, const char *status,
-                      const char *step)
+/*
+ * The phases (state.json's steps) follow the boot: the one now named runs, those before it are
+ * over (skipped, or succeeded), and the boot's end closes them (the failed one with its cause).
+ */
+static void phases_update(struct boot_state *st, const char *status, const char *phase)
+{
+	int64_t now = clock_realtime_ms();
+	bool failed = strcmp(status, "failed") == 0, ready = strcmp(status, "ready") == 0;
+	const char *name = phase && strcmp(phase, "services") == 0 ? "toolchain" : phase;
+	struct boot_phase *cur = NULL;
+
+	/* What failed is the phase that was running; else the one the failure names. */
+	for (size_t i = 0; failed && i < st->n_phases; i++)
+		if (strcmp(st->phases[i].status, "running") == 0)
+			cur = &st->phases[i];
+	if (!cur && !ready)
+		cur = boot_state_phase_find(st, name);
+	for (size_t i = 0; i < st->n_phases && &st->phases[i] != cur; i++) {
+		struct boot_phase *ph = &st->phases[i];
+		if (strcmp(ph->status, "pending") && strcmp(ph->status, "running"))
+			continue;
+		boot_state_phase_set(st, ph->name,
+		                     strv_contains(st->skipped, ph->name) ? "skipped" : "succeeded",
+		                     NULL, now);
+	}
+	if (cur)
+		boot_state_phase_set(st, cur->name, failed ? "failed" : "running",
+		                     failed ? st->reason : NULL, now);
+	if (failed || ready)
+		st->finished_ms = now;
+}
+
+/* Save the state: status and step as --status shows them; phase: state.json's steps entry. */
+static int save_state_phase(const struct boot_plan *p, struct boot_state *st, const char *status,
+                            const char *step, const char *phase)
 {
 	struct err err;
 
 	if ((status && boot_state_set(&st->status, status) < 0) ||
 	    (step && boot_state_set(&st->step, step) < 0))
 		return -ENOMEM;
+	if (status)
+		phases_update(st, status, phase);
 	if (boot_state_save(p->state_dir, st, &err) < 0) {
 		log_debug("%s", err.msg);
 		return -EIO;
 	}
 	return 0;
+}
+
+static int save_state(const struct boot_plan *p, struct boot_state *st, const char *status,
+                      const char *step)
+{
+	return save_state_phase(p, st, status, step, step);
+}
+
+/*
+ * A setup step's phase name: its own, with _2, _3, ... when steps share one (the directory
+ * shape names every setup step "setup"), as the platform names the steps of a sandbox.yml.
+ */
+static void step_phase_name(const struct boot_plan *p, size_t idx, char *buf, size_t len)
+{
+	unsigned n = 1;
+
+	for (size_t i = 0; i < idx; i++)
+		if (strcmp(p->steps[i].name, p->steps[idx].name) == 0)
+			n++;
+	if (n == 1)
+		snprintf(buf, len, "%s", p->steps[idx].name);
+	else
+		snprintf(buf, len, "%s_%u", p->steps[idx].name, n);
 }
 
 /* Give the run user a directory of its own (created if missing), mode 0700. */
@@ -183,7 +241,11 @@ static int run_setup(const struct step_context *ctx, struct boot_state *st, size
 			step_record_skip(ctx, s, s->skip, st);
 			continue;
 		}
-		save_state(p, st, "booting", s->name);
+		{
+			char phase[64];
+			step_phase_name(p, i, phase, sizeof(phase));
+			save_state_phase(p, st, "booting", s->name, phase);
+		}
 		if (s->if_task) {
 			if (rails_has_task(ctx, &tasks, s->if_task, &has, err) < 0) {
 				_cleanup_free_ char *pre = NULL;
@@ -406,6 +468,43 @@ static int refuse_other_app(const struct boot_plan *p, struct err *err)
 	return r;
 }
 
+/*
+ * --restart reruns manifest and start on a ready boot's checkout; --from STEP resumes a failed
+ * boot: each is refused, before anything changes, when the last boot is not in that state.
+ */
+static int refuse_resume(const struct boot_plan *p, const struct boot_options *o, struct err *err)
+{
+	struct boot_state prev;
+	const char *status;
+	bool ok;
+	int r;
+
+	if (!o->restart && !o->from_step)
+		return 0;
+	r = boot_state_load(p->state_dir, &prev, err);
+	if (r < 0)
+		return r;
+	status = r == 1 || !prev.status ? "none" : prev.status;
+	/* A boot whose process is gone without saying how it ended failed, as far as we know. */
+	if (strcmp(status, "booting") == 0 &&
+	    !(prev.boot_pid > 1 && proc_is(prev.boot_pid, prev.boot_start)))
+		status = "failed";
+	ok = o->restart ? strcmp(status, "ready") == 0 : strcmp(status, "failed") == 0;
+	if (!ok)
+		r = err_set(err, ERR_REFUSED, EINVAL,
+		            "%s needs a %s boot, and the last boot of %s is %s%s",
+		            o->restart ? "--restart" : "--from", o->restart ? "ready" : "failed",
+		            p->app_dir, status,
+		            o->restart ? ": boot it without --restart"
+		                       : ": boot it without --from (or --restart if it is ready)");
+	else
+		r = 0;
+	if (r == 0)
+		err_clear(err);
+	boot_state_dispose(&prev);
+	return r;
+}
+
 /* Directory shape: the platform's one GET http://<ip>:8080/up must answer 200. */
 static int check_up(const struct boot_plan *p, struct err *err)
 {
@@ -532,7 +631,7 @@ int boot_engine_run(struct boot_plan *p, const struct boot_options *o,
 	result_fail_at(res, "preflight", NULL);
 	if (boot_state_lock_acquire(p->state_dir, &lock, err) < 0)
 		return -1;
-	if (refuse_other_app(p, err) < 0)
+	if (refuse_other_app(p, err) < 0 || refuse_resume(p, o, err) < 0)
 		return -1;
 	/* TERM, INT and HUP stop the boot cleanly (its processes, state "failed"). */
 	sigfd_set(&stop_signals, SIGTERM, SIGINT, SIGHUP, 0);
@@ -560,6 +659,30 @@ int boot_engine_run(struct boot_plan *p, const struct boot_options *o,
 	boot_state_set(&st.app_dir, p->app_dir);
 	boot_state_set(&st.runtime_path, p->runtime_path);
 	boot_state_set(&st.session_id, p->session_id);
+	boot_state_set(&st.mode, p->mode);
+	boot_state_set(&st.kind, p->kind);
+	boot_state_set(&st.recorded_steps, p->recorded_steps);
+	boot_state_set(&st.resumed_from, o->from_step);
+	st.restarted = o->restart;
+	st.started_ms = clock_realtime_ms();
+	if (boot_state_phase_add(&st, "preflight", NULL) < 0 ||
+	    boot_state_phase_add(&st, "toolchain", NULL) < 0) {
+		err_oom(err);
+		goto out;
+	}
+	for (size_t i = 0; i < p->n_steps; i++) {
+		char phase[64];
+		step_phase_name(p, i, phase, sizeof(phase));
+		if (boot_state_phase_add(&st, phase, p->steps[i].log_path) < 0) {
+			err_oom(err);
+			goto out;
+		}
+	}
+	if (boot_state_phase_add(&st, "manifest", p->manifest.log_path) < 0 ||
+	    boot_state_phase_add(&st, "start", p->start.log_path) < 0) {
+		err_oom(err);
+		goto out;
+	}
 	st.boot_pid = getpid();
 	st.boot_start = proc_start_time(getpid());
 	st.started_at = (int64_t)time(NULL);
@@ -586,6 +709,7 @@ int boot_engine_run(struct boot_plan *p, const struct boot_options *o,
 
 	if (prepare_directories(p, err) < 0)
 		goto out;
+	save_state(p, &st, "booting", "toolchain");
 	if (boot_services_start(p, err) < 0) {
 		result_fail_at(res, "services", NULL);
 		goto out;
@@ -626,6 +750,7 @@ out:
 		struct err stop_err;
 		err_scrub(p, err);
 		boot_state_set(&st.reason, err->msg);
+		st.kept = p->keep_on_failure;
 		save_state(p, &st, "failed", res->step);
 		observe(&ctx, res->step, "failed", err->msg);
 		if (!p->keep_on_failure &&

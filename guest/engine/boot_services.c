@@ -128,39 +128,80 @@ static int postgresql_start(const struct boot_plan *p, struct err *err)
 	return 0;
 }
 
+/* The platform's service names and Debian's init scripts for them. */
+static const struct {
+	const char *name;
+	const char *init_script;
+} known_services[] = {
+    {"mysql", "mariadb"}, /* mysql2 and trilogy URLs: MariaDB in the image */
+    {"mariadb", "mariadb"},
+    {"redis", "redis-server"},
+    {"redis-server", "redis-server"},
+};
+
+/*
+ * A service an app needs, started unless it runs: the image's own start script
+ * (SERVICES_DIR/start-NAME) when there is one, else PostgreSQL's clusters, else the Debian
+ * init script the name stands for.
+ */
 static int service_start(const struct boot_plan *p, const char *service, struct err *err)
 {
-	char script[256], cmd[512];
+	char script[256], cmd[600];
 	char *const env[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LANG=C.UTF-8", NULL};
+	const char *init = service;
 	struct stat st;
 
-	if (strcmp(service, "postgresql") == 0)
-		return postgresql_start(p, err);
 	if (!pg_name_ok(service))
 		return err_set(err, ERR_REFUSED, EINVAL, "bad service name %s", service);
-	snprintf(script, sizeof(script), "/etc/init.d/%s", service);
+	snprintf(script, sizeof(script), "%s/start-%s", p->services_dir, service);
+	if (stat(script, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == 0 &&
+	    !(st.st_mode & 022) && (st.st_mode & 0100)) {
+		if (run_wait(script, NULL, env, err) < 0)
+			return err_wrap(err, "cannot start %s", service);
+		return 0;
+	}
+	if (strcmp(service, "postgresql") == 0)
+		return postgresql_start(p, err);
+	for (size_t i = 0; i < ELEMENTSOF(known_services); i++)
+		if (strcmp(service, known_services[i].name) == 0)
+			init = known_services[i].init_script;
+	snprintf(script, sizeof(script), "/etc/init.d/%s", init);
 	if (stat(script, &st) < 0)
 		return err_set(err, ERR_REFUSED, ENOENT,
-		               "the service %s is not installed in this image (no %s)", service,
-		               script);
+		               "the service %s is not installed in this image (no %s/start-%s, no "
+		               "%s)",
+		               service, p->services_dir, service, script);
 	snprintf(cmd, sizeof(cmd), "%s status >/dev/null 2>&1 || %s start", script, script);
 	if (run_wait(cmd, NULL, env, err) < 0)
 		return err_wrap(err, "cannot start %s", service);
 	return 0;
 }
 
+static bool listed(char *const *v, const char *a, const char *b)
+{
+	for (; v && *v; v++)
+		if (strcmp(*v, a) == 0 || (b && strcmp(*v, b) == 0))
+			return true;
+	return false;
+}
+
 int boot_services_start(const struct boot_plan *p, struct err *err)
 {
-	bool pg_done = false;
+	char *const *asked = p->toolchain.services;
 
-	for (size_t i = 0; p->toolchain.services && p->toolchain.services[i]; i++) {
-		if (service_start(p, p->toolchain.services[i], err) < 0)
+	for (size_t i = 0; asked && asked[i]; i++)
+		if (service_start(p, asked[i], err) < 0)
 			return -1;
-		if (strcmp(p->toolchain.services[i], "postgresql") == 0)
-			pg_done = true;
+	/* What config/database.yml asks for, unless the spec named it already. */
+	if (p->db.wants_postgresql && !listed(asked, "postgresql", NULL) &&
+	    service_start(p, "postgresql", err) < 0)
+		return -1;
+	if (p->db.wants_mysql && !listed(asked, "mysql", "mariadb")) {
+		struct stat st;
+		/* Only where the image has it: an app may point at a server of its own. */
+		if (stat("/etc/init.d/mariadb", &st) == 0 && service_start(p, "mysql", err) < 0)
+			return -1;
 	}
-	if (p->db.wants_postgresql && !pg_done)
-		return postgresql_start(p, err);
 	return 0;
 }
 

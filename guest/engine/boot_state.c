@@ -47,6 +47,127 @@ static int64_t get_int(json_object *o, const char *key)
 	return json_object_get_int64(v);
 }
 
+static bool get_bool(json_object *o, const char *key)
+{
+	json_object *v;
+
+	return json_object_object_get_ex(o, key, &v) && json_object_is_type(v, json_type_boolean) &&
+	       json_object_get_boolean(v);
+}
+
+/* ISO 8601 in UTC with milliseconds, as the platform shows times: 2026-12-01T10:36:08.123Z */
+static json_object *iso_time(int64_t ms)
+{
+	char buf[40];
+	time_t t = (time_t)(ms / 1000);
+	struct tm tm;
+
+	if (ms <= 0 || !gmtime_r(&t, &tm))
+		return NULL;
+	snprintf(buf, sizeof(buf), "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
+	         tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (int)(ms % 1000));
+	return json_object_new_string(buf);
+}
+
+static int64_t iso_parse(const char *s)
+{
+	struct tm tm = {0};
+	int msec = 0;
+
+	if (!s || sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d.%3dZ", &tm.tm_year, &tm.tm_mon, &tm.tm_mday,
+	                 &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &msec) != 7)
+		return 0;
+	tm.tm_year -= 1900;
+	tm.tm_mon -= 1;
+	return (int64_t)timegm(&tm) * 1000 + msec;
+}
+
+int boot_state_phase_add(struct boot_state *s, const char *name, const char *log)
+{
+	struct boot_phase *v = realloc(s->phases, (s->n_phases + 1) * sizeof(*v));
+
+	if (!v)
+		return -ENOMEM;
+	s->phases = v;
+	v = &s->phases[s->n_phases];
+	memset(v, 0, sizeof(*v));
+	if (boot_state_set(&v->name, name) < 0 || boot_state_set(&v->log, log) < 0 ||
+	    boot_state_set(&v->status, "pending") < 0) {
+		free(v->name);
+		free(v->log);
+		free(v->status);
+		return -ENOMEM;
+	}
+	s->n_phases++;
+	return 0;
+}
+
+struct boot_phase *boot_state_phase_find(struct boot_state *s, const char *name)
+{
+	for (size_t i = 0; name && i < s->n_phases; i++)
+		if (strcmp(s->phases[i].name, name) == 0)
+			return &s->phases[i];
+	return NULL;
+}
+
+void boot_state_phase_set(struct boot_state *s, const char *name, const char *status,
+                          const char *detail, int64_t now_ms)
+{
+	struct boot_phase *ph = boot_state_phase_find(s, name);
+
+	if (!ph || strcmp(ph->status, status) == 0)
+		return;
+	if (strcmp(status, "running") == 0) {
+		ph->started_ms = now_ms;
+		ph->finished_ms = 0;
+	} else {
+		if (!ph->started_ms)
+			ph->started_ms = now_ms;
+		ph->finished_ms = now_ms;
+	}
+	boot_state_set(&ph->status, status);
+	boot_state_set(&ph->detail, detail);
+}
+
+static int load_phases(json_object *root, struct boot_state *s)
+{
+	json_object *steps, *rec = NULL;
+	size_t skip = 0;
+
+	if (json_object_object_get_ex(root, "recorded_steps_count", &rec))
+		skip = (size_t)json_object_get_int64(rec);
+	if (!json_object_object_get_ex(root, "steps", &steps) ||
+	    !json_object_is_type(steps, json_type_array))
+		return 0;
+	if (skip) {
+		json_object *recorded = json_object_new_array();
+		for (size_t i = 0; i < skip && i < json_object_array_length(steps); i++)
+			json_object_array_add(recorded,
+			                      json_object_get(json_object_array_get_idx(steps, i)));
+		s->recorded_steps = strdup(json_object_to_json_string_ext(recorded, 0));
+		json_object_put(recorded);
+		if (!s->recorded_steps)
+			return -ENOMEM;
+	}
+	for (size_t i = skip; i < json_object_array_length(steps); i++) {
+		json_object *e = json_object_array_get_idx(steps, i);
+		struct boot_phase *ph;
+
+		if (!json_object_is_type(e, json_type_object) || !get_str(e, "name"))
+			continue;
+		if (boot_state_phase_add(s, get_str(e, "name"), get_str(e, "log")) < 0)
+			return -ENOMEM;
+		ph = &s->phases[s->n_phases - 1];
+		if ((get_str(e, "status") &&
+		     boot_state_set(&ph->status, get_str(e, "status")) < 0) ||
+		    boot_state_set(&ph->detail, get_str(e, "detail")) < 0)
+			return -ENOMEM;
+		ph->started_ms = iso_parse(get_str(e, "started_at"));
+		ph->finished_ms = iso_parse(get_str(e, "finished_at"));
+	}
+	return 0;
+}
+
 int boot_state_load(const char *state_dir, struct boot_state *ret, struct err *err)
 {
 	_cleanup_free_ char *path = NULL;
@@ -92,6 +213,22 @@ int boot_state_load(const char *state_dir, struct boot_state *ret, struct err *e
 	s.server_start = (uint64_t)get_int(root, "server_start");
 	s.started_at = get_int(root, "started_at");
 	s.updated_at = get_int(root, "updated_at");
+	/* The spec shape's file speaks the platform's words: running, ISO times. */
+	if (s.status && strcmp(s.status, "running") == 0 &&
+	    boot_state_set(&s.status, "booting") < 0)
+		goto out_oom;
+	s.started_ms = get_int(root, "started_ms");
+	s.finished_ms = get_int(root, "finished_ms");
+	if (!s.started_at && s.started_ms)
+		s.started_at = s.started_ms / 1000;
+	if (boot_state_set(&s.mode, get_str(root, "mode")) < 0 ||
+	    boot_state_set(&s.kind, get_str(root, "kind")) < 0 ||
+	    boot_state_set(&s.resumed_from, get_str(root, "resumed_from")) < 0)
+		goto out_oom;
+	s.restarted = get_bool(root, "restarted");
+	s.kept = get_bool(root, "kept");
+	if (load_phases(root, &s) < 0)
+		goto out_oom;
 	if (json_object_object_get_ex(root, "skipped", &done) &&
 	    json_object_is_type(done, json_type_array)) {
 		for (size_t i = 0; i < json_object_array_length(done); i++) {
@@ -122,6 +259,75 @@ static void add_str(json_object *o, const char *key, const char *value)
 	json_object_object_add(o, key, value ? json_object_new_string(value) : NULL);
 }
 
+/*
+ * The fields the platform reads (its schema for the spec shape's state.json), written in both
+ * shapes: version, mode, kind, status in its words, ISO times, resumed_from, restarted,
+ * failed_step, detail, kept, resumable_steps, server_pid, forwarder_pid, and steps (the spec's
+ * recorded_steps first, then one entry per phase).
+ */
+static void platform_fields(json_object *o, const struct boot_state *s)
+{
+	bool spec = s->shape && strcmp(s->shape, "spec") == 0;
+	bool failed = s->status && strcmp(s->status, "failed") == 0;
+	json_object *steps = NULL, *resumable = json_object_new_array();
+	size_t recorded = 0;
+
+	json_object_object_add(o, "version", json_object_new_int(1));
+	if (spec && s->status && strcmp(s->status, "booting") == 0)
+		json_object_object_add(o, "status", json_object_new_string("running"));
+	if (spec) {
+		json_object_object_add(o, "started_at", iso_time(s->started_ms));
+		json_object_object_add(o, "finished_at", iso_time(s->finished_ms));
+	} else {
+		json_object_object_add(o, "started_at", json_object_new_int64(s->started_at));
+	}
+	json_object_object_add(o, "started_ms", json_object_new_int64(s->started_ms));
+	json_object_object_add(o, "finished_ms", json_object_new_int64(s->finished_ms));
+	add_str(o, "mode", s->mode);
+	add_str(o, "kind", s->kind);
+	add_str(o, "resumed_from", s->resumed_from);
+	json_object_object_add(o, "restarted", json_object_new_boolean(s->restarted));
+	add_str(o, "failed_step", failed ? s->step : NULL);
+	add_str(o, "detail", s->reason);
+	json_object_object_add(o, "kept", json_object_new_boolean(s->kept));
+	json_object_object_add(o, "forwarder_pid", json_object_new_int64(s->supervisor_pid));
+	/* A failed boot resumes at its failed step or any before it (--from STEP). */
+	for (size_t i = 0; failed && i < s->n_phases; i++) {
+		const struct boot_phase *ph = &s->phases[i];
+		if (strcmp(ph->name, "preflight") && strcmp(ph->name, "toolchain") &&
+		    strcmp(ph->name, "start"))
+			json_object_array_add(resumable, json_object_new_string(ph->name));
+		if (strcmp(ph->status, "failed") == 0)
+			break;
+	}
+	json_object_object_add(o, "resumable_steps", resumable);
+	if (s->recorded_steps)
+		steps = json_tokener_parse(s->recorded_steps);
+	if (!steps || !json_object_is_type(steps, json_type_array)) {
+		json_object_put(steps);
+		steps = json_object_new_array();
+	}
+	recorded = json_object_array_length(steps);
+	for (size_t i = 0; i < s->n_phases; i++) {
+		const struct boot_phase *ph = &s->phases[i];
+		json_object *e = json_object_new_object();
+		int64_t end = ph->finished_ms;
+
+		add_str(e, "name", ph->name);
+		add_str(e, "log", ph->log);
+		add_str(e, "status", ph->status);
+		json_object_object_add(e, "started_at", iso_time(ph->started_ms));
+		json_object_object_add(e, "finished_at", iso_time(ph->finished_ms));
+		json_object_object_add(
+		    e, "duration_ms",
+		    ph->started_ms && end ? json_object_new_int64(end - ph->started_ms) : NULL);
+		add_str(e, "detail", ph->detail);
+		json_object_array_add(steps, e);
+	}
+	json_object_object_add(o, "steps", steps);
+	json_object_object_add(o, "recorded_steps_count", json_object_new_int64((int64_t)recorded));
+}
+
 static json_object *state_to_object(const struct boot_state *s)
 {
 	json_object *o = json_object_new_object();
@@ -150,8 +356,8 @@ static json_object *state_to_object(const struct boot_state *s)
 	                       json_object_new_int64((int64_t)s->supervisor_start));
 	json_object_object_add(o, "server_pid", json_object_new_int64(s->server_pid));
 	json_object_object_add(o, "server_start", json_object_new_int64((int64_t)s->server_start));
-	json_object_object_add(o, "started_at", json_object_new_int64(s->started_at));
 	json_object_object_add(o, "updated_at", json_object_new_int64(s->updated_at));
+	platform_fields(o, s);
 	return o;
 }
 
@@ -200,6 +406,17 @@ void boot_state_dispose(struct boot_state *s)
 	free(s->cgroup);
 	strv_free(s->completed);
 	strv_free(s->skipped);
+	free(s->mode);
+	free(s->kind);
+	free(s->recorded_steps);
+	free(s->resumed_from);
+	for (size_t i = 0; i < s->n_phases; i++) {
+		free(s->phases[i].name);
+		free(s->phases[i].log);
+		free(s->phases[i].status);
+		free(s->phases[i].detail);
+	}
+	free(s->phases);
 	memset(s, 0, sizeof(*s));
 }
 

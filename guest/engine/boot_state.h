@@ -16,8 +16,19 @@
 #define BOOT_STATE_FILE "state.json"
 #define BOOT_LOCK_FILE "lock"
 
+/* One phase of a boot as the platform shows it: preflight, toolchain, each step, manifest, start.
+ */
+struct boot_phase {
+	char *name;
+	char *log;    /* its log file, or NULL */
+	char *status; /* "pending", "running", "succeeded", "failed", "skipped" */
+	char *detail; /* why it failed or was skipped, or NULL */
+	int64_t started_ms, finished_ms; /* unix time in ms; 0: not yet */
+};
+
 struct boot_state {
-	char *status; /* "booting", "ready", "failed", "stopped" */
+	char *status; /* "booting" ("running" in the spec shape's file), "ready", "failed",
+	                 "stopped" */
 	char *step;   /* the step running, or the one that failed */
 	char *reason; /* failure cause, scrubbed */
 	char *shape;
@@ -36,7 +47,27 @@ struct boot_state {
 	uint64_t server_start;
 	int64_t started_at; /* unix seconds */
 	int64_t updated_at;
+	/* What the platform reads from a spec boot's state.json (docs/boot-spec.md). */
+	char *mode, *kind;
+	char *recorded_steps; /* JSON text of the spec's recorded_steps, or NULL */
+	char *resumed_from;   /* --from STEP */
+	bool restarted;       /* --restart */
+	bool kept;            /* failed with keep_on_failure: its processes were left running */
+	int64_t started_ms, finished_ms;
+	struct boot_phase *phases;
+	size_t n_phases;
 };
+
+/* Append a pending phase (name, log may be NULL). */
+int boot_state_phase_add(struct boot_state *s, const char *name, const char *log);
+/*
+ * A phase moves to status ("running", "succeeded", "failed", "skipped") at now_ms; detail may
+ * be NULL. Unknown names are ignored.
+ */
+void boot_state_phase_set(struct boot_state *s, const char *name, const char *status,
+                          const char *detail, int64_t now_ms);
+/* The phase of that name, or NULL. */
+struct boot_phase *boot_state_phase_find(struct boot_state *s, const char *name);
 
 /* Returns 0, or 1 when there is no state yet (ret zeroed). */
 int boot_state_load(const char *state_dir, struct boot_state *ret, struct err *err);

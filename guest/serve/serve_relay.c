@@ -79,7 +79,8 @@ int serve_relay_run(int sock, int in_fd, int out_fd, struct err *err)
 		if (in_open && pfd[1].revents) {
 			n = pass(in_fd, sock, buf);
 			if (n == 0) {
-				/* The host closed its half: the daemon sees the end of the stream. */
+				/* The host closed its half: the daemon sees the end of the stream.
+				 */
 				in_open = false;
 				shutdown(sock, SHUT_WR);
 			} else if (n < 0) {
