@@ -69,6 +69,18 @@ int channel_handshake_host_checked(struct frame_io *io, const struct keypair *ho
                                    const struct channel_peer_check *check, int timeout_ms,
                                    struct channel **ret, struct err *err);
 
+/*
+ * The one handshake driver, for a caller with a loop of its own (the daemon): io in the
+ * handshake's mode (channel_handshake_prepare() first), frames read until read_deadline
+ * (frame_io_deadline(0): what is there now) and answers written by write_deadline. Returns 1
+ * with *ret once the handshake is done, -ETIMEDOUT when it waits for the peer (call again
+ * when io is readable), another negative value with err when it failed.
+ */
+void channel_handshake_prepare(struct frame_io *io);
+int channel_handshake_pump(struct frame_io *io, struct handshake *hs, int64_t read_deadline,
+                           int64_t write_deadline, const struct channel_peer_check *check,
+                           struct channel **ret, struct err *err);
+
 /* A channel over io with the keys of a finished handshake (the test vectors use this). */
 int channel_from_handshake(struct frame_io *io, const struct handshake *hs, struct channel **ret,
                            struct err *err);

@@ -17,8 +17,9 @@ static int write_out(struct frame_io *io, const struct hs_output *out, int64_t d
 	return frame_io_write(io, out->buf, out->len, deadline, err);
 }
 
-static int drive(struct frame_io *io, struct handshake *hs, int64_t deadline, int timeout_ms,
-                 const struct channel_peer_check *check, struct channel **ret, struct err *err)
+int channel_handshake_pump(struct frame_io *io, struct handshake *hs, int64_t read_deadline,
+                           int64_t write_deadline, const struct channel_peer_check *check,
+                           struct channel **ret, struct err *err)
 {
 	struct hs_output out;
 
@@ -28,10 +29,9 @@ static int drive(struct frame_io *io, struct handshake *hs, int64_t deadline, in
 		size_t len;
 		int r;
 
-		r = frame_io_next(io, deadline, &ev, err);
+		r = frame_io_next(io, read_deadline, &ev, err);
 		if (r == -ETIMEDOUT)
-			return err_reword(err, "the handshake did not complete within %d ms",
-			                  timeout_ms);
+			return -ETIMEDOUT;
 		if (r < 0)
 			return err_wrap(err, "handshake");
 		if (r == 0)
@@ -44,11 +44,12 @@ static int drive(struct frame_io *io, struct handshake *hs, int64_t deadline, in
 			continue;
 		}
 		body = frame_decoder_body(&io->dec, &len);
+		out.len = 0;
 		r = handshake_on_frame(hs, body, len, &out, err);
 		if (check && handshake_peer_key(hs)) {
 			if (r < 0) {
 				struct err werr;
-				(void)write_out(io, &out, deadline, &werr); /* a REFUSE, if any */
+				(void)write_out(io, &out, write_deadline, &werr); /* a REFUSE */
 				check->check(check->data, handshake_peer_key(hs), true, err);
 				return err_ret(err);
 			}
@@ -58,7 +59,7 @@ static int drive(struct frame_io *io, struct handshake *hs, int64_t deadline, in
 		}
 		if (out.len > 0) {
 			struct err werr;
-			int w = write_out(io, &out, deadline, &werr);
+			int w = write_out(io, &out, write_deadline, &werr);
 			if (r >= 0 && w < 0) {
 				*err = werr;
 				return err_wrap(err, "handshake");
@@ -69,11 +70,23 @@ static int drive(struct frame_io *io, struct handshake *hs, int64_t deadline, in
 		if (r == HS_RESYNC)
 			frame_decoder_set_mode(&io->dec, FRAME_HANDSHAKE_MAX, true);
 		else if (r == HS_DONE)
-			return channel_from_handshake(io, hs, ret, err);
+			return channel_from_handshake(io, hs, ret, err) < 0 ? err_ret(err) : 1;
 	}
 }
 
-static void start(struct frame_io *io)
+/* The blocking driver: pump until done, bounded by one deadline. */
+static int drive(struct frame_io *io, struct handshake *hs, int64_t deadline, int timeout_ms,
+                 const struct channel_peer_check *check, struct channel **ret, struct err *err)
+{
+	int r = channel_handshake_pump(io, hs, deadline, deadline, check, ret, err);
+
+	if (r == -ETIMEDOUT)
+		return err_set(err, ERR_FAILED, ETIMEDOUT,
+		               "the handshake did not complete within %d ms", timeout_ms);
+	return r < 0 ? r : 0;
+}
+
+void channel_handshake_prepare(struct frame_io *io)
 {
 	frame_decoder_set_mode(&io->dec, FRAME_HANDSHAKE_MAX, true);
 	frame_io_set_budget(io, CHANNEL_HANDSHAKE_MAX_BYTES);
@@ -105,7 +118,7 @@ int channel_handshake_host_checked(struct frame_io *io, const struct keypair *ho
 	r = handshake_new(&cfg, &hs, err);
 	if (r < 0)
 		return r;
-	start(io);
+	channel_handshake_prepare(io);
 	r = handshake_start(hs, &out, err);
 	if (r < 0)
 		return r;
@@ -141,7 +154,7 @@ int channel_handshake_guest(struct frame_io *io, const struct keypair *guest_key
 	r = handshake_new(&cfg, &hs, err);
 	if (r < 0)
 		return r;
-	start(io);
+	channel_handshake_prepare(io);
 	r = drive(io, hs, deadline, timeout_ms, NULL, ret, err);
 	peer = handshake_peer_key(hs);
 	if (peer && ret_fingerprint)

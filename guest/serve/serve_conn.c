@@ -115,8 +115,7 @@ static int hs_begin(struct conn *c)
 		hs_fail(c, &err);
 		return -1;
 	}
-	frame_decoder_set_mode(&c->io->dec, FRAME_HANDSHAKE_MAX, true);
-	frame_io_set_budget(c->io, CHANNEL_HANDSHAKE_MAX_BYTES);
+	channel_handshake_prepare(c->io);
 	c->hs_deadline = frame_io_deadline(srv->cfg->handshake_timeout_ms);
 	return 0;
 }
@@ -124,12 +123,7 @@ static int hs_begin(struct conn *c)
 static void hs_done(struct conn *c)
 {
 	const struct authkey *ak;
-	struct err err;
 
-	if (channel_from_handshake(c->io, c->hs, &c->ch, &err) < 0) {
-		hs_fail(c, &err);
-		return;
-	}
 	handshake_free(c->hs);
 	c->hs = NULL;
 	c->state = CONN_SESSION;
@@ -142,59 +136,17 @@ static void hs_done(struct conn *c)
 	hello_send(c);
 }
 
+/* What the peer sent so far, through the channel's one handshake driver, never waiting. */
 static void hs_step(struct conn *c)
 {
-	for (;;) {
-		struct hs_output out;
-		enum frame_event ev;
-		const uint8_t *body;
-		struct err err;
-		size_t len;
-		int r;
+	struct err err;
+	int r = channel_handshake_pump(c->io, c->hs, frame_io_deadline(0), c->hs_deadline, NULL,
+	                               &c->ch, &err);
 
-		r = frame_io_next(c->io, frame_io_deadline(0), &ev, &err);
-		if (r == -ETIMEDOUT)
-			return;
-		if (r < 0) {
-			err_wrap(&err, "handshake");
-			hs_fail(c, &err);
-			return;
-		}
-		if (r == 0) {
-			err_set(&err, ERR_FAILED, ECONNRESET,
-			        "the peer closed the connection during the handshake");
-			hs_fail(c, &err);
-			return;
-		}
-		if (ev == FRAME_EV_MARKER) {
-			if (handshake_on_marker(c->hs, &err) < 0) {
-				hs_fail(c, &err);
-				return;
-			}
-			continue;
-		}
-		body = frame_decoder_body(&c->io->dec, &len);
-		out.len = 0;
-		r = handshake_on_frame(c->hs, body, len, &out, &err);
-		if (out.len > 0) {
-			struct err werr;
-			if (frame_io_write(c->io, out.buf, out.len, c->hs_deadline, &werr) < 0 &&
-			    r >= 0) {
-				hs_fail(c, &werr);
-				return;
-			}
-		}
-		if (r < 0) {
-			hs_fail(c, &err);
-			return;
-		}
-		if (r == HS_RESYNC) {
-			frame_decoder_set_mode(&c->io->dec, FRAME_HANDSHAKE_MAX, true);
-		} else if (r == HS_DONE) {
-			hs_done(c);
-			return;
-		}
-	}
+	if (r == 1)
+		hs_done(c);
+	else if (r < 0 && r != -ETIMEDOUT)
+		hs_fail(c, &err);
 }
 
 struct conn *serve_conn_new(struct serve *srv, int fd, int wfd, bool owns_fds, const char *peer,

@@ -425,6 +425,74 @@ else
 	log "known fault (d) not checked: INCUS_KNOWN_FAULTS=1 checks it (tests/incus/README.md)"
 fi
 
+# --- the full image: PostgreSQL under systemd, the database servers, corepack ------------------------
+# Where the full image is cached (a first build takes about 5 minutes: INCUS_FULL=1 makes it),
+# keyed like the minimal one. Before the fix its build masked postgresql@15-main, and a boot of
+# an app on PostgreSQL failed with "cannot start PostgreSQL 15/main".
+fkey=$({
+	sha256sum <"$ROOT/build/deb/sandbox-agent_${VERSION}_$(dpkg --print-architecture).deb"
+	cat "$ROOT"/image-build/build.sh "$ROOT"/image-build/templates/* "$ROOT"/image-build/files/* | sha256sum
+	stat -c '%n %s %Y' "${SANDBOX_CACHE:-$HOME/.cache/sandbox-app-runtime}"/image/bookworm-full-*.tar.zst 2>/dev/null
+} | sha256sum | cut -c1-16)
+FULL=$IMG_CACHE/sandbox-app-runtime-full-$VERSION-$fkey.tar.gz
+if [ ! -s "$FULL" ] && [ "${INCUS_FULL:-0}" = 1 ]; then
+	t=$(date +%s.%N)
+	if make -C "$ROOT" -s image IMAGE_PROFILE=full IMAGE_OUT="$TMP/full" IMAGE_ARGS=--no-rootfs-dir \
+		>"$TMP/full.log" 2>&1; then
+		find "$IMG_CACHE" -name 'sandbox-app-runtime-full-*.tar.gz' -delete
+		mv "$TMP/full/sandbox-app-runtime-full-$VERSION-amd64.tar.gz" "$FULL.tmp.$$" && mv "$FULL.tmp.$$" "$FULL"
+		log "full image built in $(elapsed "$t") s"
+	else
+		tail -30 "$TMP/full.log"
+		fail "make image IMAGE_PROFILE=full"
+	fi
+fi
+if [ -s "$FULL" ]; then
+	inc image import "$FULL" --alias sandbox-app-runtime-full-test >/dev/null 2>&1
+	FCT=sar-full-$$
+	INCUS_INSTANCES="$INCUS_INSTANCES $FCT"
+	t=$(date +%s.%N)
+	inc init -q sandbox-app-runtime-full-test "$FCT" --profile default --profile sandbox-app \
+		--profile sandbox-app-test >/dev/null 2>&1
+	ln -s /dev/null "$INCUS_DIR/storage-pools/default/containers/$FCT/rootfs/etc/systemd/system/sandbox-agent.service"
+	inc start "$FCT" >/dev/null 2>&1
+	check "full image: the container starts (init and start in $(elapsed "$t") s)" test $? -eq 0
+	inc exec "$FCT" -- timeout 120 systemctl is-system-running --wait >/dev/null 2>&1
+	check "full image: postgresql@15-main is not masked" \
+		test "$(inc exec "$FCT" -- systemctl is-enabled postgresql@15-main.service 2>&1)" != masked
+	check "full image: its cluster starts by hand only (start.conf: manual)" \
+		test "$(inc exec "$FCT" -- sh -c "grep -v '^#' /etc/postgresql/15/main/start.conf | tr -d '[:space:]'")" = manual
+	check "full image: redis-server and MariaDB installed, neither running" \
+		inc exec "$FCT" -- sh -c 'command -v redis-server && command -v mariadbd && ! pgrep -x redis-server && ! pgrep -x mariadbd' >/dev/null
+	check "full image: corepack runs" inc exec "$FCT" -- corepack --version >/dev/null
+	inc exec "$FCT" -- mkdir -p -m 0755 /workspace/pg
+	cp -a "$ROOT/tests/data/pyapp" "$TMP/pgapp"
+	mkdir -p "$TMP/pgapp/config"
+	printf 'development:\n  adapter: postgresql\n  database: pgapp\n' >"$TMP/pgapp/config/database.yml"
+	{
+		echo 'setup:'
+		echo "  - createdb \"\${DATABASE_URL##*/}\" && psql \"\$DATABASE_URL\" -Atc 'select 40 + 2'"
+		echo 'manifest: /usr/bin/python3 manifest.py'
+		echo 'start: exec /usr/bin/python3 server.py'
+	} >"$TMP/pgapp/.activeagents/sandbox.yml"
+	rm -rf "$TMP/push" && mkdir -p "$TMP/push" && cp -a "$TMP/pgapp" "$TMP/push/app" &&
+		inc file push -q -r "$TMP/push/app" "$FCT/workspace/pg/"
+	t=$(date +%s.%N)
+	inc exec "$FCT" --cwd /root "${PENV[@]}" -- sandbox-app-boot /workspace/pg/app >"$TMP/pg.out" 2>"$TMP/pg.err"
+	rc=$?
+	check "(2) full image: an app on PostgreSQL boots under systemd (exit $rc, $(elapsed "$t") s)" test $rc -eq 0
+	[ $rc -eq 0 ] || log "    $(tail -n 1 "$TMP/pg.err")"
+	check "(2) its setup reached its throwaway database" \
+		inc exec "$FCT" -- grep -qx 42 /workspace/pg/.sandbox/logs/setup.log
+	inc exec "$FCT" --cwd /root "${PENV[@]}" -- sandbox-app-boot --discard --grace 2000 /workspace/pg/app >/dev/null 2>&1
+	check "(2) --discard dropped the database" \
+		inc exec "$FCT" -- sh -c '! runuser -u postgres -- psql -Atc "select datname from pg_database" | grep -q sandbox'
+	inc delete --force "$FCT" >/dev/null 2>&1
+	inc image delete sandbox-app-runtime-full-test >/dev/null 2>&1
+else
+	log "the full image is not cached: its checks (fault 2) skipped; INCUS_FULL=1 builds it (about 5 min)"
+fi
+
 # --- nothing left behind ---------------------------------------------------------------------------
 t=$(date +%s.%N)
 inc delete --force "$CT" >/dev/null 2>&1
