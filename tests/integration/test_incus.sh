@@ -341,6 +341,50 @@ check "no app server is left" test "$(servers)" = 0
 check "the secret's value is in no log of the agent" \
 	inc exec "$CT" -- sh -c '! grep -rqF probe-value-5e2d /workspace/ctl/.sandbox /var/lib/sandbox-agent 2>/dev/null'
 
+# checkout and publish: the git server on the machine's loopback, a token required. The host
+# fetches and hands the guest a pack; publish commits in the guest and pushes from the host.
+GS=$ROOT/tests/git-server
+GTOKEN="ghs_incus$(head -c 8 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+mkdir -p "$TMP/gitsrv"
+gurl=$("$GS/start.sh" "$TMP/gitsrv" x-access-token <<<"$GTOKEN")
+check "the git test server started" test -n "$gurl"
+on_exit "'$GS/stop.sh' '$TMP/gitsrv'"
+cp -a "$ROOT/tests/data/pyapp" "$TMP/gsrc"
+(cd "$TMP/gsrc" && git init -q -b main && git add -A &&
+	git -c user.name=t -c user.email=t@example.com commit -qm app) >/dev/null 2>&1
+git clone -q --bare "$TMP/gsrc" "$TMP/gitsrv/repos/app.git"
+printf '{"repository": "t/app", "ref": "main", "clone_url": "%s/app.git", "username": "x-access-token", "token": "%s"}' \
+	"${gurl%/}" "$GTOKEN" >"$TMP/gspec.json"
+chmod 0600 "$TMP/gspec.json"
+inc exec "$CT" -- mkdir -p -m 0755 /workspace/git
+ctl checkout --spec "$TMP/gspec.json" --app-dir /workspace/git/app >"$TMP/co.json"
+rc=$?
+check "checkout from the git server into the container (exit $rc)" test $rc -eq 0
+check "the guest's tree is the commit" \
+	test "$(inc exec "$CT" -- git -C /workspace/git/app rev-parse HEAD 2>/dev/null)" = "$(git -C "$TMP/gsrc" rev-parse HEAD)"
+ctl boot --app-dir /workspace/git/app --wait --deadline 120 >"$TMP/gboot.json"
+check "the checked-out app boots (--wait)" test "$(json "$TMP/gboot.json" 'd["status"]')" = ready
+timeout 5 "$CTL" --incus "$CT" -q logs --log server --follow --app-dir /workspace/git/app >"$TMP/follow.out" 2>/dev/null
+check "logs --follow streams the server's log (until stopped)" grep -qF 'listening on 127.0.0.1' "$TMP/follow.out"
+inc exec "$CT" -- runuser -u sandbox -- sh -c 'echo "# changed in the sandbox" >>/workspace/git/app/server.py'
+ctl publish --spec "$TMP/gspec.json" --branch agent/work --app-dir /workspace/git/app \
+	--author "Agent <agent@example.com>" --message "the agent's work" >"$TMP/pub.json"
+rc=$?
+check "publish the guest's work to a new branch (exit $rc)" test $rc -eq 0
+check "the branch holds the change" \
+	sh -c "git -C '$TMP/gitsrv/repos/app.git' show agent/work:server.py | grep -qF 'changed in the sandbox'"
+check "the token is in no file of the container's workspace" \
+	inc exec "$CT" -- sh -c "! grep -rqF '$GTOKEN' /workspace /var/lib/sandbox-agent 2>/dev/null"
+ctl stop --app-dir /workspace/git/app >/dev/null
+
+# The daemon's socket through a unix proxy device, as a controller on the same host reaches it.
+inc config device add "$CT" agent proxy listen="unix:$TMP/agent-proxy.sock" \
+	connect=unix:/run/sandbox-agent/agent.sock bind=host >/dev/null 2>&1
+"$CTL" --connect "unix:$TMP/agent-proxy.sock" --instance "incus:$CT" -q hello >"$TMP/proxy-hello.json" 2>>"$TMP/ctl.err"
+check "hello through a unix proxy device to the daemon's socket (the same pinned key)" \
+	test "$(json "$TMP/proxy-hello.json" 'd["pin"] + " " + d["daemon"]')" = "match running"
+inc config device remove "$CT" agent >/dev/null 2>&1
+
 # --- the faults a real Incus found, each fixed (tests/incus/README.md) ---------------------------
 # (a) a secret put by one `--incus` command reaches the boot started by the next one.
 check "(a) a boot secret put by an earlier --incus command reaches the boot" \
