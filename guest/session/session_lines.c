@@ -131,8 +131,8 @@ static char *escaped_secret(const struct scrubber *s, struct json_object *obj, s
 	return with_newline(scrubbed, sc_len, ret_len);
 }
 
-char *session_line_frame(const struct scrubber *s, const char *line, size_t len, size_t total,
-                         size_t *ret_len)
+char *session_lines_frame(const struct scrubber *s, const char *line, size_t len, size_t total,
+                          size_t *ret_len)
 {
 	_cleanup_free_ char *scrubbed = NULL;
 	_cleanup_json_ struct json_object *obj = NULL;
@@ -192,7 +192,7 @@ static int emit(struct session_lines *l)
 	int rc;
 
 	/* Over the cap, only the kept part plus the scrubber's reach is looked at. */
-	out = session_line_frame(l->scrub, l->buf ? l->buf : "", l->len, l->total, &out_len);
+	out = session_lines_frame(l->scrub, l->buf ? l->buf : "", l->len, l->total, &out_len);
 	l->len = 0;
 	l->total = 0;
 	if (!out)

@@ -26,8 +26,8 @@
  * length when only its first len bytes are given (total > len: it was over the cap), else len.
  * Returns a heap string ending in '\n' (its length in *ret_len), or NULL when out of memory.
  */
-char *session_line_frame(const struct scrubber *s, const char *line, size_t len, size_t total,
-                         size_t *ret_len);
+char *session_lines_frame(const struct scrubber *s, const char *line, size_t len, size_t total,
+                          size_t *ret_len);
 
 typedef int (*session_lines_sink_fn)(void *userdata, const char *buf, size_t len);
 struct session_lines;

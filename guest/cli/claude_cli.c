@@ -1,0 +1,383 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * sandbox-claude: the platform's helper for Claude Code sessions (docs/sessions.md). Every call
+ * prints ONE JSON object as the last line of stdout; exit 0 on success, 2 with {"error": ...}
+ * when refused, 1 with {"error": ...} when something failed. The work is done by the session
+ * engine (guest/session/).
+ */
+#include "claude_cli.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "boot_spec.h"
+#include "json_strict.h"
+#include "log.h"
+#include "proc.h"
+#include "scrub.h"
+#include "session_dir.h"
+#include "session_env.h"
+#include "session_job.h"
+#include "session_request.h"
+#include "session_status.h"
+#include "strv.h"
+
+extern char **environ;
+
+#define DEFAULT_SPEC "/workspace/boot/spec.json"
+#define DEFAULT_CHECKOUT "/workspace/app"
+
+static const char *env_or(const char *name, const char *def)
+{
+	const char *v = getenv(name);
+
+	return v && *v ? v : def;
+}
+
+static void print_kv(const char *key, const char *value)
+{
+	_cleanup_json_ struct json_object *o = json_object_new_object();
+
+	if (!o) {
+		printf("{\"error\":\"out of memory\"}\n");
+		return;
+	}
+	json_object_object_add(o, key, json_object_new_string(value));
+	printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
+	                                                     JSON_C_TO_STRING_NOSLASHESCAPE));
+	fflush(stdout);
+}
+
+static int fail(const struct err *err)
+{
+	print_kv("error", err->msg);
+	return err->cls == ERR_REFUSED ? 2 : 1;
+}
+
+static int refuse(const char *msg)
+{
+	print_kv("error", msg);
+	return 2;
+}
+
+static void usage(FILE *f)
+{
+	fputs("usage: sandbox-claude session-start --dir DIR\n"
+	      "       sandbox-claude session-cancel --dir DIR\n"
+	      "\n"
+	      "DIR is /workspace/claude/sessions/<digits>, root's, 0700, holding request.json and\n"
+	      "prompt.txt. Every call prints one JSON object as its last stdout line; exit 0 on\n"
+	      "success, 2 with {\"error\": ...} when refused.\n",
+	      f);
+}
+
+static const char *dir_arg(int argc, char **argv)
+{
+	for (int i = 2; i + 1 < argc; i++)
+		if (strcmp(argv[i], "--dir") == 0)
+			return argv[i + 1];
+	for (int i = 2; i < argc; i++)
+		if (strncmp(argv[i], "--dir=", 6) == 0)
+			return argv[i] + 6;
+	return NULL;
+}
+
+struct start_ctx {
+	const char *root;
+	const char *dir;
+	int dirfd;
+	int lock_fd;
+	int prompt_fd;
+	struct session_request req;
+	struct boot_spec spec;
+	bool have_spec;
+	struct run_user claude, app;
+	bool have_app;
+	char *checkout;
+	char *home;
+	char *bin;
+	char *config_dir;
+	char **argv;
+	char **env;
+	struct scrubber *scrub;
+	struct session_status st;
+};
+
+static void start_ctx_dispose(struct start_ctx *c)
+{
+	session_request_dispose(&c->req);
+	if (c->have_spec)
+		boot_spec_dispose(&c->spec);
+	proc_user_dispose(&c->claude);
+	if (c->have_app)
+		proc_user_dispose(&c->app);
+	free(c->checkout);
+	free(c->home);
+	free(c->bin);
+	free(c->config_dir);
+	strv_free(c->argv);
+	strv_free(c->env);
+	if (c->scrub)
+		scrub_free(c->scrub);
+	if (c->dirfd >= 0)
+		close(c->dirfd);
+	if (c->lock_fd >= 0)
+		close(c->lock_fd);
+	if (c->prompt_fd >= 0)
+		close(c->prompt_fd);
+}
+
+/* Everything checked and prepared before the caller gets its answer. */
+static int start_prepare(struct start_ctx *c, struct err *err)
+{
+	const char *spec_path = env_or("SANDBOX_BOOT_SPEC", DEFAULT_SPEC);
+	struct stat st;
+
+	c->dirfd = session_dir_open(c->root, c->dir, true, err);
+	if (c->dirfd < 0)
+		return err_ret(err);
+	if (session_dir_started(c->dirfd))
+		return err_set(err, ERR_REFUSED, EEXIST, "the session was started already");
+	if (session_request_load(c->dirfd, &c->req, err) < 0)
+		return err_ret(err);
+	c->prompt_fd = session_dir_open_prompt(c->dirfd, err);
+	if (c->prompt_fd < 0)
+		return err_ret(err);
+	c->lock_fd = session_dir_lock(c->root, err);
+	if (c->lock_fd < 0)
+		return err_ret(err);
+
+	if (lstat(spec_path, &st) == 0) {
+		if (boot_spec_load(spec_path, &c->spec, err) < 0)
+			return err_wrap(err, "the boot spec %s", spec_path);
+		c->have_spec = true;
+	}
+	c->checkout =
+	    strdup(env_or("SANDBOX_APP_DIR",
+	                  c->have_spec && c->spec.app_dir ? c->spec.app_dir : DEFAULT_CHECKOUT));
+	if (!c->checkout)
+		return err_oom(err);
+	if (proc_user_lookup(env_or("SANDBOX_CLAUDE_USER", "claude"), &c->claude, err) < 0)
+		return err_ret(err);
+	{
+		const char *app = env_or("SANDBOX_APP_USER",
+		                         c->have_spec && c->spec.user ? c->spec.user : "sandbox");
+		struct err e;
+
+		if (proc_user_lookup(app, &c->app, &e) == 0)
+			c->have_app = true;
+		else if (getenv("SANDBOX_APP_USER") || (c->have_spec && c->spec.user))
+			return *err = e, err_ret(err);
+	}
+	if (c->req.mode == SESSION_MODE_SANDBOX_LOGIN) {
+		_cleanup_close_ int cfd =
+		    open(c->checkout, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+		if (cfd < 0)
+			return err_errno(err, "cannot open the checkout %s", c->checkout);
+		if (session_env_check_login_settings(cfd, err) < 0)
+			return err_ret(err);
+	}
+	c->home = strdup(env_or("SANDBOX_CLAUDE_HOME", c->claude.home));
+	if (!c->home)
+		return err_oom(err);
+	if (getenv("SANDBOX_CLAUDE_BIN") && *getenv("SANDBOX_CLAUDE_BIN"))
+		c->bin = strdup(getenv("SANDBOX_CLAUDE_BIN"));
+	else if (asprintf(&c->bin, "%s/.local/bin/claude", c->home) < 0)
+		c->bin = NULL;
+	if (!c->bin ||
+	    asprintf(&c->config_dir, "%s/%s", c->home, session_env_config_name(c->req.mode)) < 0)
+		return err_oom(err);
+
+	{
+		struct session_env_spec es = {
+		    .mode = c->req.mode,
+		    .spec_env = c->have_spec ? c->spec.env : NULL,
+		    .request_env = c->req.env,
+		    .caller_env = environ,
+		    .home = c->home,
+		    .user = c->claude.name,
+		    .checkout = c->checkout,
+		};
+		if (session_env_build(&es, &c->env, err) < 0)
+			return err_ret(err);
+	}
+	c->scrub = scrub_new();
+	if (!c->scrub)
+		return err_oom(err);
+	if (session_env_add_secrets(c->scrub, environ, err) < 0)
+		return err_ret(err);
+	if (strv_push(&c->argv, c->bin) < 0)
+		return err_oom(err);
+	for (size_t i = 1; c->req.argv[i]; i++)
+		if (strv_push(&c->argv, c->req.argv[i]) < 0)
+			return err_oom(err);
+
+	{
+		_cleanup_free_ char *path = NULL;
+
+		c->st.state = SESSION_STARTING;
+		session_status_now(c->st.started_at);
+		if (asprintf(&path, "%s/status.json", c->dir) < 0)
+			return err_oom(err);
+		if (session_status_write(path, &c->st, err) < 0)
+			return err_ret(err);
+	}
+	return 0;
+}
+
+static _noreturn_ void supervise(struct start_ctx *c)
+{
+	struct session_job job = {
+	    .root = c->root,
+	    .dir = c->dir,
+	    .dirfd = c->dirfd,
+	    .req = &c->req,
+	    .argv = c->argv,
+	    .env = c->env,
+	    .checkout = c->checkout,
+	    .config_dir = c->config_dir,
+	    .claude_user = &c->claude,
+	    .app_user = c->have_app ? &c->app : NULL,
+	    .prompt_fd = c->prompt_fd,
+	    .scrub = c->scrub,
+	    .started_at = c->st.started_at,
+	};
+	struct err err;
+	int nul = open("/dev/null", O_RDWR | O_CLOEXEC);
+
+	/* The caller reads EOF once the first process exits: nothing of ours holds its pipes. */
+	if (nul >= 0) {
+		dup2(nul, STDIN_FILENO);
+		dup2(nul, STDOUT_FILENO);
+		dup2(nul, STDERR_FILENO);
+		if (nul > 2)
+			close(nul);
+	}
+	/* The credential lives on only in c->env: not in our /proc/PID/environ or cmdline. */
+	(void)proc_hide_caller("sandbox-claude session");
+	signal(SIGPIPE, SIG_IGN);
+	if (session_job_run(&job, &err) < 0)
+		_exit(1);
+	_exit(0);
+}
+
+static int session_start(int argc, char **argv)
+{
+	struct start_ctx c = {.dirfd = -1, .lock_fd = -1, .prompt_fd = -1};
+	struct err err;
+	int status;
+	pid_t pid;
+
+	c.dir = dir_arg(argc, argv);
+	if (!c.dir)
+		return refuse("session-start needs --dir DIR");
+	c.root = env_or("SANDBOX_CLAUDE_ROOT", SESSION_DIR_ROOT);
+	/* Descriptors the caller left open must not reach the detached supervisor. */
+	proc_close_inherited(-1);
+	err_clear(&err);
+	if (start_prepare(&c, &err) < 0) {
+		int rc = fail(&err);
+
+		start_ctx_dispose(&c);
+		return rc;
+	}
+	fflush(stdout);
+	fflush(stderr);
+	pid = fork();
+	if (pid < 0) {
+		err_errno(&err, "fork");
+		start_ctx_dispose(&c);
+		return fail(&err);
+	}
+	if (pid == 0) {
+		/* Detached twice: a new session, then a grandchild the caller never waits for. */
+		setsid();
+		pid = fork();
+		if (pid == 0)
+			supervise(&c);
+		_exit(pid < 0 ? 1 : 0);
+	}
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+		err_set(&err, ERR_FAILED, EIO, "the session's supervisor could not be started");
+		start_ctx_dispose(&c);
+		return fail(&err);
+	}
+	start_ctx_dispose(&c);
+	print_kv("status", "started");
+	return 0;
+}
+
+static int session_cancel(int argc, char **argv)
+{
+	const char *dir = dir_arg(argc, argv);
+	const char *root = env_or("SANDBOX_CLAUDE_ROOT", SESSION_DIR_ROOT);
+	struct session_status st;
+	_cleanup_close_ int dfd = -1, cfd = -1;
+	struct err err;
+	int rc;
+
+	if (!dir)
+		return refuse("session-cancel needs --dir DIR");
+	err_clear(&err);
+	dfd = session_dir_open(root, dir, false, &err);
+	if (dfd < 0)
+		return fail(&err);
+	rc = session_status_read(dfd, &st, &err);
+	if (rc < 0)
+		return fail(&err);
+	if (rc == 1)
+		return refuse("the session was not started");
+	if (st.state == SESSION_FINISHED) {
+		print_kv("status", "cancelled");
+		return 0;
+	}
+	cfd = openat(dfd, "cancel", O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (cfd < 0) {
+		err_errno(&err, "cannot write the cancel file");
+		return fail(&err);
+	}
+	if (st.state == SESSION_RUNNING && st.pid > 1) {
+		struct proc_stat ps;
+
+		/* Only a group that is still the session's: its leader leads it. */
+		if (proc_stat_read(st.pid, &ps) == 0 && ps.pgrp == st.pid)
+			kill(-st.pid, SIGTERM);
+	}
+	print_kv("status", "cancelling");
+	return 0;
+}
+
+int claude_cli_main(int argc, char **argv)
+{
+	if (argc < 2) {
+		usage(stderr);
+		return refuse("usage: sandbox-claude VERB [OPTIONS]");
+	}
+	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+		usage(stdout);
+		return 0;
+	}
+	if (strcmp(argv[1], "--version") == 0) {
+		printf("sandbox-claude %s\n", SA_VERSION);
+		return 0;
+	}
+	if (strcmp(argv[1], "session-start") == 0)
+		return session_start(argc, argv);
+	if (strcmp(argv[1], "session-cancel") == 0)
+		return session_cancel(argc, argv);
+	if (strcmp(argv[1], "login-start") == 0 || strcmp(argv[1], "login-code") == 0 ||
+	    strcmp(argv[1], "login-status") == 0 || strcmp(argv[1], "logout") == 0)
+		return refuse("the subscription login is not supported by this image yet");
+	usage(stderr);
+	return refuse("unknown verb");
+}
