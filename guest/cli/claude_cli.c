@@ -90,8 +90,8 @@ static const char *dir_arg(int argc, char **argv)
 }
 
 struct start_ctx {
-	const char *root;
-	const char *dir;
+	char *root; /* copies: the supervisor wipes argv and the environment */
+	char *dir;
 	int dirfd;
 	int lock_fd;
 	int prompt_fd;
@@ -112,6 +112,8 @@ struct start_ctx {
 
 static void start_ctx_dispose(struct start_ctx *c)
 {
+	free(c->root);
+	free(c->dir);
 	session_request_dispose(&c->req);
 	if (c->have_spec)
 		boot_spec_dispose(&c->spec);
@@ -276,10 +278,15 @@ static int session_start(int argc, char **argv)
 	int status;
 	pid_t pid;
 
-	c.dir = dir_arg(argc, argv);
-	if (!c.dir)
+	if (!dir_arg(argc, argv))
 		return refuse("session-start needs --dir DIR");
-	c.root = env_or("SANDBOX_CLAUDE_ROOT", SESSION_DIR_ROOT);
+	c.dir = strdup(dir_arg(argc, argv));
+	c.root = strdup(env_or("SANDBOX_CLAUDE_ROOT", SESSION_DIR_ROOT));
+	if (!c.dir || !c.root) {
+		err_oom(&err);
+		start_ctx_dispose(&c);
+		return fail(&err);
+	}
 	/* Descriptors the caller left open must not reach the detached supervisor. */
 	proc_close_inherited(-1);
 	err_clear(&err);
