@@ -30,6 +30,10 @@ static int open_private(int dfd, const char *name, const char *what, bool create
 	}
 	if (fstat(fd, &st) < 0)
 		return err_errno(err, "cannot stat %s", what);
+	/* ROOT and ROOT/sessions made by someone else's mkdir -p: ours, so made private. */
+	if (create && st.st_uid == geteuid() && (st.st_mode & 07777) != 0700 &&
+	    fchmod(fd, 0700) == 0)
+		st.st_mode = (st.st_mode & ~07777) | 0700;
 	if (st.st_uid != geteuid() || (st.st_mode & 07777) != 0700)
 		return err_set(err, ERR_REFUSED, EPERM, "%s must be %s's with mode 0700", what,
 		               geteuid() == 0 ? "root" : "the caller");

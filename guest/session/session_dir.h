@@ -18,8 +18,8 @@
 /*
  * Open the session directory dir, which must be exactly ROOT/sessions/<digits> (no links on
  * the way, owned by us, mode 0700, as are ROOT and ROOT/sessions). create_parents: make ROOT
- * and ROOT/sessions (0700) when missing. Returns an O_DIRECTORY descriptor; ERR_REFUSED when
- * dir is not such a directory.
+ * and ROOT/sessions (0700) when missing, and make them 0700 when they are ours but not yet. Returns
+ * an O_DIRECTORY descriptor; ERR_REFUSED when dir is not such a directory.
  */
 int session_dir_open(const char *root, const char *dir, bool create_parents, struct err *err);
 
