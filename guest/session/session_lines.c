@@ -88,6 +88,7 @@ static char *with_newline(const char *s, size_t len, size_t *ret_len)
 	return out;
 }
 
+/* total > 0: the line had total bytes, more than the cap. */
 static char *raw_event(const char *text, size_t len, size_t total, size_t *ret_len)
 {
 	_cleanup_json_ struct json_object *o = json_object_new_object();
@@ -102,7 +103,7 @@ static char *raw_event(const char *text, size_t len, size_t total, size_t *ret_l
 	if (!clean)
 		return NULL;
 	json_object_object_add(o, "type", json_object_new_string("raw"));
-	if (total > len) {
+	if (total > 0) {
 		json_object_object_add(o, "truncated", json_object_new_boolean(1));
 		json_object_object_add(o, "bytes", json_object_new_int64((int64_t)total));
 	}
@@ -138,11 +139,10 @@ char *session_lines_frame(const struct scrubber *s, const char *line, size_t len
 	_cleanup_json_ struct json_object *obj = NULL;
 	enum json_tokener_error jerr;
 	size_t sc_len, off;
+	bool over = total > len;
 
-	if (total < len)
-		total = len;
-	if (total == len && len > 0 && line[len - 1] == '\r')
-		len--, total--;
+	if (!over && len > 0 && line[len - 1] == '\r')
+		len--;
 	if (s) {
 		scrubbed = scrub_string(s, line, len, &sc_len);
 		if (!scrubbed)
@@ -155,7 +155,7 @@ char *session_lines_frame(const struct scrubber *s, const char *line, size_t len
 		scrubbed[len] = '\0';
 		sc_len = len;
 	}
-	if (total > len)
+	if (over)
 		return raw_event(scrubbed, sc_len < SESSION_LINE_KEEP ? sc_len : SESSION_LINE_KEEP,
 		                 total, ret_len);
 	if (json_strict_parse(scrubbed, sc_len, &obj, &off, &jerr) == JSON_STRICT_OK &&
@@ -168,7 +168,7 @@ char *session_lines_frame(const struct scrubber *s, const char *line, size_t len
 		}
 		return with_newline(scrubbed, sc_len, ret_len);
 	}
-	return raw_event(scrubbed, sc_len, total, ret_len);
+	return raw_event(scrubbed, sc_len, 0, ret_len);
 }
 
 struct session_lines *session_lines_new(const struct scrubber *s, size_t max_line,
