@@ -172,6 +172,13 @@ rm -f "$R/root/sandbox-agent.deb"
 if ! in_root getent passwd sandbox >/dev/null; then
 	in_root useradd --uid 1000 --user-group --create-home --shell /bin/bash sandbox
 fi
+# Claude Code sessions run as `claude`, in the app user's group (docs/sessions.md); its home
+# keeps a subscription login, so only it may enter. The platform calls /usr/local/bin/sandbox-claude.
+if ! in_root getent passwd claude >/dev/null; then
+	in_root useradd --user-group --create-home --shell /bin/bash -G sandbox claude
+fi
+chmod 0700 "$R/home/claude"
+ln -sfn /usr/sbin/sandbox-agent "$R/usr/local/bin/sandbox-claude"
 mkdir -p "$R/var/cache/sandbox-app-runtime"
 in_root chown sandbox:sandbox /var/cache/sandbox-app-runtime
 chmod 0755 "$R/var/cache/sandbox-app-runtime"
