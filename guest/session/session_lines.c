@@ -25,6 +25,8 @@ static size_t utf8_seq(const unsigned char *p, size_t n)
 	size_t need;
 	unsigned cp;
 
+	if (p[0] == 0)
+		return 0; /* a NUL would come out as \u0000, which strict readers refuse */
 	if (p[0] < 0x80)
 		return 1;
 	if (p[0] >= 0xc2 && p[0] <= 0xdf)
@@ -48,7 +50,7 @@ static size_t utf8_seq(const unsigned char *p, size_t n)
 	return need;
 }
 
-/* A copy of in that is valid UTF-8: each bad byte becomes U+FFFD. */
+/* A copy of in that is valid UTF-8 without NUL: each bad byte becomes U+FFFD. */
 static char *utf8_clean(const char *in, size_t len, size_t *ret_len)
 {
 	const unsigned char *p = (const unsigned char *)in;

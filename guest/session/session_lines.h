@@ -4,7 +4,7 @@
  * scrubbed, a line that is a JSON object kept as it came (scrubbed), anything else wrapped as
  * {"type":"raw","text":...}. A line longer than the cap is not kept whole: it becomes
  * {"type":"raw","truncated":true,"bytes":N,"text":<its first SESSION_LINE_KEEP bytes>}.
- * Text put into JSON by us is made valid UTF-8 first (a bad byte becomes U+FFFD).
+ * Text put into JSON by us is made valid UTF-8 first (a bad byte or a NUL becomes U+FFFD).
  *
  * A secret hidden behind \u escapes inside a JSON string is caught too: a line with such an
  * escape is compared with json-c's own rendering of it, and when only the rendering shows a
