@@ -146,6 +146,7 @@ slow() { # slow N EXTRA: a session whose reply is held back; checks while it run
 	tr '\0' '\n' <"/proc/$sup/environ" | grep -F -- "$KEY" >>"$CASE/sup.env.hits"
 	tr '\0' '\n' <"/proc/$pid/environ" | grep -c '^ANTHROPIC_API_KEY=' >"$CASE/cli.env.key"
 	tr '\0' ' ' <"/proc/$sup/cmdline" >"$CASE/sup.cmdline"
+	awk '/^VmRSS/ {print $2}' "/proc/$sup/status" >"$CASE/sup.rss"
 	if [ "${3:-}" = cancel ]; then
 		local t=$(date +%s%N)
 		"$HELPER" session-cancel --dir "$d" >"$CASE/cancel.out"
@@ -268,6 +269,9 @@ check "d: the stand-in held the request" [ ! -e "$TMP/cases/d/wait.err" ]
 check "d: no process has the credential in its argv" [ ! -s "$TMP/cases/d/argv.hits" ]
 check "d: the supervisor's environment does not hold it" [ ! -s "$TMP/cases/d/sup.env.hits" ]
 check "d: the CLI's does" [ "$(cat "$TMP/cases/d/cli.env.key")" = 1 ]
+check "d: the supervisor shows as 'sandbox-claude session'" \
+	[ "$(cat "$TMP/cases/d/sup.cmdline" | tr -d ' ')" = "sandbox-claudesession" ]
+log "d: the supervisor's resident memory while the CLI runs: $(cat "$TMP/cases/d/sup.rss") KiB"
 check "d: session-cancel answers cancelling" [ "$(answer d cancel.out)" = '{"status":"cancelling"}' ]
 py "d: finished, cancelled, exit 143" d 4 \
 	'S["status"] == "finished" and S["cancelled"] is True and S["exit_status"] == 143 and S["timed_out"] is False'
