@@ -62,8 +62,32 @@ static void reset_signals(void)
 			syscall(SYS_rt_sigaction, sig, zero, NULL, (size_t)8);
 }
 
+#ifndef SYS_clone3
+#define SYS_clone3 435
+#endif
+#define SESSION_CLONE_INTO_CGROUP 0x200000000ULL
+
+/* The kernel's struct clone_args up to `cgroup` (CLONE_ARGS_SIZE_VER2). */
+struct clone3_args {
+	uint64_t flags, pidfd, child_tid, parent_tid, exit_signal, stack, stack_size, tls, set_tid,
+	    set_tid_size, cgroup;
+};
+
+/* fork() into the cgroup cgroup_fd; -1 with errno when the kernel cannot. */
+static pid_t fork_into_cgroup(int cgroup_fd)
+{
+	struct clone3_args ca = {
+	    .flags = SESSION_CLONE_INTO_CGROUP,
+	    .exit_signal = SIGCHLD,
+	    .cgroup = (uint64_t)cgroup_fd,
+	};
+
+	return (pid_t)syscall(SYS_clone3, &ca, sizeof(ca));
+}
+
 struct child_args {
 	const struct session_spawn *sp;
+	bool joined; /* created in the cgroup already */
 	int devnull;
 	int report;
 	bool switch_user;
@@ -84,7 +108,7 @@ static _noreturn_ void child_run(const struct child_args *a)
 	reset_signals();
 	if (setpgid(0, 0) < 0)
 		child_fail(rfd, STAGE_PGRP, errno);
-	if (sp->procs_fd >= 0 && write(sp->procs_fd, "0\n", 2) != 2)
+	if (!a->joined && sp->procs_fd >= 0 && write(sp->procs_fd, "0\n", 2) != 2)
 		child_fail(rfd, STAGE_JOIN, errno);
 	/* Above 2 first, so one target never overwrites another's source. */
 	for (int i = 0; i < 3; i++) {
@@ -167,7 +191,13 @@ int session_run_spawn(const struct session_spawn *sp, pid_t *ret_pid, struct err
 
 	sigfillset(&all);
 	sigprocmask(SIG_SETMASK, &all, &old);
-	pid = fork();
+	pid = -1;
+	if (sp->cgroup_fd >= 0) {
+		pid = fork_into_cgroup(sp->cgroup_fd);
+		a.joined = pid >= 0;
+	}
+	if (pid < 0)
+		pid = fork();
 	if (pid == 0) {
 		close(pipefd[0]);
 		if (a.report < 3)
@@ -305,7 +335,7 @@ int session_run(const struct session_run_spec *spec, struct session_run_result *
 	uint64_t start, deadline = 0, kill_at = 0, drain_until = 0, next_tick = 0;
 	bool exited = false, out_eof = false, err_eof = false, termed = false, killed = false;
 	char psname[64];
-	int fds[2], status = 0;
+	int fds[2], status = 0, rc;
 	pid_t pid;
 
 	*res = (struct session_run_result){0};
@@ -350,7 +380,13 @@ int session_run(const struct session_run_spec *spec, struct session_run_result *
 	sp.stdout_fd = out_w;
 	sp.stderr_fd = err_w;
 	sp.procs_fd = ps ? procset_procs_fd(ps) : -1;
-	if (session_run_spawn(&sp, &pid, err) < 0) {
+	sp.cgroup_fd = -1;
+	if (ps && procset_backend_of(ps) == PROCSET_CGROUP2)
+		sp.cgroup_fd = open(procset_cgroup_path(ps), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	rc = session_run_spawn(&sp, &pid, err);
+	if (sp.cgroup_fd >= 0)
+		close(sp.cgroup_fd);
+	if (rc < 0) {
 		if (ps)
 			procset_destroy(ps);
 		return err_ret(err);
