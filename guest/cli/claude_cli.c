@@ -25,6 +25,7 @@
 #include "session_dir.h"
 #include "session_env.h"
 #include "session_job.h"
+#include "session_login.h"
 #include "session_request.h"
 #include "session_status.h"
 #include "strv.h"
@@ -71,6 +72,10 @@ static void usage(FILE *f)
 {
 	fputs("usage: sandbox-claude session-start --dir DIR\n"
 	      "       sandbox-claude session-cancel --dir DIR\n"
+	      "       sandbox-claude login-start [--timeout SECONDS]\n"
+	      "       sandbox-claude login-code       (the code in CLAUDE_LOGIN_CODE)\n"
+	      "       sandbox-claude login-status\n"
+	      "       sandbox-claude logout\n"
 	      "\n"
 	      "DIR is /workspace/claude/sessions/<digits>, root's, 0700, holding request.json and\n"
 	      "prompt.txt. Every call prints one JSON object as its last stdout line; exit 0 on\n"
@@ -251,6 +256,7 @@ static _noreturn_ void supervise(struct start_ctx *c)
 	    .prompt_fd = c->prompt_fd,
 	    .scrub = c->scrub,
 	    .started_at = c->st.started_at,
+	    .lock_fd = c->lock_fd,
 	};
 	struct err err;
 	int nul = open("/dev/null", O_RDWR | O_CLOEXEC);
@@ -364,6 +370,251 @@ static int session_cancel(int argc, char **argv)
 	return 0;
 }
 
+/* What the login verbs share: the claude user, its home, the CLI, the login environment. */
+struct login_ctx {
+	char *root;
+	struct run_user claude;
+	char *home, *bin, *config_dir;
+	char **env;
+	struct session_login_cli cli;
+};
+
+static void login_ctx_dispose(struct login_ctx *c)
+{
+	free(c->root);
+	proc_user_dispose(&c->claude);
+	free(c->home);
+	free(c->bin);
+	free(c->config_dir);
+	strv_free(c->env);
+}
+
+static int login_prepare(struct login_ctx *c, struct err *err)
+{
+	c->root = strdup(env_or("SANDBOX_CLAUDE_ROOT", SESSION_DIR_ROOT));
+	if (!c->root)
+		return err_oom(err);
+	if (proc_user_lookup(env_or("SANDBOX_CLAUDE_USER", "claude"), &c->claude, err) < 0)
+		return err_ret(err);
+	c->home = strdup(env_or("SANDBOX_CLAUDE_HOME", c->claude.home));
+	if (!c->home)
+		return err_oom(err);
+	if (getenv("SANDBOX_CLAUDE_BIN") && *getenv("SANDBOX_CLAUDE_BIN"))
+		c->bin = strdup(getenv("SANDBOX_CLAUDE_BIN"));
+	else if (asprintf(&c->bin, "%s/.local/bin/claude", c->home) < 0)
+		c->bin = NULL;
+	if (!c->bin || asprintf(&c->config_dir, "%s/%s", c->home,
+	                        session_env_config_name(SESSION_MODE_SANDBOX_LOGIN)) < 0)
+		return err_oom(err);
+	{
+		struct session_env_spec es = {
+		    .mode = SESSION_MODE_SANDBOX_LOGIN,
+		    .caller_env = environ,
+		    .home = c->home,
+		    .user = c->claude.name,
+		    .checkout = c->home,
+		};
+		if (session_env_build(&es, &c->env, err) < 0)
+			return err_ret(err);
+	}
+	c->cli = (struct session_login_cli){
+	    .root = c->root,
+	    .bin = c->bin,
+	    .env = c->env,
+	    .user = &c->claude,
+	    .home = c->home,
+	    .config_dir = c->config_dir,
+	};
+	return 0;
+}
+
+static void print_login(const char *status, const char *url, int logged_in, const char *method)
+{
+	_cleanup_json_ struct json_object *o = json_object_new_object();
+
+	if (!o) {
+		printf("{\"error\":\"out of memory\"}\n");
+		return;
+	}
+	json_object_object_add(o, "status", json_object_new_string(status));
+	if (url && *url)
+		json_object_object_add(o, "authorize_url", json_object_new_string(url));
+	if (logged_in >= 0) {
+		json_object_object_add(o, "logged_in", json_object_new_boolean(logged_in));
+		json_object_object_add(o, "auth_method",
+		                       method ? json_object_new_string(method) : NULL);
+	}
+	printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
+	                                                     JSON_C_TO_STRING_NOSLASHESCAPE));
+	fflush(stdout);
+}
+
+static int login_start(int argc, char **argv)
+{
+	struct login_ctx c = {0};
+	struct session_login_status st;
+	unsigned timeout = SESSION_LOGIN_DEFAULT_TIMEOUT;
+	struct err err;
+	int login_fd = -1, lock = -1, status, rc;
+	pid_t pid;
+
+	for (int i = 2; i < argc; i++) {
+		char *end;
+		long v;
+
+		if (strcmp(argv[i], "--timeout") != 0 || i + 1 >= argc)
+			return refuse("usage: sandbox-claude login-start [--timeout SECONDS]");
+		errno = 0;
+		v = strtol(argv[++i], &end, 10);
+		if (errno || *end || end == argv[i] || v < 1 || v > SESSION_LOGIN_TIMEOUT_MAX)
+			return refuse("--timeout must be 1 to 600 seconds");
+		timeout = (unsigned)v;
+	}
+	proc_close_inherited(-1);
+	err_clear(&err);
+	if (login_prepare(&c, &err) < 0)
+		goto fail;
+	/* Any old login is revoked first, a running flow stopped. */
+	if (session_login_logout(&c.cli, &err) < 0)
+		goto fail;
+	login_fd = session_login_dir(c.root, &err);
+	if (login_fd < 0)
+		goto fail;
+	lock = session_login_lock(login_fd, &err);
+	if (lock == -EBUSY) {
+		err_set(&err, ERR_REFUSED, EBUSY, "another login flow is still running");
+		goto fail;
+	}
+	if (lock < 0)
+		goto fail;
+	(void)unlinkat(login_fd, "status.json", 0);
+	fflush(stdout);
+	pid = fork();
+	if (pid < 0) {
+		err_errno(&err, "fork");
+		goto fail;
+	}
+	if (pid == 0) {
+		setsid();
+		pid = fork();
+		if (pid == 0) {
+			int nul = open("/dev/null", O_RDWR | O_CLOEXEC);
+
+			if (nul >= 0) {
+				dup2(nul, STDIN_FILENO);
+				dup2(nul, STDOUT_FILENO);
+				dup2(nul, STDERR_FILENO);
+			}
+			(void)proc_hide_caller("sandbox-claude login");
+			signal(SIGPIPE, SIG_IGN);
+			_exit(session_login_run(&c.cli, login_fd, timeout, &err) < 0 ? 1 : 0);
+		}
+		_exit(pid < 0 ? 1 : 0);
+	}
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	close(lock);
+	lock = -1;
+	/* The answer waits (10 s at most) for the sign-in URL, so one call can show it. */
+	for (int i = 0; i < 500; i++) {
+		if (session_login_status_read(login_fd, &st, &err) == 0 && st.status[0] &&
+		    strcmp(st.status, "starting") != 0)
+			break;
+		usleep(20000);
+	}
+	if (session_login_status_read(login_fd, &st, &err) < 0)
+		goto fail;
+	print_login(st.status[0] ? st.status : "starting", st.authorize_url, -1, NULL);
+	rc = strcmp(st.status, "failed") == 0 ? 1 : 0;
+	close(login_fd);
+	login_ctx_dispose(&c);
+	return rc;
+fail:
+	if (lock >= 0)
+		close(lock);
+	if (login_fd >= 0)
+		close(login_fd);
+	login_ctx_dispose(&c);
+	return fail(&err);
+}
+
+static int login_code(void)
+{
+	struct err err;
+	int login_fd, rc;
+
+	err_clear(&err);
+	login_fd = session_login_dir(env_or("SANDBOX_CLAUDE_ROOT", SESSION_DIR_ROOT), &err);
+	if (login_fd < 0)
+		return fail(&err);
+	rc = session_login_submit(login_fd, getenv("CLAUDE_LOGIN_CODE"), &err);
+	close(login_fd);
+	if (rc < 0)
+		return fail(&err);
+	print_kv("status", "submitted");
+	return 0;
+}
+
+static int login_status(void)
+{
+	struct login_ctx c = {0};
+	struct session_login_status st;
+	struct err err;
+	char method[64];
+	bool logged_in;
+	int login_fd = -1, lock, rc = 0;
+
+	err_clear(&err);
+	if (login_prepare(&c, &err) < 0)
+		goto fail;
+	login_fd = session_login_dir(c.root, &err);
+	if (login_fd < 0 || session_login_status_read(login_fd, &st, &err) < 0)
+		goto fail;
+	lock = session_login_lock(login_fd, &err);
+	if (lock == -EBUSY) {
+		/* A flow runs: its state. */
+		print_login(st.status[0] ? st.status : "starting", st.authorize_url, 0, NULL);
+		goto out;
+	}
+	if (lock < 0)
+		goto fail;
+	close(lock);
+	if (session_login_auth_status(&c.cli, &logged_in, method, sizeof(method), &err) < 0)
+		goto fail;
+	if (logged_in && strcmp(method, "claude.ai") == 0)
+		print_login("connected", NULL, 1, method);
+	else if (!logged_in &&
+	         (strcmp(st.status, "failed") == 0 || strcmp(st.status, "expired") == 0 ||
+	          strcmp(st.status, "cancelled") == 0))
+		print_login(st.status, NULL, 0, NULL);
+	else
+		print_login("disconnected", NULL, logged_in, logged_in ? method : NULL);
+out:
+	close(login_fd);
+	login_ctx_dispose(&c);
+	return rc;
+fail:
+	if (login_fd >= 0)
+		close(login_fd);
+	login_ctx_dispose(&c);
+	return fail(&err);
+}
+
+static int logout(void)
+{
+	struct login_ctx c = {0};
+	struct err err;
+
+	err_clear(&err);
+	if (login_prepare(&c, &err) < 0 || session_login_logout(&c.cli, &err) < 0) {
+		login_ctx_dispose(&c);
+		return fail(&err);
+	}
+	login_ctx_dispose(&c);
+	print_kv("status", "logged_out");
+	return 0;
+}
+
 int claude_cli_main(int argc, char **argv)
 {
 	if (argc < 2) {
@@ -382,9 +633,16 @@ int claude_cli_main(int argc, char **argv)
 		return session_start(argc, argv);
 	if (strcmp(argv[1], "session-cancel") == 0)
 		return session_cancel(argc, argv);
-	if (strcmp(argv[1], "login-start") == 0 || strcmp(argv[1], "login-code") == 0 ||
-	    strcmp(argv[1], "login-status") == 0 || strcmp(argv[1], "logout") == 0)
-		return refuse("the subscription login is not supported by this image yet");
+	if (strcmp(argv[1], "login-start") == 0)
+		return login_start(argc, argv);
+	if (strcmp(argv[1], "login-code") == 0)
+		return argc == 2 ? login_code()
+		                 : refuse("login-code takes no arguments: the code "
+		                          "comes from CLAUDE_LOGIN_CODE");
+	if (strcmp(argv[1], "login-status") == 0)
+		return login_status();
+	if (strcmp(argv[1], "logout") == 0)
+		return logout();
 	usage(stderr);
 	return refuse("unknown verb");
 }

@@ -221,6 +221,9 @@ int session_job_run(const struct session_job *job, struct err *err)
 finish:
 	s.st.state = SESSION_FINISHED;
 	session_status_now(s.st.finished_at);
+	/* Whoever sees `finished` may start the next session at once. */
+	if (job->lock_fd >= 0)
+		close(job->lock_fd);
 	rc = session_status_write(s.status_path, &s.st, err);
 	free(s.status_path);
 	return rc < 0 ? err_ret(err) : 0;

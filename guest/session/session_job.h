@@ -29,6 +29,7 @@ struct session_job {
 	int prompt_fd;
 	const struct scrubber *scrub;
 	const char *started_at; /* the `starting` record's, kept in every later one */
+	int lock_fd; /* the session lock: released just before the `finished` record, or -1 */
 };
 
 /*

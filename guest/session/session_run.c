@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -106,7 +107,7 @@ static _noreturn_ void child_run(const struct child_args *a)
 	int rc;
 
 	reset_signals();
-	if (setpgid(0, 0) < 0)
+	if (sp->ctty ? setsid() < 0 : setpgid(0, 0) < 0)
 		child_fail(rfd, STAGE_PGRP, errno);
 	if (!a->joined && sp->procs_fd >= 0 && write(sp->procs_fd, "0\n", 2) != 2)
 		child_fail(rfd, STAGE_JOIN, errno);
@@ -119,6 +120,8 @@ static _noreturn_ void child_run(const struct child_args *a)
 	for (int i = 0; i < 3; i++)
 		if (dup2(high[i], i) < 0)
 			child_fail(rfd, STAGE_STDIO, errno);
+	if (sp->ctty && ioctl(STDIN_FILENO, TIOCSCTTY, 0) < 0)
+		child_fail(rfd, STAGE_STDIO, errno);
 	if (a->switch_user) {
 		rc = session_user_become(sp->user, a->groups, a->n_groups);
 		if (rc < 0)
@@ -212,7 +215,8 @@ int session_run_spawn(const struct session_spawn *sp, pid_t *ret_pid, struct err
 		errno = fork_errno;
 		return err_errno(err, "cannot run %s: fork", sp->argv[0]);
 	}
-	(void)setpgid(pid, pid);
+	if (!sp->ctty)
+		(void)setpgid(pid, pid);
 	while (got < sizeof(rep)) {
 		ssize_t n = read(pipefd[0], (char *)&rep + got, sizeof(rep) - got);
 

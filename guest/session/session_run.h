@@ -38,6 +38,7 @@ struct session_spawn {
 	int stderr_fd;               /* -1: /dev/null */
 	int procs_fd;                /* cgroup.procs to join before exec, or -1 */
 	int cgroup_fd;               /* a cgroup2 directory to start in (clone3), or -1 */
+	bool ctty; /* a new session (setsid) with stdin, a terminal, as its controlling one */
 };
 
 /*

@@ -173,6 +173,8 @@ in_ns() {
 		SANDBOX_CLAUDE_USER="$CL_USER" SANDBOX_APP_USER="$APP_USER" SANDBOX_CLAUDE_HOME="$CHOME" \
 		SANDBOX_CLAUDE_BIN="$CLI_BIN" SANDBOX_BOOT_SPEC="$TMP/no-spec.json" \
 		"$CL/with-model-api.sh" "$c/script.json" "$c/requests.jsonl" bash "$TMP/case.sh" "$@"
+	check "$(basename "$c"): session-start exits 0" [ "$(cat "$c/start.rc" 2>/dev/null)" = 0 ] ||
+		log "    session-start: exit $(cat "$c/start.rc" 2>/dev/null): $(cat "$c/start.out" "$c/start.err" 2>/dev/null)"
 }
 
 # py DESCRIPTION CASE N EXPRESSION: Python over E (events.jsonl of session N), S (its status),
