@@ -417,7 +417,10 @@ int session_login_run(const struct session_login_cli *cli, int login_fd, unsigne
 		if (waitpid(f.pid, &status, WNOHANG) == f.pid)
 			exited = true;
 	}
-	if (WIFEXITED(status) && WEXITSTATUS(status) == 0 && submitted) {
+	if (fstatat(login_fd, "cancel", &st, AT_SYMLINK_NOFOLLOW) == 0) {
+		/* Stopped by a logout that signalled the CLI itself. */
+		flow_set(&f, "cancelled");
+	} else if (WIFEXITED(status) && WEXITSTATUS(status) == 0 && submitted) {
 		flow_set(&f, "completed");
 	} else {
 		f.error = submitted ? "claude auth login did not accept the code"

@@ -367,6 +367,79 @@ as_app rm -r "$APP/.claude"
 mk 34 "$REQ" "hi" && refused 34 "session-cancel of a session never started" "not started" session-cancel
 check "i: a refused session-start wrote no status.json" [ ! -e "$CROOT/sessions/23/status.json" ]
 
+echo "--- k. the subscription login, against a stand-in claude (tests/claude/stand-in-claude.sh)"
+install -m 755 "$CL/stand-in-claude.sh" "$TMP/stand-in-claude"
+LH=$TMP/login-home
+mkdir -p "$LH" && chown "$CL_USER:" "$LH" && chmod 700 "$LH"
+L() { # L OUT VERB [ARGS]: sandbox-claude with the stand-in; the last line in $TMP/OUT, exit in $TMP/OUT.rc
+	local out=$1
+	shift
+	SANDBOX_CLAUDE_HOME=$LH SANDBOX_CLAUDE_BIN=$TMP/stand-in-claude "$HELPER" "$@" >"$TMP/$out.all" 2>/dev/null
+	echo $? >"$TMP/$out.rc"
+	tail -1 "$TMP/$out.all" >"$TMP/$out"
+}
+jq_() { python3 -c 'import json, sys; o = json.load(open(sys.argv[1])); sys.exit(0 if eval(sys.argv[2]) else 1)' "$@"; }
+lstatus() { python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["status"])' "$CROOT/login/status.json" 2>/dev/null; }
+wait_login() { # wait_login STATUS: up to 10 s
+	for _ in $(seq 1 200); do [ "$(lstatus)" = "$1" ] && return 0; sleep 0.05; done
+	return 1
+}
+L k0 login-status
+check "k: login-status before any login: disconnected" \
+	[ "$(cat "$TMP/k0")" = '{"status":"disconnected","logged_in":false,"auth_method":null}' ]
+L k1 login-start --timeout 0
+check "k: login-start --timeout 0 is refused" [ "$(cat "$TMP/k1.rc")" = 2 ]
+L k1 login-start --timeout 601
+check "k: login-start --timeout 601 is refused" [ "$(cat "$TMP/k1.rc")" = 2 ]
+L k2 login-start --timeout 30
+check "k: login-start answers awaiting_code with the vendor's authorize URL" \
+	jq_ "$TMP/k2" 'o["status"] == "awaiting_code" and o["authorize_url"].startswith("https://claude.com/cai/oauth/authorize?code=true&client_id=test&state=") and "\x1b" not in o["authorize_url"]'
+check "k: ... exit 0" [ "$(cat "$TMP/k2.rc")" = 0 ]
+check "k: it revoked the old login first (claude auth logout ran)" [ "$(wc -l <"$LH/logouts")" = 1 ]
+check "k: the login flow runs as the claude user" \
+	bash -c "pgrep -u '$CL_USER' -f 'stand-in-claude auth login' >/dev/null"
+L k3 login-status
+check "k: login-status during the flow: awaiting_code, not logged in" \
+	jq_ "$TMP/k3" 'o["status"] == "awaiting_code" and o["logged_in"] is False'
+L k4 login-code
+check "k: login-code without CLAUDE_LOGIN_CODE is refused" [ "$(cat "$TMP/k4.rc")" = 2 ]
+L k4 login-code good-code
+check "k: login-code takes no code from argv" [ "$(cat "$TMP/k4.rc")" = 2 ]
+CLAUDE_LOGIN_CODE=good-code L k5 login-code
+check "k: login-code with CLAUDE_LOGIN_CODE: submitted" [ "$(cat "$TMP/k5")" = '{"status":"submitted"}' ]
+check "k: the flow completes" wait_login completed
+CLAUDE_LOGIN_CODE=good-code L k6 login-code
+check "k: a second login-code is refused" [ "$(cat "$TMP/k6.rc")" = 2 ]
+L k7 login-status
+check "k: login-status: connected, logged in with claude.ai" \
+	[ "$(cat "$TMP/k7")" = '{"status":"connected","logged_in":true,"auth_method":"claude.ai"}' ]
+check "k: nothing the CLI printed after the code is kept" ! grep -rqF "sk-ant-oat01-fake-secret-token" "$CROOT"
+check "k: the login lives in the claude home, the claude user's" \
+	[ "$(stat -c %U "$LH/login/.credentials.json" 2>/dev/null)" = "$CL_USER" ]
+check "k: the app user cannot read it" ! as_app cat "$LH/login/.credentials.json" 2>/dev/null
+L k8 logout
+check "k: logout: logged_out, the configuration removed" \
+	[ "$(cat "$TMP/k8"):$([ -e "$LH/login" ] && echo kept)" = '{"status":"logged_out"}:' ]
+L k9 login-status
+check "k: login-status after logout: disconnected" jq_ "$TMP/k9" 'o["status"] == "disconnected" and o["logged_in"] is False'
+L k10 login-start --timeout 30
+CLAUDE_LOGIN_CODE=bad-code L k11 login-code
+check "k: a wrong code: the flow fails" wait_login failed
+L k12 login-status
+check "k: ... login-status says failed" jq_ "$TMP/k12" 'o["status"] == "failed" and o["logged_in"] is False'
+L k13 login-start --timeout 30
+L k14 logout
+check "k: logout during a flow: cancelled, nothing of it left" \
+	[ "$(lstatus):$(pgrep -u "$CL_USER" -f 'stand-in-claude auth login' | wc -l)" = "cancelled:0" ]
+echo evil-url >"$LH/fake-mode"
+s=$(now_ms)
+L k15 login-start --timeout 2
+check "k: a URL of another site is never passed on; the flow expires" \
+	jq_ "$TMP/k15" 'o["status"] == "expired" and "authorize_url" not in o'
+log "k: expired $(($(now_ms) - s)) ms after a 2 s login-start"
+check "k: no status.json ever named the other site" ! grep -rqF "evil.example" "$CROOT"
+rm -f "$LH/fake-mode"
+
 echo "--- j. the credential in no file under the workspace"
 check "j: not raw, not URL-encoded, not base64" ! grep -rqaF -e "$KEY" -e "$KEY_URL" -e "$KEY_B64" "$WS"
 check "j: no process of the claude user is left anywhere" ! pgrep -u "$CL_USER" >/dev/null
