@@ -169,9 +169,10 @@ in_ns() {
 	printf '%s\n' "$script" >"$c/script.json"
 	"$CL/run-in-netns.sh" env -i PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin LANG=C.UTF-8 \
 		HOME=/root TMP="$TMP" CLI_SRC="$CLI_SRC" \
-		HELPER="$HELPER" CASE="$c" SANDBOX_CLAUDE_ROOT="$CROOT" SANDBOX_APP_DIR="$APP" \
-		SANDBOX_CLAUDE_USER="$CL_USER" SANDBOX_APP_USER="$APP_USER" SANDBOX_CLAUDE_HOME="$CHOME" \
-		SANDBOX_CLAUDE_BIN="$CLI_BIN" SANDBOX_BOOT_SPEC="$TMP/no-spec.json" \
+		HELPER="$HELPER" CASE="$c" SANDBOX_CLAUDE_ROOT="$CROOT" SANDBOX_APP_DIR="${IN_APP-$APP}" \
+		SANDBOX_CLAUDE_USER="$CL_USER" SANDBOX_APP_USER="${IN_APP_USER-$APP_USER}" \
+		SANDBOX_CLAUDE_HOME="$CHOME" SANDBOX_CLAUDE_BIN="$CLI_BIN" \
+		SANDBOX_BOOT_SPEC="${IN_SPEC-$TMP/no-spec.json}" \
 		"$CL/with-model-api.sh" "$c/script.json" "$c/requests.jsonl" bash "$TMP/case.sh" "$@"
 	check "$(basename "$c"): session-start exits 0" [ "$(cat "$c/start.rc" 2>/dev/null)" = 0 ] ||
 		log "    session-start: exit $(cat "$c/start.rc" 2>/dev/null): $(cat "$c/start.out" "$c/start.err" 2>/dev/null)"
@@ -285,7 +286,7 @@ py "d: the cancel file is there" d 4 'os.path.exists(d + "/cancel")'
 
 echo "--- e. the session's timeout"
 s=$(now_ms)
-in_ns e '[{"delay": 30, "text": "too late"}]' slow 5 ', "timeout": 2'
+in_ns e '[{"delay": 30, "text": "too late"}]' simple 5 ', "timeout": 2'
 took=$(($(now_ms) - s))
 py "e: finished, timed out, exit 143, not cancelled" e 5 \
 	'S["status"] == "finished" and S["timed_out"] is True and S["exit_status"] == 143 and S["cancelled"] is False'
@@ -439,6 +440,50 @@ check "k: a URL of another site is never passed on; the flow expires" \
 log "k: expired $(($(now_ms) - s)) ms after a 2 s login-start"
 check "k: no status.json ever named the other site" ! grep -rqF "evil.example" "$CROOT"
 rm -f "$LH/fake-mode"
+
+echo "--- l. the platform's sequence around a booted app: boot, session, sandbox-app-boot --restart"
+# A second sandbox: its own session root and checkout (tests/data/pyapp), booted from a spec
+# whose app_dir and user the helper takes when no override says otherwise.
+L0=$(now_ms)
+W2=$TMP/ws2
+mkdir -p "$W2/boot" "$W2/run"
+cp -a "$ROOT/tests/data/pyapp" "$W2/app"
+printf 'data/\n' >"$W2/app/.gitignore"
+(cd "$W2/app" && git init -q -b main && git add -A && git -c user.name=t -c user.email=t@e commit -qm app)
+chown -R "$APP_USER:" "$W2/app"
+P2=$(free_port)
+cat >"$W2/boot/spec.json" <<SPEC
+{"version": 1, "app_dir": "$W2/app", "manifest_path": "$W2/run/runtime.json",
+ "port": $P2, "timeout": 60, "user": "$APP_USER", "env": {"SPEC_GREETING": "from-the-spec"},
+ "manifest": {"command": "/usr/bin/python3 manifest.py"},
+ "start": {"command": "exec /usr/bin/python3 server.py"}}
+SPEC
+chmod 600 "$W2/boot/spec.json"
+on_exit "$BOOT --stop --spec $W2/boot/spec.json --grace 1000"
+$(platform_env) "$BOOT" --spec "$W2/boot/spec.json" --no-forward --grace 1000 \
+	--cache-root "$TMP/cache" >"$TMP/l-boot.out" 2>"$TMP/l-boot.err"
+check "l: the app boots from the spec" [ "$(http_status "http://127.0.0.1:$P2/up")" = 200 ] ||
+	tail -5 "$TMP/l-boot.err"
+CROOT_SAVED=$CROOT
+CROOT=$W2/claude
+IN_APP="" IN_APP_USER="" IN_SPEC=$W2/boot/spec.json in_ns l \
+	"$(printf '[{"tool_use": {"id": "toolu_l1", "name": "Write", "input": {"file_path": "%s", "content": "from the session\\n"}}}, {"text": "Done."}]' "$W2/app/NOTES.md")" \
+	simple 1 "" "Write NOTES.md"
+py "l: the session ran in the spec's app_dir and finished" l 1 \
+	'S["exit_status"] == 0 and E[0]["cwd"] == os.path.dirname(d).replace("/claude/sessions", "/app")'
+py "l: diff.patch has the session's file against the spec's checkout" l 1 \
+	'"+++ b/NOTES.md\n" in D and "+from the session\n" in D and "data/" not in D'
+check "l: the file is the claude user's, in the app user's group" \
+	[ "$(stat -c %U:%G "$W2/app/NOTES.md" 2>/dev/null)" = "$CL_USER:$APP_USER" ]
+CROOT=$CROOT_SAVED
+$(platform_env) "$BOOT" --spec "$W2/boot/spec.json" --restart --no-forward --grace 1000 \
+	--cache-root "$TMP/cache" >"$TMP/l-restart.out" 2>"$TMP/l-restart.err"
+rc=$?
+check "l: sandbox-app-boot --spec ... --restart exits 0 after the session" [ "$rc" = 0 ] ||
+	tail -5 "$TMP/l-restart.err"
+check "l: the app answers again" [ "$(http_status "http://127.0.0.1:$P2/up")" = 200 ]
+log "l: boot, session and restart took $(($(now_ms) - L0)) ms"
+"$BOOT" --stop --spec "$W2/boot/spec.json" --grace 1000 >/dev/null 2>&1
 
 echo "--- j. the credential in no file under the workspace"
 check "j: not raw, not URL-encoded, not base64" ! grep -rqaF -e "$KEY" -e "$KEY_URL" -e "$KEY_B64" "$WS"
