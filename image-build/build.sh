@@ -4,6 +4,7 @@
 # image-build/build.sh: the `sandbox-app-runtime` Incus image from Debian 12 (bookworm).
 #
 #   image-build/build.sh [--profile minimal|full] [--variant gpu] [--with-chromium]
+#                        [--with-claude-code|--without-claude-code]
 #                        [--deb FILE] [--mirror URL] [--no-cache] --out DIR
 #
 # Output: DIR/sandbox-app-runtime[-gpu]-<profile>-<version>-amd64.tar.gz, a unified Incus image
@@ -22,6 +23,7 @@ SUITE=bookworm
 PROFILE=full
 VARIANT=default
 CHROMIUM=0
+CLAUDE_CODE=
 DEB=
 OUT=
 MIRROR=${SANDBOX_DEBIAN_MIRROR:-}
@@ -34,7 +36,7 @@ die() {
 }
 say() { echo "image-build: $*" >&2; }
 usage() {
-	sed -n '4,8p' "$0" | sed 's/^# \{0,1\}//' >&2
+	sed -n '4,9p' "$0" | sed 's/^# \{0,1\}//' >&2
 	exit 2
 }
 
@@ -43,6 +45,8 @@ while [ $# -gt 0 ]; do
 	--profile) PROFILE=${2:?}; shift 2 ;;
 	--variant) VARIANT=${2:?}; shift 2 ;;
 	--with-chromium) CHROMIUM=1; shift ;;
+	--with-claude-code) CLAUDE_CODE=1; shift ;;
+	--without-claude-code) CLAUDE_CODE=0; shift ;;
 	--deb) DEB=${2:?}; shift 2 ;;
 	--mirror) MIRROR=${2:?}; shift 2 ;;
 	--out) OUT=${2:?}; shift 2 ;;
@@ -53,6 +57,8 @@ while [ $# -gt 0 ]; do
 	esac
 done
 case $PROFILE in minimal | full) ;; *) die "--profile must be minimal or full" ;; esac
+# The Claude Code CLI for sandbox-claude: in the full profile unless asked otherwise.
+[ -n "$CLAUDE_CODE" ] || { [ "$PROFILE" = full ] && CLAUDE_CODE=1 || CLAUDE_CODE=0; }
 case $VARIANT in default | gpu) ;; *) die "--variant must be gpu (or default)" ;; esac
 [ -n "$OUT" ] || die "--out DIR is required"
 [ "$(id -u)" = 0 ] || die "must run as root (debootstrap, chroot)"
@@ -179,6 +185,19 @@ if ! in_root getent passwd claude >/dev/null; then
 fi
 chmod 0700 "$R/home/claude"
 ln -sfn /usr/sbin/sandbox-agent "$R/usr/local/bin/sandbox-claude"
+if [ "$CLAUDE_CODE" = 1 ]; then
+	# The pinned CLI from the npm registry (tests/claude/install-cli.sh: cached by version on
+	# this machine), where sandbox-claude looks for it: ~claude/.local/bin/claude.
+	cli=$("$ROOT/tests/claude/install-cli.sh") || die "the Claude Code CLI could not be installed"
+	cli_dir=$(cd "$(dirname "$cli")/../.." && pwd)
+	cli_name=$(basename "$cli_dir")
+	rm -rf "$R/home/claude/.local/lib/$cli_name"
+	mkdir -p "$R/home/claude/.local/lib" "$R/home/claude/.local/bin"
+	cp -a "$cli_dir" "$R/home/claude/.local/lib/$cli_name"
+	ln -sfn "../lib/$cli_name/node_modules/.bin/claude" "$R/home/claude/.local/bin/claude"
+	in_root chown -R claude:claude /home/claude/.local
+	say "Claude Code CLI: $cli_name in ~claude/.local"
+fi
 mkdir -p "$R/var/cache/sandbox-app-runtime"
 in_root chown sandbox:sandbox /var/cache/sandbox-app-runtime
 chmod 0755 "$R/var/cache/sandbox-app-runtime"
