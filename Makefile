@@ -51,7 +51,7 @@ LIBGUEST := $(BUILD)/libsandbox-guest.a
 LIBHOST := $(BUILD)/libsandbox-host.a
 
 .PHONY: all clean test check unit unit-san replay integration format format-check fuzz fuzz-run demo
-all: $(BUILD)/sandbox-agent $(BUILD)/sandbox-app-boot $(BUILD)/sandbox-ctl
+all: $(BUILD)/sandbox-agent $(BUILD)/sandbox-app-boot $(BUILD)/sandbox-claude $(BUILD)/sandbox-ctl
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(@D)
@@ -66,7 +66,7 @@ $(LIBCOMMON) $(LIBGUEST) $(LIBHOST):
 
 $(BUILD)/sandbox-agent: $(BUILD)/guest/cli/main.o $(LIBGUEST) $(LIBCOMMON)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(DEP_LIBS)
-$(BUILD)/sandbox-app-boot: $(BUILD)/sandbox-agent
+$(BUILD)/sandbox-app-boot $(BUILD)/sandbox-claude: $(BUILD)/sandbox-agent
 	ln -sf sandbox-agent $@
 $(BUILD)/sandbox-ctl: $(BUILD)/host/main.o $(LIBHOST) $(LIBCOMMON)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(DEP_LIBS)

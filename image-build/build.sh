@@ -4,6 +4,7 @@
 # image-build/build.sh: the `sandbox-app-runtime` Incus image from Debian 12 (bookworm).
 #
 #   image-build/build.sh [--profile minimal|full] [--variant gpu] [--with-chromium]
+#                        [--with-claude-code|--without-claude-code]
 #                        [--deb FILE] [--mirror URL] [--no-cache] [--authorized-key FILE]...
 #                        --out DIR
 #
@@ -23,6 +24,7 @@ SUITE=bookworm
 PROFILE=full
 VARIANT=default
 CHROMIUM=0
+CLAUDE_CODE=
 DEB=
 OUT=
 MIRROR=${SANDBOX_DEBIAN_MIRROR:-}
@@ -45,6 +47,8 @@ while [ $# -gt 0 ]; do
 	--profile) PROFILE=${2:?}; shift 2 ;;
 	--variant) VARIANT=${2:?}; shift 2 ;;
 	--with-chromium) CHROMIUM=1; shift ;;
+	--with-claude-code) CLAUDE_CODE=1; shift ;;
+	--without-claude-code) CLAUDE_CODE=0; shift ;;
 	--deb) DEB=${2:?}; shift 2 ;;
 	--mirror) MIRROR=${2:?}; shift 2 ;;
 	--out) OUT=${2:?}; shift 2 ;;
@@ -56,6 +60,8 @@ while [ $# -gt 0 ]; do
 	esac
 done
 case $PROFILE in minimal | full) ;; *) die "--profile must be minimal or full" ;; esac
+# The Claude Code CLI for sandbox-claude: in the full profile unless asked otherwise.
+[ -n "$CLAUDE_CODE" ] || { [ "$PROFILE" = full ] && CLAUDE_CODE=1 || CLAUDE_CODE=0; }
 case $VARIANT in default | gpu) ;; *) die "--variant must be gpu (or default)" ;; esac
 [ -n "$OUT" ] || die "--out DIR is required"
 [ "$(id -u)" = 0 ] || die "must run as root (debootstrap, chroot)"
@@ -161,10 +167,13 @@ else
 	{ in_root apt-get update && in_root apt-get install -y --no-install-recommends "${PKGS[@]}"; } \
 		>"$WORK/apt.log" 2>&1 || { tail -30 "$WORK/apt.log" >&2; die "apt-get install in the new root failed"; }
 	if [ ${#NPM_PKGS[@]} -gt 0 ]; then
-		say "npm install -g ${NPM_PKGS[*]} (in the new root)"
-		in_root npm install -g --no-audit --no-fund "${NPM_PKGS[@]}" >"$WORK/npm.log" 2>&1 ||
-			{ tail -20 "$WORK/npm.log" >&2; die "npm install in the new root failed"; }
-		rm -rf "$R/root/.npm"
+		# By the build machine's npm, as it is set up to reach the registry (its CA, proxy):
+		# the new root has neither. The packages are JavaScript, installed below its /usr/local.
+		command -v npm >/dev/null || die "npm is needed on this machine for ${NPM_PKGS[*]}"
+		say "npm install -g ${NPM_PKGS[*]} (into the new root's /usr/local)"
+		npm install -g --prefix "$R/usr/local" --no-audit --no-fund "${NPM_PKGS[@]}" \
+			>"$WORK/npm.log" 2>&1 ||
+			{ tail -20 "$WORK/npm.log" >&2; die "npm install into the new root failed"; }
 	fi
 	in_root apt-get clean
 	umount_all
@@ -193,6 +202,26 @@ rm -f "$R/root/sandbox-agent.deb"
 # The run user the engine defaults to (uid 1000) and the shared download caches it owns.
 if ! in_root getent passwd sandbox >/dev/null; then
 	in_root useradd --uid 1000 --user-group --create-home --shell /bin/bash sandbox
+fi
+# Claude Code sessions run as `claude`, in the app user's group (docs/sessions.md); its home
+# keeps a subscription login, so only it may enter. The platform calls /usr/local/bin/sandbox-claude.
+if ! in_root getent passwd claude >/dev/null; then
+	in_root useradd --user-group --create-home --shell /bin/bash -G sandbox claude
+fi
+chmod 0700 "$R/home/claude"
+ln -sfn /usr/sbin/sandbox-agent "$R/usr/local/bin/sandbox-claude"
+if [ "$CLAUDE_CODE" = 1 ]; then
+	# The pinned CLI from the npm registry (tests/claude/install-cli.sh: cached by version on
+	# this machine), where sandbox-claude looks for it: ~claude/.local/bin/claude.
+	cli=$("$ROOT/tests/claude/install-cli.sh") || die "the Claude Code CLI could not be installed"
+	cli_dir=$(cd "$(dirname "$cli")/../.." && pwd)
+	cli_name=$(basename "$cli_dir")
+	rm -rf "$R/home/claude/.local/lib/$cli_name"
+	mkdir -p "$R/home/claude/.local/lib" "$R/home/claude/.local/bin"
+	cp -a "$cli_dir" "$R/home/claude/.local/lib/$cli_name"
+	ln -sfn "../lib/$cli_name/node_modules/.bin/claude" "$R/home/claude/.local/bin/claude"
+	in_root chown -R claude:claude /home/claude/.local
+	say "Claude Code CLI: $cli_name in ~claude/.local"
 fi
 mkdir -p "$R/var/cache/sandbox-app-runtime"
 in_root chown sandbox:sandbox /var/cache/sandbox-app-runtime

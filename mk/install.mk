@@ -3,7 +3,7 @@
 # make install [DESTDIR=/staging] [PREFIX=/usr/local]: installs for distributions other than
 # Debian (which uses `make deb`, mk/deb.mk).
 #   make install           install-guest + install-host
-#   make install-guest     sandbox-agent, the sandbox-app-boot link, man pages, the systemd unit,
+#   make install-guest     sandbox-agent, the sandbox-app-boot and sandbox-claude links, man pages, the systemd unit,
 #                          tmpfiles.d, /etc/sandbox-agent/ (an existing authorized_keys is kept)
 #   make install-host      sandbox-ctl and its man page
 #   make uninstall         removes what install put there, except /etc/sandbox-agent/
@@ -49,7 +49,10 @@ install-guest: install-check-dirs $(filter $(BUILD)/sandbox-agent,$(GUEST_BIN))
 	$(INSTALL) -m 0755 '$(GUEST_BIN)' '$(DESTDIR)$(SBINDIR)/sandbox-agent'
 	ln -sfn "$$(realpath -m --relative-to='$(BINDIR)' '$(SBINDIR)')/sandbox-agent" \
 		'$(DESTDIR)$(BINDIR)/sandbox-app-boot'
+	ln -sfn "$$(realpath -m --relative-to='$(BINDIR)' '$(SBINDIR)')/sandbox-agent" \
+		'$(DESTDIR)$(BINDIR)/sandbox-claude'
 	$(INSTALL) -m 0644 packaging/man/sandbox-app-boot.1 '$(DESTDIR)$(MANDIR)/man1/'
+	$(INSTALL) -m 0644 packaging/man/sandbox-claude.8 '$(DESTDIR)$(MANDIR)/man8/'
 	$(INSTALL) -m 0644 packaging/man/sandbox.yml.5 '$(DESTDIR)$(MANDIR)/man5/'
 	$(INSTALL) -m 0644 packaging/man/sandbox-agent.8 '$(DESTDIR)$(MANDIR)/man8/'
 	sed 's|@SBINDIR@|$(SBINDIR)|g' packaging/systemd/sandbox-agent.service.in \
@@ -68,6 +71,7 @@ install-host: install-check-dirs $(filter $(BUILD)/sandbox-ctl,$(HOST_BIN))
 
 uninstall: install-check-dirs
 	rm -f '$(DESTDIR)$(SBINDIR)/sandbox-agent' '$(DESTDIR)$(BINDIR)/sandbox-app-boot' \
+		'$(DESTDIR)$(BINDIR)/sandbox-claude' '$(DESTDIR)$(MANDIR)/man8/sandbox-claude.8' \
 		'$(DESTDIR)$(BINDIR)/sandbox-ctl' \
 		'$(DESTDIR)$(MANDIR)/man1/sandbox-app-boot.1' '$(DESTDIR)$(MANDIR)/man1/sandbox-ctl.1' \
 		'$(DESTDIR)$(MANDIR)/man5/sandbox.yml.5' '$(DESTDIR)$(MANDIR)/man8/sandbox-agent.8' \

@@ -1,14 +1,16 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * sandbox-agent: one multi-call binary. Called as sandbox-app-boot it runs the boot contract;
- * `sandbox-agent boot ...` is the same; `sandbox-agent serve` is the daemon; `sandbox-agent
- * init` is PID 1 for images without systemd.
+ * `sandbox-agent boot ...` is the same; called as sandbox-claude it is the platform's session
+ * helper; `sandbox-agent serve` is the daemon; `sandbox-agent init` is PID 1 for images
+ * without systemd.
  */
 #include <libgen.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "boot_cli.h"
+#include "claude_cli.h"
 #include "init.h"
 #include "log.h"
 #include "ready.h"
@@ -39,6 +41,10 @@ int main(int argc, char **argv)
 	if (strcmp(name, "sandbox-app-boot") == 0) {
 		log_setup("sandbox-app-boot");
 		return boot_cli_main(argc, argv);
+	}
+	if (strcmp(name, "sandbox-claude") == 0) {
+		log_setup("sandbox-claude");
+		return claude_cli_main(argc, argv);
 	}
 	log_setup("sandbox-agent");
 	if (argc < 2)

@@ -85,6 +85,8 @@ dpkg-deb -x "$GUEST_DEB" "$TMP/x"
 dpkg-deb -e "$GUEST_DEB" "$TMP/x/DEBIAN"
 check "sandbox-app-boot is a relative link to sandbox-agent" \
 	test "$(readlink "$TMP/x/usr/bin/sandbox-app-boot")" = ../sbin/sandbox-agent
+check "sandbox-claude is a relative link to sandbox-agent" \
+	test "$(readlink "$TMP/x/usr/bin/sandbox-claude")" = ../sbin/sandbox-agent
 check "authorized_keys is a conffile" grep -qx /etc/sandbox-agent/authorized_keys "$TMP/x/DEBIAN/conffiles"
 check "the authorized_keys.d directory is shipped" test -d "$TMP/x/etc/sandbox-agent/authorized_keys.d"
 check "postinst, prerm and postrm are shipped" \
@@ -103,6 +105,8 @@ if make -C "$ROOT" -s install DESTDIR="$inst" PREFIX=/usr/local >"$TMP/install.l
 	pass "make install DESTDIR=... PREFIX=/usr/local"
 	check "make install: sandbox-app-boot -> ../sbin/sandbox-agent" \
 		test "$(readlink "$inst/usr/local/bin/sandbox-app-boot")" = ../sbin/sandbox-agent
+	check "make install: /usr/local/bin/sandbox-claude -> ../sbin/sandbox-agent" \
+		test "$(readlink "$inst/usr/local/bin/sandbox-claude")" = ../sbin/sandbox-agent
 	out=$("$inst/usr/local/bin/sandbox-app-boot" --version 2>&1)
 	rc=$?
 	check "make install: sandbox-app-boot --version answers as the tree's build does" \
@@ -114,7 +118,7 @@ if make -C "$ROOT" -s install DESTDIR="$inst" PREFIX=/usr/local >"$TMP/install.l
 		"$inst/usr/local/lib/systemd/system/sandbox-agent.service"
 	for f in share/man/man1/sandbox-app-boot.1 share/man/man1/sandbox-ctl.1 \
 		share/man/man5/sandbox.yml.5 share/man/man8/sandbox-agent.8 \
-		lib/tmpfiles.d/sandbox-agent.conf; do
+		share/man/man8/sandbox-claude.8 lib/tmpfiles.d/sandbox-agent.conf; do
 		check "make install: $f" test -s "$inst/usr/local/$f"
 	done
 	echo "sandbox-ed25519 local-key" >>"$inst/etc/sandbox-agent/authorized_keys"

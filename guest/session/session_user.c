@@ -1,0 +1,165 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "session_user.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "file.h"
+
+int session_user_groups(const struct run_user *u, gid_t **ret, size_t *ret_n, struct err *err)
+{
+	int n = 32;
+
+	for (int tries = 0; tries < 8; tries++) {
+		gid_t *g = calloc((size_t)n, sizeof(gid_t));
+		int want = n;
+
+		if (!g)
+			return err_oom(err);
+		if (getgrouplist(u->name, u->gid, g, &want) >= 0) {
+			*ret = g;
+			*ret_n = (size_t)want;
+			return 0;
+		}
+		free(g);
+		n = want > n ? want : n * 2;
+	}
+	return err_set(err, ERR_FAILED, E2BIG, "look up the groups of user %s: too many", u->name);
+}
+
+int session_user_become(const struct run_user *u, const gid_t *groups, size_t n_groups)
+{
+	uid_t ru, eu, su;
+	gid_t rg, eg, sg;
+
+	if (setgroups(n_groups, groups) < 0 || setresgid(u->gid, u->gid, u->gid) < 0 ||
+	    setresuid(u->uid, u->uid, u->uid) < 0)
+		return -errno;
+	if (getresuid(&ru, &eu, &su) < 0 || getresgid(&rg, &eg, &sg) < 0 || ru != u->uid ||
+	    eu != u->uid || su != u->uid || rg != u->gid || eg != u->gid || sg != u->gid)
+		return -EPERM;
+	if (u->uid != 0 && (setuid(0) == 0 || seteuid(0) == 0))
+		return -EPERM;
+	return 0;
+}
+
+static bool is_caller(const struct run_user *u)
+{
+	return !u || u->uid == (uid_t)-1 || (getuid() == u->uid && geteuid() == u->uid);
+}
+
+int session_user_call(const struct run_user *u, session_user_fn fn, void *arg, size_t max,
+                      char **ret_out, size_t *ret_len, struct err *err)
+{
+	_cleanup_free_ gid_t *groups = NULL;
+	_cleanup_free_ char *out = NULL;
+	_cleanup_close_ int out_r = -1, err_r = -1;
+	size_t n_groups = 0, len = 0, cap = 0;
+	bool too_much = false;
+	int out_p[2], err_p[2], status;
+	struct err child_err;
+	pid_t pid;
+
+	if (!is_caller(u) && session_user_groups(u, &groups, &n_groups, err) < 0)
+		return err_ret(err);
+	if (pipe2(out_p, O_CLOEXEC) < 0)
+		return err_errno(err, "cannot create a pipe");
+	if (pipe2(err_p, O_CLOEXEC) < 0) {
+		close(out_p[0]);
+		close(out_p[1]);
+		return err_errno(err, "cannot create a pipe");
+	}
+	pid = fork();
+	if (pid < 0) {
+		int e = errno;
+		close(out_p[0]), close(out_p[1]), close(err_p[0]), close(err_p[1]);
+		errno = e;
+		return err_errno(err, "fork");
+	}
+	if (pid == 0) {
+		int rc;
+
+		close(out_p[0]);
+		close(err_p[0]);
+		err_clear(&child_err);
+		signal(SIGPIPE, SIG_DFL);
+		rc = is_caller(u) ? 0 : session_user_become(u, groups, n_groups);
+		if (rc < 0)
+			err_set(&child_err, ERR_FAILED, -rc, "cannot become user %s: %s", u->name,
+			        strerror(-rc));
+		else
+			rc = fn(arg, out_p[1], &child_err);
+		if (rc < 0)
+			(void)file_write_all(err_p[1], &child_err, sizeof(child_err));
+		_exit(rc < 0 ? 1 : 0);
+	}
+	close(out_p[1]);
+	close(err_p[1]);
+	out_r = out_p[0];
+	err_r = err_p[0];
+	for (;;) {
+		char buf[65536];
+		ssize_t n = read(out_r, buf, sizeof(buf));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		if (len + (size_t)n > max) {
+			too_much = true;
+			kill(pid, SIGKILL);
+			break;
+		}
+		if (!ret_out)
+			continue;
+		if (len + (size_t)n + 1 > cap) {
+			size_t ncap = cap ? cap * 2 : 65536;
+			char *nb;
+
+			while (ncap < len + (size_t)n + 1)
+				ncap *= 2;
+			nb = realloc(out, ncap);
+			if (!nb) {
+				kill(pid, SIGKILL);
+				waitpid(pid, NULL, 0);
+				return err_oom(err);
+			}
+			out = nb;
+			cap = ncap;
+		}
+		memcpy(out + len, buf, (size_t)n);
+		len += (size_t)n;
+		out[len] = '\0';
+	}
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR)
+			return err_errno(err, "waitpid");
+	if (too_much)
+		return err_set(err, ERR_FAILED, E2BIG, "more than %zu bytes of output", max);
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+		ssize_t n = read(err_r, &child_err, sizeof(child_err));
+
+		if (n == (ssize_t)sizeof(child_err)) {
+			child_err.msg[sizeof(child_err.msg) - 1] = '\0';
+			*err = child_err;
+			return err_ret(err);
+		}
+		char what[64];
+		proc_describe_status(status, what, sizeof(what));
+		return err_set(err, ERR_FAILED, EIO, "the helper process %s", what);
+	}
+	if (ret_out) {
+		if (!out && !(out = strdup("")))
+			return err_oom(err);
+		*ret_out = TAKE_PTR(out);
+	}
+	if (ret_len)
+		*ret_len = len;
+	return 0;
+}

@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Work a session does as another user than root: the app user's share of the checkout and its
+ * diff, the claude user's CLI. Identities are struct run_user (proc.h).
+ */
+#ifndef SA_SESSION_USER_H
+#define SA_SESSION_USER_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "err.h"
+#include "proc.h"
+
+/* The user's groups (primary first, then supplementary), looked up before any fork. */
+int session_user_groups(const struct run_user *u, gid_t **ret, size_t *ret_n, struct err *err);
+
+/*
+ * Become u for good (groups, gid, uid; checked; root not reachable again). Only system calls:
+ * safe between fork and exec. Returns 0 or -errno.
+ */
+int session_user_become(const struct run_user *u, const gid_t *groups, size_t n_groups);
+
+/*
+ * Run fn in a forked child as u (NULL or uid -1: as the caller): fn writes its answer to out_fd,
+ * which the parent reads, up to max bytes (more: the child is killed, ERR_FAILED E2BIG), into
+ * *ret_out (NUL-terminated; ret_out may be NULL to discard). A failure of fn comes back in err,
+ * with its message. The child never returns.
+ */
+typedef int (*session_user_fn)(void *arg, int out_fd, struct err *err);
+int session_user_call(const struct run_user *u, session_user_fn fn, void *arg, size_t max,
+                      char **ret_out, size_t *ret_len, struct err *err);
+
+#endif
