@@ -361,7 +361,8 @@ ctl checkout --spec "$TMP/gspec.json" --app-dir /workspace/git/app >"$TMP/co.jso
 rc=$?
 check "checkout from the git server into the container (exit $rc)" test $rc -eq 0
 check "the guest's tree is the commit" \
-	test "$(inc exec "$CT" -- git -C /workspace/git/app rev-parse HEAD 2>/dev/null)" = "$(git -C "$TMP/gsrc" rev-parse HEAD)"
+	test "$(json "$TMP/co.json" 'd["commit"]')" = "$(git -C "$TMP/gsrc" rev-parse HEAD)"
+check "its files are in place" inc exec "$CT" -- test -f /workspace/git/app/server.py
 ctl boot --app-dir /workspace/git/app --wait --deadline 120 >"$TMP/gboot.json"
 check "the checked-out app boots (--wait)" test "$(json "$TMP/gboot.json" 'd["status"]')" = ready
 timeout 5 "$CTL" --incus "$CT" -q logs --log server --follow --app-dir /workspace/git/app >"$TMP/follow.out" 2>/dev/null
@@ -470,11 +471,12 @@ else
 fi
 
 # --- the full image: PostgreSQL under systemd, the database servers, corepack ------------------------
-# Where the full image is cached (a first build takes about 5 minutes: INCUS_FULL=1 makes it),
-# keyed like the minimal one. Before the fix its build masked postgresql@15-main, and a boot of
-# an app on PostgreSQL failed with "cannot start PostgreSQL 15/main".
+# Where the full image is cached (a first build takes about 6 minutes: INCUS_FULL=1 makes it),
+# keyed by image-build/ and its package layer, not by our package: this run's guest package is
+# installed into the container over the image's. Before the fix the build masked
+# postgresql@15-main, and a boot of an app on PostgreSQL failed with "cannot start PostgreSQL
+# 15/main".
 fkey=$({
-	sha256sum <"$ROOT/build/deb/sandbox-agent_${VERSION}_$(dpkg --print-architecture).deb"
 	cat "$ROOT"/image-build/build.sh "$ROOT"/image-build/templates/* "$ROOT"/image-build/files/* | sha256sum
 	stat -c '%n %s %Y' "${SANDBOX_CACHE:-$HOME/.cache/sandbox-app-runtime}"/image/bookworm-full-*.tar.zst 2>/dev/null
 } | sha256sum | cut -c1-16)
@@ -502,13 +504,20 @@ if [ -s "$FULL" ]; then
 	inc start "$FCT" >/dev/null 2>&1
 	check "full image: the container starts (init and start in $(elapsed "$t") s)" test $? -eq 0
 	inc exec "$FCT" -- timeout 120 systemctl is-system-running --wait >/dev/null 2>&1
+	inc file push -q "$ROOT/build/deb/sandbox-agent_${VERSION}_$(dpkg --print-architecture).deb" "$FCT/root/agent.deb"
+	check "full image: this run's guest package installs over the image's" \
+		inc exec "$FCT" -- sh -c 'dpkg -i /root/agent.deb >/dev/null 2>&1 && systemctl mask sandbox-agent.service >/dev/null 2>&1; rm -f /root/agent.deb'
 	check "full image: postgresql@15-main is not masked" \
 		test "$(inc exec "$FCT" -- systemctl is-enabled postgresql@15-main.service 2>&1)" != masked
 	check "full image: its cluster starts by hand only (start.conf: manual)" \
 		test "$(inc exec "$FCT" -- sh -c "grep -v '^#' /etc/postgresql/15/main/start.conf | tr -d '[:space:]'")" = manual
 	check "full image: redis-server and MariaDB installed, neither running" \
-		inc exec "$FCT" -- sh -c 'command -v redis-server && command -v mariadbd && ! pgrep -x redis-server && ! pgrep -x mariadbd' >/dev/null
-	check "full image: corepack runs" inc exec "$FCT" -- corepack --version >/dev/null
+		inc exec "$FCT" -- sh -c 'command -v redis-server >/dev/null && command -v mariadbd >/dev/null && ! pgrep -x redis-server && ! pgrep -x mariadbd'
+	check "full image: corepack runs" inc exec "$FCT" -- sh -c 'corepack --version >/dev/null'
+	check "full image: the claude user (home 0700, in the sandbox group) and sandbox-claude" \
+		inc exec "$FCT" -- sh -c 'test "$(stat -c %a /home/claude)" = 700 && id -nG claude | grep -qw sandbox && test -x /usr/local/bin/sandbox-claude'
+	check "full image: the Claude Code CLI where sandbox-claude looks for it" \
+		inc exec "$FCT" -- sh -c 'runuser -u claude -- /home/claude/.local/bin/claude --version >/dev/null 2>&1' 
 	inc exec "$FCT" -- mkdir -p -m 0755 /workspace/pg
 	cp -a "$ROOT/tests/data/pyapp" "$TMP/pgapp"
 	mkdir -p "$TMP/pgapp/config"
@@ -530,7 +539,7 @@ if [ -s "$FULL" ]; then
 		inc exec "$FCT" -- grep -qx 42 /workspace/pg/.sandbox/logs/setup.log
 	inc exec "$FCT" --cwd /root "${PENV[@]}" -- sandbox-app-boot --discard --grace 2000 /workspace/pg/app >/dev/null 2>&1
 	check "(2) --discard dropped the database" \
-		inc exec "$FCT" -- sh -c '! runuser -u postgres -- psql -Atc "select datname from pg_database" | grep -q sandbox'
+		inc exec "$FCT" -- sh -c 'cd / && ! runuser -u postgres -- psql -Atc "select datname from pg_database" | grep -q sandbox'
 	inc delete --force "$FCT" >/dev/null 2>&1
 	inc image delete sandbox-app-runtime-full-test >/dev/null 2>&1
 else
