@@ -201,6 +201,11 @@ static int poll_timeout(struct serve *srv)
 				t = left < 0 ? 0 : left;
 		}
 	}
+	{
+		int64_t d = serve_jobs_next_deadline(srv);
+		if (d >= 0 && (t < 0 || d - now < t))
+			t = d - now < 0 ? 0 : d - now;
+	}
 	return t > 1000000 ? 1000000 : (int)t;
 }
 
@@ -274,6 +279,7 @@ static int loop_run(struct serve *srv)
 		for (struct conn *c = srv->conns; c; c = c->next)
 			if (c->state == CONN_SESSION)
 				serve_conn_pump(c);
+		serve_jobs_expire(srv);
 		conns_sweep(srv);
 	}
 	return 0;

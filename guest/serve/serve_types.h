@@ -129,6 +129,7 @@ enum job_kind {
 	JOB_BOOT,
 	JOB_STOP,
 	JOB_CHECKOUT, /* checkout.fetch */
+	JOB_PUBLISH,  /* publish.commit, as the checkout's owner */
 };
 
 struct follower {
@@ -148,6 +149,8 @@ struct job {
 	bool result_seen;
 	bool exited;
 	int status;
+	int64_t started_ms;
+	int64_t deadline_ms; /* frame_io_now_ms() units; 0: none. At it the runner is killed. */
 };
 
 struct app_entry {
