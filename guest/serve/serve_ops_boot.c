@@ -138,6 +138,11 @@ int serve_ops_boot_start(struct conn *c, struct stream *st, const struct msg *m)
 		        app_dir);
 		return serve_stream_error(c, st, &err);
 	}
+	if (serve_jobs_find(srv, JOB_PUBLISH, state_dir)) {
+		err_set(&err, ERR_REFUSED, EBUSY,
+		        "%s is being published: boot it when the publish has finished", app_dir);
+		return serve_stream_error(c, st, &err);
+	}
 	/*
 	 * One user runs every app: a second app could read the first one's environment (its
 	 * secrets) in /proc and its files. Only when the caller says that is acceptable.
