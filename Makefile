@@ -12,7 +12,7 @@
 VERSION := 0.1.0
 CC ?= gcc
 PKG_CONFIG ?= pkg-config
-PKGS := yaml-0.1 json-c libcurl libgit2 libsodium
+PKGS := yaml-0.1 json-c libcurl libgit2 libsodium zlib
 
 BUILD ?= build
 SAN ?=

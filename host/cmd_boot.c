@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * sandbox-ctl boot [--app-dir DIR | --spec FILE] [--from STEP] [--restart] [--pass-env NAME]
- *                  [--with-token] [--wait] [--deadline S]
+ *                  [--with-token] [--wait] [--deadline S] [--shared-user]
  *
  * Starts a boot in the agent (docs/protocol.md §7.4) and shows its phases on stderr as they
  * happen: on a terminal one live line per phase, rewritten in place with the phase's latest
@@ -24,7 +24,7 @@
 
 #define USAGE                                                                                      \
 	"boot [--app-dir DIR | --spec FILE] [--from STEP] [--restart] [--pass-env NAME] "          \
-	"[--with-token] [--wait] [--deadline S]"
+	"[--with-token] [--wait] [--deadline S] [--shared-user]"
 #define DEADLINE_DEFAULT_MS (600 * 1000) /* the engine's own default */
 #define DEADLINE_SLACK_MS (60 * 1000)    /* the agent reports its own deadline; then we give up */
 #define DEADLINE_MAX_MS (7LL * 24 * 3600 * 1000)
@@ -251,15 +251,11 @@ static int read_spec(const char *path, struct json_object **ret, struct err *err
 int cmd_boot(struct ctl *ctl, int argc, char **argv)
 {
 	static const struct option opts[] = {
-	    {"app-dir", required_argument, NULL, 'a'},
-	    {"spec", required_argument, NULL, 's'},
-	    {"from", required_argument, NULL, 'f'},
-	    {"restart", no_argument, NULL, 'r'},
-	    {"pass-env", required_argument, NULL, 'p'},
-	    {"with-token", no_argument, NULL, 't'},
-	    {"wait", no_argument, NULL, 'w'},
-	    {"deadline", required_argument, NULL, 'd'},
-	    {0},
+	    {"app-dir", required_argument, NULL, 'a'},  {"spec", required_argument, NULL, 's'},
+	    {"from", required_argument, NULL, 'f'},     {"restart", no_argument, NULL, 'r'},
+	    {"pass-env", required_argument, NULL, 'p'}, {"with-token", no_argument, NULL, 't'},
+	    {"wait", no_argument, NULL, 'w'},           {"deadline", required_argument, NULL, 'd'},
+	    {"shared-user", no_argument, NULL, 'u'},    {0},
 	};
 	_cleanup_session_ struct session *s = NULL;
 	_cleanup_json_ struct json_object *req = json_object_new_object();
@@ -295,6 +291,10 @@ int cmd_boot(struct ctl *ctl, int argc, char **argv)
 			break;
 		case 't':
 			json_object_object_add(req, "runtime_token", json_object_new_boolean(true));
+			break;
+		case 'u':
+			/* A second app beside the first, as the same user (docs/design.md). */
+			json_object_object_add(req, "shared_user", json_object_new_boolean(true));
 			break;
 		case 'w':
 			wait = true;

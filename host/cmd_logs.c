@@ -11,6 +11,11 @@
  * such document per line as the bytes arrive (JSON Lines), until the boot ends or an
  * interrupt (which cancels the stream cleanly). With --raw the bytes go to stdout as they are
  * and the next offset is the last line on stderr.
+ *
+ * The guest's sizes are not trusted: sandbox-ctl keeps at most --max bytes (LOGS_COLLECT_MAX
+ * when collecting without --max) and stops reading once it has them, whatever the guest sends;
+ * without --follow the whole command must end within --timeout (one deadline, not one per
+ * message).
  */
 #include "cmd.h"
 
@@ -23,6 +28,9 @@
 
 #include "file.h"
 
+/* What a collected (not followed, not raw) read keeps at most without --max. */
+#define LOGS_COLLECT_MAX (16LL * 1024 * 1024)
+
 #define USAGE "logs --log NAME [--app-dir DIR] [--offset N] [--max N] [--follow] [--raw]"
 
 struct logs_view {
@@ -33,7 +41,9 @@ struct logs_view {
 	int64_t offset;      /* of the first byte shown */
 	int64_t next_offset; /* after the last byte received */
 	int64_t skipped;
-	char *data; /* collected (not following, not raw) */
+	int64_t max;      /* bytes to take at most; -1: no limit */
+	int64_t received; /* log bytes taken so far */
+	char *data;       /* collected (not following, not raw) */
 	size_t len, cap;
 };
 
@@ -75,17 +85,22 @@ static int on_data(struct logs_view *v, const struct msg *m)
 		v->have_offset = true;
 	}
 	v->skipped += skipped;
-	v->next_offset = offset + (int64_t)m->data_len;
+	/* Never more than was asked for, whatever the guest sends. */
+	size_t data_len = m->data_len;
+	if (v->max >= 0 && (int64_t)data_len > v->max - v->received)
+		data_len = (size_t)(v->max - v->received);
+	v->received += (int64_t)data_len;
+	v->next_offset = offset + (int64_t)data_len;
 	if (v->raw) {
-		if (m->data_len && file_write_all(STDOUT_FILENO, m->data, m->data_len) < 0) {
+		if (data_len && file_write_all(STDOUT_FILENO, m->data, data_len) < 0) {
 			err_errno(err, "cannot write the log to stdout");
 			return CTL_EXIT_FAILED;
 		}
 		return 0;
 	}
 	if (v->follow) {
-		_cleanup_json_ struct json_object *doc = chunk_doc(
-		    v, offset, v->next_offset, skipped, (const char *)m->data, m->data_len);
+		_cleanup_json_ struct json_object *doc =
+		    chunk_doc(v, offset, v->next_offset, skipped, (const char *)m->data, data_len);
 		/* One document per line, whatever the terminal. */
 		bool pretty = v->ctl->out.pretty;
 		v->ctl->out.pretty = false;
@@ -93,10 +108,10 @@ static int on_data(struct logs_view *v, const struct msg *m)
 		v->ctl->out.pretty = pretty;
 		return 0;
 	}
-	if (v->len + m->data_len + 1 > v->cap) {
+	if (v->len + data_len + 1 > v->cap) {
 		size_t cap = v->cap ? v->cap : 65536;
 		char *p;
-		while (cap < v->len + m->data_len + 1)
+		while (cap < v->len + data_len + 1)
 			cap *= 2;
 		p = realloc(v->data, cap);
 		if (!p) {
@@ -106,9 +121,9 @@ static int on_data(struct logs_view *v, const struct msg *m)
 		v->data = p;
 		v->cap = cap;
 	}
-	if (m->data_len)
-		memcpy(v->data + v->len, m->data, m->data_len);
-	v->len += m->data_len;
+	if (data_len)
+		memcpy(v->data + v->len, m->data, data_len);
+	v->len += data_len;
 	return 0;
 }
 
@@ -119,14 +134,22 @@ static int receive(struct logs_view *v, struct session *s, uint32_t stream)
 	bool cancelled = false;
 	int r;
 
+	/* Following waits as long as it takes; otherwise the whole read within --timeout. */
+	int64_t deadline = v->follow ? -1 : frame_io_deadline(s->timeout_ms);
+
 	for (;;) {
 		struct msg m;
-		/* Following waits as long as it takes; otherwise each message within --timeout. */
-		int64_t deadline = v->follow ? -1 : frame_io_deadline(s->timeout_ms);
-		int w = connect_session_wait(s, cancelled ? -1 : sigfd, deadline);
+		int w;
+
+		if (v->max >= 0 && v->received >= v->max) {
+			/* All we asked for: the rest of the stream is not read (the session ends).
+			 */
+			return 0;
+		}
+		w = connect_session_wait(s, cancelled ? -1 : sigfd, deadline);
 		if (w == 0) {
 			err_set(&ctl->err, ERR_FAILED, ETIMEDOUT,
-			        "the agent sent no more of the log within %d s (--timeout)",
+			        "the agent did not send the log within %d s (--timeout)",
 			        s->timeout_ms / 1000);
 			return CTL_EXIT_FAILED;
 		}
@@ -227,12 +250,13 @@ int cmd_logs(struct ctl *ctl, int argc, char **argv)
 	if (!v.log || !v.log[0])
 		return cmd_usage(ctl, USAGE, "name the log: --log setup, manifest, server, ...");
 	v.next_offset = offset;
+	v.max = max >= 0 ? max : v.follow || v.raw ? -1 : LOGS_COLLECT_MAX;
 	json_object_object_add(req, "app_dir", json_object_new_string(app_dir));
 	json_object_object_add(req, "log", json_object_new_string(v.log));
 	json_object_object_add(req, "offset", json_object_new_int64(offset));
 	json_object_object_add(req, "follow", json_object_new_boolean(v.follow));
-	if (max >= 0)
-		json_object_object_add(req, "max", json_object_new_int64(max));
+	if (v.max >= 0)
+		json_object_object_add(req, "max", json_object_new_int64(v.max));
 	r = connect_session_open(&ctl->so, &s, &ctl->err);
 	if (r != 0)
 		return r;

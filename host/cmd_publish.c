@@ -38,6 +38,16 @@
 	"[--message M]"
 #define DEFAULT_AUTHOR "Sandbox <sandbox@localhost>"
 
+/*
+ * What the guest's pack may hold (the guest is not trusted): bytes, objects, the size of one
+ * object with deltas resolved (git_pack.h checks each as the bytes arrive); and the whole pack
+ * must arrive within PUBLISH_PACK_DEADLINE_MS, besides each message within --timeout.
+ */
+#define PUBLISH_MAX_PACK_BYTES (512ULL << 20)  /* 512 MiB */
+#define PUBLISH_MAX_OBJECTS 1000000ULL         /* one million */
+#define PUBLISH_MAX_OBJECT_SIZE (128ULL << 20) /* 128 MiB */
+#define PUBLISH_PACK_DEADLINE_MS (10 * 60 * 1000)
+
 /* "Name <email>" into its parts, in buf. */
 static int author_parse(const char *s, char *buf, size_t len, const char **ret_name,
                         const char **ret_email)
@@ -71,11 +81,20 @@ struct publish_req {
 static int pack_receive(struct session *s, uint32_t stream, struct git_pack_receiver *recv,
                         json_object **ret, struct err *err)
 {
+	int64_t overall = frame_io_deadline(PUBLISH_PACK_DEADLINE_MS);
+
 	for (;;) {
 		int64_t deadline = frame_io_deadline(s->timeout_ms);
+		bool last = overall < deadline;
 		struct msg m;
-		int r = connect_session_recv(s, &m, deadline, err);
+		int r = connect_session_recv(s, &m, last ? overall : deadline, err);
 
+		if (r == -ETIMEDOUT && last) {
+			err_set(err, ERR_FAILED, ETIMEDOUT,
+			        "the agent's pack did not arrive within %d s",
+			        PUBLISH_PACK_DEADLINE_MS / 1000);
+			return CTL_EXIT_FAILED;
+		}
 		if (r == -ETIMEDOUT) {
 			err_set(err, ERR_FAILED, ETIMEDOUT,
 			        "the agent sent nothing for %d s while publishing (--timeout)",
@@ -166,6 +185,11 @@ static int publish_run(struct ctl *ctl, struct checkout_spec *sp, const struct p
 		json_object_object_add(req, "message", json_object_new_string(pr->message));
 	if (git_pack_receiver_new(repo, &recv, &ctl->err) < 0)
 		return output_exit_of(&ctl->err);
+	git_pack_receiver_set_limits(recv, &(struct git_pack_limits){
+	                                       .max_bytes = PUBLISH_MAX_PACK_BYTES,
+	                                       .max_objects = PUBLISH_MAX_OBJECTS,
+	                                       .max_object_size = PUBLISH_MAX_OBJECT_SIZE,
+	                                   });
 	stream = connect_session_new_stream(s);
 	r = connect_session_send(s, MSG_PUBLISH_COMMIT, MSG_F_END, stream, json_object_get(req),
 	                         NULL, 0, &ctl->err);

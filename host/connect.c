@@ -40,7 +40,7 @@ int connect_open(const struct connect_addr *a, int64_t deadline, struct connect_
 		r = connect_fc(a->path, a->port, deadline, &s.fd, err);
 		break;
 	case CONNECT_EXEC:
-		r = connect_exec(a->argv, &s.fd, &s.child, err);
+		r = connect_exec(a->argv, &s.fd, &s.child, &s.filter, err);
 		break;
 	}
 	if (r < 0) {
@@ -94,6 +94,20 @@ int connect_stream_dispose(struct connect_stream *s, int grace_ms)
 		if (s->reaped)
 			status = s->wait_status;
 		s->child = 0;
+	}
+	if (s->filter > 0) {
+		/* It ends at the end of the command's stderr; a descendant may still hold that. */
+		int64_t deadline = frame_io_deadline(grace_ms < 1000 ? grace_ms : 1000);
+		pid_t r;
+		while ((r = waitpid(s->filter, NULL, WNOHANG)) == 0 &&
+		       clock_pause_until(deadline, 10))
+			;
+		if (r == 0) {
+			kill(s->filter, SIGKILL);
+			while (waitpid(s->filter, NULL, 0) < 0 && errno == EINTR)
+				;
+		}
+		s->filter = 0;
 	}
 	free(s->what);
 	s->what = NULL;

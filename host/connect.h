@@ -10,8 +10,9 @@
  *                       socket, or a character device; the stream has no connection boundaries
  *   fc:PATH[:PORT]      Firecracker's vsock unix socket: "CONNECT <port>\n", then "OK <n>\n",
  *                       retried while Firecracker closes silently (nothing listens yet)
- *   exec -- CMD ARGS    CMD with one end of a socketpair as its stdin and stdout; its stderr is
- *                       ours, so the remote side's complaints reach the user
+ *   exec -- CMD ARGS    CMD with one end of a socketpair as its stdin and stdout; its stderr
+ *                       reaches ours filtered (control characters replaced, each line marked
+ *                       "sandbox-ctl: exec: "), so the remote side's complaints reach the user
  */
 #ifndef SA_HOST_CONNECT_H
 #define SA_HOST_CONNECT_H
@@ -68,6 +69,7 @@ int connect_addr_instance(const struct connect_addr *a, char **ret, struct err *
 struct connect_stream {
 	int fd;          /* O_NONBLOCK, O_CLOEXEC; -1 when closed */
 	pid_t child;     /* exec: the command, else 0 */
+	pid_t filter;    /* exec: the process filtering its stderr onto ours, else 0 */
 	bool reaped;     /* exec: the command was waited for; its status is in wait_status */
 	int wait_status; /* exec: as waitpid() gives it */
 	char *what;      /* connect_addr_format() of the address, for messages */
@@ -95,7 +97,8 @@ int connect_unix(const char *path, int64_t deadline, int *ret_fd, struct err *er
 int connect_unix_serial(const char *path, int64_t deadline, int *ret_fd, struct err *err);
 int connect_fc(const char *path, uint32_t port, int64_t deadline, int *ret_fd, struct err *err);
 int connect_vsock(uint32_t cid, uint32_t port, int64_t deadline, int *ret_fd, struct err *err);
-int connect_exec(char *const *argv, int *ret_fd, pid_t *ret_pid, struct err *err);
+int connect_exec(char *const *argv, int *ret_fd, pid_t *ret_pid, pid_t *ret_filter,
+                 struct err *err);
 
 /*
  * Firecracker's reply, parsed by hand (it is the one piece of the transports that is not the

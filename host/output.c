@@ -46,15 +46,38 @@ void output_json(struct output *o, struct json_object *doc)
 	fflush(o->out);
 }
 
+static size_t utf8_seq(const unsigned char *p, size_t left);
+
+size_t output_clean(char *out, const char *in, size_t len)
+{
+	const unsigned char *p = (const unsigned char *)in;
+	size_t o = 0;
+
+	for (size_t i = 0; i < len;) {
+		size_t n = utf8_seq(p + i, len - i);
+		if (n == 1 && p[i] == '\t') {
+			out[o++] = ' ';
+		} else if (n == 0 || (n == 1 && (p[i] < 0x20 || p[i] == 0x7f)) ||
+		           (n == 2 && p[i] == 0xc2 && p[i + 1] < 0xa0)) {
+			/* a C0 or C1 control, or a byte that is no UTF-8 */
+			out[o++] = '?';
+			n = n ? n : 1;
+		} else {
+			memmove(out + o, p + i, n);
+			o += n;
+		}
+		i += n;
+	}
+	return o;
+}
+
 /* Format into line, replacing control characters (and cutting at max bytes when max > 0). */
 static void format_line(char *line, size_t cap, size_t max, const char *fmt, va_list ap)
 {
 	size_t n;
 
 	vsnprintf(line, cap, fmt, ap);
-	for (char *p = line; *p; p++)
-		if ((unsigned char)*p < 0x20 || *p == 0x7f)
-			*p = *p == '\t' ? ' ' : '?';
+	line[output_clean(line, line, strlen(line))] = '\0';
 	n = strlen(line);
 	if (max > 0 && n > max) {
 		/* Cut on a character boundary: back off continuation bytes of UTF-8. */
@@ -133,9 +156,7 @@ void output_error(struct output *o, const struct err *e)
 
 	output_live_done(o);
 	snprintf(line, sizeof(line), "%s", e->msg[0] ? e->msg : "failed");
-	for (char *p = line; *p; p++)
-		if ((unsigned char)*p < 0x20 || *p == 0x7f)
-			*p = '?';
+	line[output_clean(line, line, strlen(line))] = '\0';
 	fprintf(o->err, "sandbox-ctl: %s\n", line);
 	fflush(o->err);
 }

@@ -66,6 +66,13 @@ void output_error(struct output *o, const struct err *e);
 struct json_object *output_error_doc(const struct err *e);
 
 /*
+ * Text from the guest made safe for a terminal: every C0 and C1 control (ESC, BEL, CSI, ...)
+ * and every byte that is not UTF-8 becomes '?', a tab a blank. Writes at most len bytes to out
+ * (out may be in). Returns the length written.
+ */
+size_t output_clean(char *out, const char *in, size_t len);
+
+/*
  * A JSON string of arbitrary bytes: valid UTF-8 is kept, every invalid byte becomes U+FFFD
  * (log bytes are not always UTF-8; their offsets still count the original bytes).
  */

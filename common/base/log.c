@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
+
 int log_max_level = LOG_WARNING;
 static const char *log_program = "sandbox";
 static int log_journal = 0;
@@ -59,4 +61,22 @@ void log_printf(int level, const char *fmt, ...)
 	else
 		fprintf(stderr, "%s: %s\n", log_program, line);
 	errno = saved;
+}
+
+bool log_ratelimit_pass(struct log_ratelimit *rl, unsigned *ret_suppressed)
+{
+	uint64_t now = clock_now_ms();
+
+	if (rl->window_start == 0 || now - rl->window_start >= LOG_RATELIMIT_WINDOW_MS) {
+		rl->window_start = now ? now : 1;
+		rl->in_window = 0;
+	}
+	if (rl->in_window >= LOG_RATELIMIT_BURST) {
+		rl->suppressed++;
+		return false;
+	}
+	rl->in_window++;
+	*ret_suppressed = rl->suppressed;
+	rl->suppressed = 0;
+	return true;
 }

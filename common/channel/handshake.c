@@ -28,6 +28,7 @@ enum hs_state {
 struct handshake {
 	enum hs_role role;
 	enum hs_state state;
+	unsigned frames; /* frames handed to handshake_on_frame(): how far the peer got */
 	const struct keypair *identity;
 	const struct authkeys *authorized;
 	bool has_expected;
@@ -565,6 +566,7 @@ int handshake_on_frame(struct handshake *hs, const uint8_t *body, size_t len, st
                        struct err *err)
 {
 	out->len = 0;
+	hs->frames++;
 	if (len == 0 || len > FRAME_HANDSHAKE_MAX)
 		return HS_RESYNC;
 	switch (hs->state) {
@@ -604,4 +606,9 @@ int handshake_on_marker(struct handshake *hs, struct err *err)
 		return err_set(err, ERR_FAILED, EINVAL,
 		               "handshake: not in a state to take a marker");
 	}
+}
+
+unsigned handshake_frames(const struct handshake *hs)
+{
+	return hs ? hs->frames : 0;
 }

@@ -116,4 +116,7 @@ void handshake_session_keys(const struct handshake *hs, uint8_t tx[HS_KEY_LEN],
 /* Highest version in both lists, 0 when none. */
 uint16_t handshake_pick_version(const uint16_t *a, size_t na, const uint16_t *b, size_t nb);
 
+/* How many frames the peer sent so far (a measure of its progress; 0 for NULL). */
+unsigned handshake_frames(const struct handshake *hs);
+
 #endif

@@ -12,6 +12,7 @@
 
 #include <git2.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "err.h"
 
@@ -35,9 +36,32 @@ int git_pack_write(git_repository *repo, const git_oid *tip, const git_oid *have
 
 struct git_pack_receiver;
 
-/* Start receiving a pack stream into repo (bare or not). */
+/*
+ * What a received pack may hold (the peer that sends it may be hostile: a guest publishing).
+ * Each is checked as the bytes arrive, before libgit2 resolves anything: the stream's bytes,
+ * the object count its header declares, and the size of every object as its header (or, for
+ * a delta, the delta's own header: the size of the object it resolves to) declares it; an
+ * object whose data inflates past its declared size is refused too. 0 in a field: its default.
+ */
+struct git_pack_limits {
+	uint64_t max_bytes;       /* of the whole stream */
+	uint64_t max_objects;     /* declared in the pack's header */
+	uint64_t max_object_size; /* of one object, deltas resolved */
+};
+/* The defaults: a sanity cap for packs from a trusted sender (the host's checkout). */
+#define GIT_PACK_MAX_BYTES (4ULL << 30)         /* 4 GiB */
+#define GIT_PACK_MAX_OBJECTS 10000000ULL        /* ten million */
+#define GIT_PACK_MAX_OBJECT_SIZE (512ULL << 20) /* 512 MiB */
+
+/* Start receiving a pack stream into repo (bare or not), with the default limits. */
 int git_pack_receiver_new(git_repository *repo, struct git_pack_receiver **ret, struct err *err);
-/* Feed the next bytes of the stream, in any chunking. */
+/* Replace the limits (before the first byte). */
+void git_pack_receiver_set_limits(struct git_pack_receiver *r, const struct git_pack_limits *l);
+/*
+ * Feed the next bytes of the stream, in any chunking. A stream past a limit is refused
+ * (ERR_REFUSED, EFBIG) with the limit named; a malformed one (EPROTO). After a refusal every
+ * further append fails the same way.
+ */
 int git_pack_receiver_append(struct git_pack_receiver *r, const void *buf, size_t len,
                              struct err *err);
 /*

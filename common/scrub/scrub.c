@@ -5,6 +5,8 @@
  * What is matched. Every secret of SCRUB_MIN_SECRET bytes or more expands into a set of
  * patterns, all at least 8 bytes long:
  *   - the raw bytes;
+ *   - the raw bytes as UTF-16, little- and big-endian (decoded from UTF-8; a value that is not
+ *     UTF-8 widened byte by byte);
  *   - percent-encoded forms as the common encoders write them: the bytes outside a "safe" set
  *     become %XX, with upper- and lower-case hex, and a space either %20 or '+'. The safe sets
  *     are RFC 3986 unreserved (curl_easy_escape, Python quote_plus, Go QueryEscape, PHP
@@ -19,7 +21,11 @@
  *  that mix its bits with its neighbours' (they reveal at most 4 bits each); base64 broken by
  *  line wrapping (PEM, MIME) inside the secret; percent-encoding mixing upper- and lower-case
  *  hex in one value, or a safe set not listed above; double encodings (base64 of a
- *  percent-encoded secret and the like), hex dumps, and any other transformation.
+ *  percent-encoded secret and the like, UTF-16 of an encoded form), UTF-32, hex dumps, and any
+ *  other transformation; and a secret with anything inserted in its middle, such as an ANSI
+ *  escape sequence (a colour change between two of its characters, "sk-ant-\033[1mabc..."):
+ *  the bytes on either side of the insertion are each shorter than the secret and stay in the
+ *  clear, since masking every fragment of 8 bytes would also mask ordinary text.
  *
  * GitHub tokens are matched by shape, known or not: gh[pousr]_ followed by 36 or more of
  * [A-Za-z0-9_], and github_pat_ followed by 22 or more. The token is masked to the end of its
@@ -197,6 +203,62 @@ static const int b64_variants[] = {
 };
 
 /*
+ * The secret in UTF-16, little- or big-endian: decoded from UTF-8, or byte by byte (as
+ * Latin-1) when it is not valid UTF-8. UTF-16 is never longer than twice the UTF-8 it comes
+ * from, so out holds 2n bytes.
+ */
+static size_t utf16_encode(const uint8_t *s, size_t n, bool big, uint8_t *out)
+{
+	size_t o = 0, i = 0;
+	bool utf8 = true;
+
+	while (utf8 && i < n) {
+		uint32_t cp;
+		size_t len;
+		if (s[i] < 0x80)
+			cp = s[i], len = 1;
+		else if (s[i] >= 0xc2 && s[i] <= 0xdf)
+			cp = s[i] & 0x1f, len = 2;
+		else if (s[i] >= 0xe0 && s[i] <= 0xef)
+			cp = s[i] & 0x0f, len = 3;
+		else if (s[i] >= 0xf0 && s[i] <= 0xf4)
+			cp = s[i] & 0x07, len = 4;
+		else
+			break;
+		if (i + len > n)
+			break;
+		for (size_t k = 1; k < len; k++) {
+			if ((s[i + k] & 0xc0) != 0x80)
+				utf8 = false;
+			cp = cp << 6 | (s[i + k] & 0x3f);
+		}
+		if (!utf8 || (len == 3 && cp < 0x800) ||
+		    (len == 4 && (cp < 0x10000 || cp > 0x10ffff)) || (cp >= 0xd800 && cp <= 0xdfff))
+			break;
+		uint16_t units[2] = {(uint16_t)cp, 0};
+		size_t nu = 1;
+		if (cp >= 0x10000) {
+			units[0] = (uint16_t)(0xd800 + ((cp - 0x10000) >> 10));
+			units[1] = (uint16_t)(0xdc00 + ((cp - 0x10000) & 0x3ff));
+			nu = 2;
+		}
+		for (size_t u = 0; u < nu; u++) {
+			out[o++] = (uint8_t)(big ? units[u] >> 8 : units[u] & 0xff);
+			out[o++] = (uint8_t)(big ? units[u] & 0xff : units[u] >> 8);
+		}
+		i += len;
+	}
+	if (i == n)
+		return o;
+	/* Not UTF-8: each byte a code unit. */
+	for (o = 0, i = 0; i < n; i++) {
+		out[o++] = big ? 0 : s[i];
+		out[o++] = big ? s[i] : 0;
+	}
+	return o;
+}
+
+/*
  * All patterns of one secret. tmp holds 3n + 16 bytes; shifted holds n + 2.
  * Base64 character i carries bits [6i, 6i + 6) of the input; with k bytes before the secret in
  * its 3-byte group, characters ceil(8k/6) .. floor((8k + 8n)/6) - 1 depend on the secret alone.
@@ -204,6 +266,8 @@ static const int b64_variants[] = {
 static void gen_secret(struct gen *g, const uint8_t *sec, size_t n, uint8_t *tmp, uint8_t *shifted)
 {
 	gen_add(g, sec, n);
+	gen_add(g, tmp, utf16_encode(sec, n, false, tmp));
+	gen_add(g, tmp, utf16_encode(sec, n, true, tmp));
 	for (size_t p = 0; p < ELEMENTSOF(url_profiles); p++)
 		for (int lower = 0; lower < 2; lower++)
 			for (int plus = 0; plus < 2; plus++)

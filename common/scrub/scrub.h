@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The secret scrubber (docs/platform-contract.md, "Failure"): known secret values of 8 characters
- * or more (longest first), their URL-encoded and base64 forms, and anything shaped like a GitHub
- * token (gh[pousr]_..., github_pat_...) become "[REDACTED]". Secret values are held in
- * libsodium's guarded memory.
+ * or more (longest first), their URL-encoded, base64 and UTF-16 forms, and anything shaped like a
+ * GitHub token (gh[pousr]_..., github_pat_...) become "[REDACTED]". Secret values are held in
+ * libsodium's guarded memory. What is not caught (an ANSI escape inserted in the middle of a
+ * secret, double encodings, ...) is listed in scrub.c.
  *
  * The stream form holds back just enough bytes that a secret split across two writes is still
  * caught; it never holds back more than the longest pattern.

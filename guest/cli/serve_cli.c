@@ -49,12 +49,13 @@ static void usage(FILE *f)
 	        "  --key FILE                  the guest's key, made at first start (%s)\n"
 	        "  --state-dir DIR             the daemon's runtime state (%s)\n"
 	        "  --handshake-timeout MS      unauthenticated peers are cut off after this (%d)\n"
+	        "  --publish-timeout MS        a publish is stopped after this (%u)\n"
 	        "What boots get (as sandbox-app-boot's options):\n"
 	        "  --user NAME  --listen ADDR:PORT  --no-forward  --grace MS  --cache-root DIR\n"
 	        "  -v, --verbose  --help\n",
 	        SERVE_DEFAULT_UNIX, SERVE_DEFAULT_SERIAL, SERVE_VSOCK_PORT, SERVE_HOST_CID,
 	        SERVE_DEFAULT_UNIX, SERVE_DEFAULT_AUTHKEYS, SERVE_DEFAULT_AUTHKEYS_DIR,
-	        SERVE_DEFAULT_KEY, SERVE_DEFAULT_STATE_DIR, 5000);
+	        SERVE_DEFAULT_KEY, SERVE_DEFAULT_STATE_DIR, 5000, SERVE_PUBLISH_TIMEOUT_MS);
 }
 
 static int parse_uint(const char *s, unsigned long max, unsigned long *ret)
@@ -91,6 +92,7 @@ int serve_cli_main(int argc, char **argv)
 		OPT_KEY,
 		OPT_STATE_DIR,
 		OPT_HS_TIMEOUT,
+		OPT_PUBLISH_TIMEOUT,
 		OPT_USER,
 		OPT_LISTEN,
 		OPT_NO_FORWARD,
@@ -113,6 +115,7 @@ int serve_cli_main(int argc, char **argv)
 	    {"key", required_argument, NULL, OPT_KEY},
 	    {"state-dir", required_argument, NULL, OPT_STATE_DIR},
 	    {"handshake-timeout", required_argument, NULL, OPT_HS_TIMEOUT},
+	    {"publish-timeout", required_argument, NULL, OPT_PUBLISH_TIMEOUT},
 	    {"user", required_argument, NULL, OPT_USER},
 	    {"listen", required_argument, NULL, OPT_LISTEN},
 	    {"no-forward", no_argument, NULL, OPT_NO_FORWARD},
@@ -132,6 +135,7 @@ int serve_cli_main(int argc, char **argv)
 	    .key_path = SERVE_DEFAULT_KEY,
 	    .state_dir = SERVE_DEFAULT_STATE_DIR,
 	    .handshake_timeout_ms = 5000,
+	    .publish_timeout_ms = SERVE_PUBLISH_TIMEOUT_MS,
 	    .runner = "/proc/self/exe",
 	};
 	bool transport = false, container, own_daemon = false, one_shot = false;
@@ -204,6 +208,11 @@ int serve_cli_main(int argc, char **argv)
 			if (parse_uint(optarg, 600000, &v) < 0 || v == 0)
 				return bad("--handshake-timeout", optarg, "milliseconds");
 			cfg.handshake_timeout_ms = (int)v;
+			break;
+		case OPT_PUBLISH_TIMEOUT:
+			if (parse_uint(optarg, 3600 * 1000, &v) < 0 || v == 0)
+				return bad("--publish-timeout", optarg, "milliseconds");
+			cfg.publish_timeout_ms = (unsigned)v;
 			break;
 		case OPT_USER:
 			cfg.user = optarg;

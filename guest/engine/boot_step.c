@@ -156,7 +156,8 @@ static int step_execute(const struct step_context *ctx, const char *name, const 
 		    .user = &p->user,
 		    .output_fd = out_w,
 		    .procs_fd = ctx->procs ? procset_procs_fd(ctx->procs) : -1,
-		    .new_session = false,
+		    /* A session of its own: no step can join the engine's process group. */
+		    .new_session = true,
 		    .keep_fd = -1,
 		};
 		if (proc_spawn(&spec, &pid, err) < 0) {

@@ -18,6 +18,8 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/timerfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "log.h"
@@ -32,6 +34,8 @@
 #define FWD_END_EVENTS (EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET)
 /* Rounds one event may pump before the connection yields (a pipe, 64 KiB, each way a round). */
 #define FWD_PUMP_ROUNDS 4u
+/* How often idle connections are looked for, at most. */
+#define FWD_TICK_MAX_MS 1000u
 
 struct fwd_conn;
 
@@ -47,11 +51,19 @@ struct fwd_end {
 	bool done;      /* eof carried across: the other end was shut down for writing */
 };
 
+/* Where a client comes from: its IPv4 address, or the /64 of its IPv6 address. */
+struct fwd_source {
+	uint8_t bytes[8];
+	uint8_t len;
+};
+
 struct fwd_conn {
 	struct forwarder *fw;
 	struct fwd_conn *prev;
 	struct fwd_conn *next;
 	struct fwd_end end[2]; /* [0] the client, [1] the target */
+	struct fwd_source source;
+	uint64_t active_ms; /* when a byte last moved (or the connection arrived) */
 	bool connected;
 	bool dead;
 };
@@ -69,7 +81,20 @@ struct forwarder {
 	unsigned n_conns;
 	struct fwd_conn *conns;
 	struct fwd_conn *dead;
+	struct ev_handler tick_h;
+	int tick_fd; /* timerfd: looks for idle connections while there are any */
+	bool ticking;
+	unsigned idle_ms;  /* a connection idle this long is closed */
+	unsigned evict_ms; /* at a cap, a connection idle this long makes room */
 };
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
 
 static int addr_parse(const char *addr, uint16_t port, struct sockaddr_storage *ret,
                       socklen_t *ret_len)
@@ -127,6 +152,52 @@ static unsigned conn_cap(const struct forwarder *fw)
 			cap = (unsigned)(room / FWD_FDS_PER_CONN);
 	}
 	return cap ? cap : 1;
+}
+
+/* What one source may hold: the cap less a quarter kept for everyone else. */
+static unsigned source_cap(unsigned cap)
+{
+	return cap >= 4 ? cap - cap / 4 : cap;
+}
+
+static void source_of(const struct sockaddr_storage *sa, struct fwd_source *ret)
+{
+	memset(ret, 0, sizeof(*ret));
+	if (sa->ss_family == AF_INET) {
+		memcpy(ret->bytes, &((const struct sockaddr_in *)sa)->sin_addr, 4);
+		ret->len = 4;
+		return;
+	}
+	const struct in6_addr *a6 = &((const struct sockaddr_in6 *)sa)->sin6_addr;
+	if (IN6_IS_ADDR_V4MAPPED(a6)) {
+		memcpy(ret->bytes, a6->s6_addr + 12, 4);
+		ret->len = 4;
+		return;
+	}
+	memcpy(ret->bytes, a6->s6_addr, 8);
+	ret->len = 8;
+}
+
+static bool source_eq(const struct fwd_source *a, const struct fwd_source *b)
+{
+	return a->len == b->len && memcmp(a->bytes, b->bytes, a->len) == 0;
+}
+
+static void tick_set(struct forwarder *fw, bool on)
+{
+	unsigned ms = fw->idle_ms / 2 < FWD_TICK_MAX_MS ? fw->idle_ms / 2 : FWD_TICK_MAX_MS;
+	struct itimerspec its = {0};
+
+	if (fw->tick_fd < 0 || fw->ticking == on)
+		return;
+	if (on) {
+		ms = ms ? ms : 1;
+		its.it_interval.tv_sec = ms / 1000;
+		its.it_interval.tv_nsec = (long)(ms % 1000) * 1000000L;
+		its.it_value = its.it_interval;
+	}
+	if (timerfd_settime(fw->tick_fd, 0, &its, NULL) == 0)
+		fw->ticking = on;
 }
 
 static void listener_set(struct forwarder *fw, bool paused)
@@ -192,6 +263,40 @@ static void conn_close(struct fwd_conn *c, bool reset)
 	fw->n_conns--;
 	if (fw->paused && fw->n_conns < conn_cap(fw))
 		listener_set(fw, false);
+	if (fw->n_conns == 0)
+		tick_set(fw, false);
+}
+
+/*
+ * The connection idle the longest (of one source, when source is set), if it has been idle
+ * at least min_idle_ms; NULL otherwise.
+ */
+static struct fwd_conn *conn_idlest(struct forwarder *fw, const struct fwd_source *source,
+                                    uint64_t now, unsigned min_idle_ms)
+{
+	struct fwd_conn *best = NULL;
+
+	for (struct fwd_conn *c = fw->conns; c; c = c->next)
+		if ((!source || source_eq(&c->source, source)) &&
+		    (!best || c->active_ms < best->active_ms))
+			best = c;
+	return best && now - best->active_ms >= min_idle_ms ? best : NULL;
+}
+
+static void tick_event(struct ev_handler *h, uint32_t events)
+{
+	struct forwarder *fw = container_of(h, struct forwarder, tick_h);
+	uint64_t expirations, now = now_ms();
+	struct fwd_conn *c, *next;
+
+	(void)!read(fw->tick_fd, &expirations, sizeof(expirations));
+	for (c = fw->conns; c; c = next) {
+		next = c->next;
+		if (now - c->active_ms >= fw->idle_ms) {
+			log_debug("forward: closing a connection idle for %u ms", fw->idle_ms);
+			conn_close(c, true);
+		}
+	}
 }
 
 /*
@@ -277,6 +382,7 @@ static void serve_conn_pump(struct fwd_conn *c)
 		}
 		if (r0 == 0 && r1 == 0)
 			break;
+		c->active_ms = now_ms();
 		if (round + 1 == FWD_PUMP_ROUNDS && !(c->end[0].done && c->end[1].done)) {
 			conn_rearm(c);
 			return;
@@ -338,7 +444,7 @@ static int end_register(struct forwarder *fw, struct fwd_end *e)
 }
 
 /* Take an accepted client: connect to the target and hook both sockets up. */
-static int conn_start(struct forwarder *fw, int cfd)
+static int conn_start(struct forwarder *fw, int cfd, const struct fwd_source *source)
 {
 	struct fwd_conn *c = calloc(1, sizeof(*c));
 	int tfd, r;
@@ -348,6 +454,9 @@ static int conn_start(struct forwarder *fw, int cfd)
 		return -ENOMEM;
 	}
 	c->fw = fw;
+	c->source = *source;
+	c->active_ms = now_ms();
+	tick_set(fw, true);
 	c->end[0].fd = c->end[1].fd = -1;
 	c->end[0].pipe_rd = c->end[0].pipe_wr = c->end[1].pipe_rd = c->end[1].pipe_wr = -1;
 	c->next = fw->conns;
@@ -401,19 +510,45 @@ static void listener_drop_one(struct forwarder *fw)
 	fw->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 }
 
+/* How many connections source holds. */
+static unsigned source_count(const struct forwarder *fw, const struct fwd_source *source)
+{
+	unsigned n = 0;
+
+	for (const struct fwd_conn *c = fw->conns; c; c = c->next)
+		n += source_eq(&c->source, source);
+	return n;
+}
+
+/*
+ * The caps, in order: at the total cap the connection idle the longest makes room if it has
+ * been idle evict_ms, else the listener pauses (the backlog holds arrivals); a source at its
+ * own cap (a quarter of the total kept for others) gives up its idlest connection the same
+ * way, else the new one is reset.
+ */
 static void listener_event(struct ev_handler *h, uint32_t events)
 {
 	struct forwarder *fw = container_of(h, struct forwarder, h);
 	unsigned cap = conn_cap(fw);
 
 	for (;;) {
+		struct sockaddr_storage peer;
+		socklen_t peer_len = sizeof(peer);
+		struct fwd_source source;
+		struct fwd_conn *victim;
 		int fd, r;
 
 		if (fw->n_conns >= cap) {
-			listener_set(fw, true);
-			return;
+			victim = conn_idlest(fw, NULL, now_ms(), fw->evict_ms);
+			if (!victim) {
+				listener_set(fw, true);
+				return;
+			}
+			log_debug("forward: at the cap of %u connections: closing the idlest", cap);
+			conn_close(victim, true);
 		}
-		fd = accept4(fw->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		fd = accept4(fw->listen_fd, (struct sockaddr *)&peer, &peer_len,
+		             SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd < 0) {
 			switch (errno) {
 			case EAGAIN:
@@ -434,7 +569,18 @@ static void listener_event(struct ev_handler *h, uint32_t events)
 				continue;
 			}
 		}
-		r = conn_start(fw, fd);
+		source_of(&peer, &source);
+		if (source_count(fw, &source) >= source_cap(cap)) {
+			victim = conn_idlest(fw, &source, now_ms(), fw->evict_ms);
+			if (!victim) {
+				log_debug("forward: one client holds %u connections: refusing more",
+				          source_cap(cap));
+				close_reset(fd);
+				continue;
+			}
+			conn_close(victim, true);
+		}
+		r = conn_start(fw, fd, &source);
 		if ((r == -EMFILE || r == -ENFILE || r == -ENOMEM) && fw->n_conns > 0) {
 			listener_set(fw, true);
 			return;
@@ -460,7 +606,11 @@ int forwarder_new(int epfd, const char *listen_addr, uint16_t listen_port, const
 	fw->epfd = epfd;
 	fw->listen_fd = -1;
 	fw->reserve_fd = -1;
+	fw->tick_fd = -1;
+	fw->tick_h.fn = tick_event;
 	fw->max_conns = FORWARD_MAX_CONNECTIONS;
+	fw->idle_ms = FORWARD_IDLE_MS;
+	fw->evict_ms = FORWARD_EVICT_IDLE_MS;
 	if (addr_parse(target_addr, target_port, &fw->target, &fw->target_len) < 0) {
 		free(fw);
 		return err_set(err, ERR_REFUSED, EINVAL, "forwarder: %s is not an IP address",
@@ -494,6 +644,12 @@ int forwarder_new(int epfd, const char *listen_addr, uint16_t listen_port, const
 		err_errno(err, "forwarder: cannot watch the listening socket");
 		goto fail;
 	}
+	fw->tick_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	struct epoll_event tev = {.events = EPOLLIN, .data.ptr = &fw->tick_h};
+	if (fw->tick_fd < 0 || epoll_ctl(epfd, EPOLL_CTL_ADD, fw->tick_fd, &tev) < 0) {
+		err_errno(err, "forwarder: cannot set up the idle timer");
+		goto fail;
+	}
 	*ret = fw;
 	return 0;
 fail:
@@ -525,6 +681,18 @@ void forwarder_set_max_connections(struct forwarder *fw, unsigned max)
 		listener_set(fw, false);
 }
 
+void forwarder_set_idle(struct forwarder *fw, unsigned idle_ms, unsigned evict_ms)
+{
+	bool was = fw->ticking;
+
+	fw->idle_ms = idle_ms ? idle_ms : FORWARD_IDLE_MS;
+	fw->evict_ms = evict_ms;
+	/* Re-arm at the new period. */
+	tick_set(fw, false);
+	if (was)
+		tick_set(fw, true);
+}
+
 unsigned forwarder_connections(const struct forwarder *fw)
 {
 	return fw->n_conns;
@@ -552,5 +720,9 @@ void forwarder_free(struct forwarder *fw)
 	}
 	if (fw->reserve_fd >= 0)
 		close(fw->reserve_fd);
+	if (fw->tick_fd >= 0) {
+		(void)epoll_ctl(fw->epfd, EPOLL_CTL_DEL, fw->tick_fd, NULL);
+		close(fw->tick_fd);
+	}
 	free(fw);
 }

@@ -16,9 +16,15 @@
  * Connections: at most FORWARD_MAX_CONNECTIONS, and no more than the descriptor limit allows
  * (each connection holds 6 descriptors: two sockets and two pipes; the limit is read when a
  * connection arrives, so a caller may raise RLIMIT_NOFILE later). At the cap the listener stops
- * accepting and the kernel's backlog holds new arrivals until a connection closes. A connection
- * ends when both directions have carried their end-of-file across, or at once on an error on
- * either side; then the other side is reset (RST), as when the target refuses the connection.
+ * accepting and the kernel's backlog holds new arrivals until a connection closes, unless the
+ * connection idle the longest has moved no byte for FORWARD_EVICT_IDLE_MS: it is reset to make
+ * room. One client (an IPv4 address, or an IPv6 /64) may hold three quarters of the cap: the
+ * rest is kept for everyone else (the platform's probe); beyond that its idlest connection
+ * makes room the same way, else its new one is reset. A connection that moved no byte either
+ * way for FORWARD_IDLE_MS is reset (a timerfd in the caller's epoll set looks for them while
+ * connections are open). A connection ends when both directions have carried their
+ * end-of-file across, or at once on an error on either side; then the other side is reset
+ * (RST), as when the target refuses the connection.
  */
 #ifndef SA_FORWARDER_H
 #define SA_FORWARDER_H
@@ -29,6 +35,8 @@
 #include "err.h"
 
 #define FORWARD_MAX_CONNECTIONS 1024u
+#define FORWARD_IDLE_MS (5u * 60 * 1000)   /* 5 minutes without a byte either way */
+#define FORWARD_EVICT_IDLE_MS (10u * 1000) /* at a cap: idle this long makes room */
 
 /*
  * Handlers registered in an epoll set carry a pointer to one of these as epoll data;
@@ -53,6 +61,8 @@ uint16_t forwarder_target_port(const struct forwarder *fw);
 uint16_t forwarder_listen_port(const struct forwarder *fw);
 /* Lower the connection cap below FORWARD_MAX_CONNECTIONS (0 restores the default). */
 void forwarder_set_max_connections(struct forwarder *fw, unsigned max);
+/* Change the idle timeout (0: the default) and the idle time that makes room at a cap. */
+void forwarder_set_idle(struct forwarder *fw, unsigned idle_ms, unsigned evict_ms);
 /* Open connections, including ones still connecting to the target. */
 unsigned forwarder_connections(const struct forwarder *fw);
 /* Free the connections closed during the last batch of events. */

@@ -757,11 +757,40 @@ static void sleep_ms(unsigned ms)
 	nanosleep(&ts, NULL);
 }
 
-/* Never us, our own process group (the job that runs us), pid 0 or 1, or exclude. */
-static bool protected_pid(const struct proc_stat *st, pid_t exclude)
+#define ANCESTORS_MAX 64
+
+/*
+ * Who a stop never signals, by identity (pid and start time), never by process group: a
+ * process may join any group of its session, so a group says nothing about who it is.
+ */
+struct spared {
+	pid_t exclude;
+	struct pid_start ancestors[ANCESTORS_MAX]; /* us, our parent, its parent, ... up to pid 1 */
+	size_t n;
+};
+
+static void spared_init(struct spared *sp, pid_t exclude)
 {
-	return st->pid <= 1 || st->pid == getpid() || st->pid == exclude || st->pgrp <= 1 ||
-	       st->pgrp == getpgrp();
+	struct proc_stat st;
+	pid_t pid = getpid();
+
+	sp->exclude = exclude;
+	sp->n = 0;
+	while (pid > 1 && sp->n < ANCESTORS_MAX && proc_stat_read(pid, &st) == 0) {
+		sp->ancestors[sp->n++] = (struct pid_start){.pid = pid, .start = st.start_time};
+		pid = st.ppid;
+	}
+}
+
+/* Never pid 0 or 1, us or the jobs that run us (our ancestors), or exclude. */
+static bool protected_pid(const struct spared *sp, const struct proc_stat *st)
+{
+	if (st->pid <= 1 || st->pid == getpid() || st->pid == sp->exclude)
+		return true;
+	for (size_t i = 0; i < sp->n; i++)
+		if (sp->ancestors[i].pid == st->pid && sp->ancestors[i].start == st->start_time)
+			return true;
+	return false;
 }
 
 static bool signalled(const struct pid_start *v, size_t n, const struct proc_stat *st)
@@ -785,13 +814,13 @@ static void cgroup_kill(const struct procset *ps)
 		log_debug("write %s: %m", p);
 }
 
-static int survivors_error(struct err *err, const struct member_list *m, pid_t exclude)
+static int survivors_error(struct err *err, const struct member_list *m, const struct spared *sp)
 {
 	char list[600] = "";
 	size_t n = 0, len = 0;
 
 	for (size_t i = 0; i < m->n; i++) {
-		if (protected_pid(&m->v[i], exclude))
+		if (protected_pid(sp, &m->v[i]))
 			continue;
 		if (n++ < 10 && len < sizeof(list) - 100)
 			len += (size_t)snprintf(list + len, sizeof(list) - len, "%s%d (%s)",
@@ -808,7 +837,9 @@ int procset_stop(struct procset *ps, unsigned grace_ms, pid_t exclude, struct er
 	uint64_t start = clock_now_ms(), term_until = start + grace_ms, kill_until = 0;
 	unsigned nap = 1;
 	bool killing = false;
+	struct spared sp;
 
+	spared_init(&sp, exclude);
 	for (;;) {
 		struct member_list m = {0};
 		size_t targets = 0;
@@ -822,7 +853,9 @@ int procset_stop(struct procset *ps, unsigned grace_ms, pid_t exclude, struct er
 		for (size_t i = 0; i < m.n; i++) {
 			const struct proc_stat *st = &m.v[i];
 
-			if (protected_pid(st, exclude)) {
+			if (protected_pid(&sp, st)) {
+				/* cgroup.kill would hit it too: only we or our callers turn it off.
+				 */
 				may_kill_cgroup = false;
 				continue;
 			}
@@ -839,7 +872,7 @@ int procset_stop(struct procset *ps, unsigned grace_ms, pid_t exclude, struct er
 			nap = 1;
 		}
 		if (killing && now >= kill_until) {
-			int r = survivors_error(err, &m, exclude);
+			int r = survivors_error(err, &m, &sp);
 			free(m.v);
 			return r;
 		}
@@ -848,7 +881,7 @@ int procset_stop(struct procset *ps, unsigned grace_ms, pid_t exclude, struct er
 		for (size_t i = 0; i < m.n; i++) {
 			const struct proc_stat *st = &m.v[i];
 
-			if (protected_pid(st, exclude))
+			if (protected_pid(&sp, st))
 				continue;
 			if (killing) {
 				(void)proc_signal(st->pid, st->start_time, SIGKILL);

@@ -71,8 +71,9 @@ bool procset_contains(const struct procset *ps, pid_t pid);
 
 /*
  * Stop everything in the set except exclude (e.g. the caller itself): TERM, grace_ms,
- * KILL, then wait up to 2 s more. Never signals pid or group 0, 1 or our own. Returns 0 when
- * nothing is left, else ERR_FAILED naming what survived.
+ * KILL, then wait up to 2 s more. Never signals pid 0 or 1, us, or our ancestors (by pid and
+ * start time): never by process group, which any process of a session may join. Returns 0
+ * when nothing is left, else ERR_FAILED naming what survived.
  */
 int procset_stop(struct procset *ps, unsigned grace_ms, pid_t exclude, struct err *err);
 /* Remove the cgroup and any nested ones (after stop); harmless for the fallback. */

@@ -101,7 +101,16 @@ int serve_key_load_or_create(const char *path, struct keypair **ret, bool *ret_c
 
 static int hardening(struct err *err)
 {
-	struct rlimit no_core = {0, 0};
+	struct rlimit no_core = {0, 0}, nofile;
+
+	/* Room for SERVE_CONNS_MAX connections and the reserve, up to what the hard limit allows.
+	 */
+	if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < SERVE_NOFILE_WANT &&
+	    nofile.rlim_cur < nofile.rlim_max) {
+		nofile.rlim_cur =
+		    nofile.rlim_max < SERVE_NOFILE_WANT ? nofile.rlim_max : SERVE_NOFILE_WANT;
+		(void)setrlimit(RLIMIT_NOFILE, &nofile);
+	}
 
 	/* Secrets and keys live in this process: no core dumps, no ptrace by others. */
 	if (prctl(PR_SET_DUMPABLE, 0) < 0)
@@ -192,6 +201,11 @@ static int poll_timeout(struct serve *srv)
 				t = left < 0 ? 0 : left;
 		}
 	}
+	{
+		int64_t d = serve_jobs_next_deadline(srv);
+		if (d >= 0 && (t < 0 || d - now < t))
+			t = d - now < 0 ? 0 : d - now;
+	}
 	return t > 1000000 ? 1000000 : (int)t;
 }
 
@@ -265,6 +279,7 @@ static int loop_run(struct serve *srv)
 		for (struct conn *c = srv->conns; c; c = c->next)
 			if (c->state == CONN_SESSION)
 				serve_conn_pump(c);
+		serve_jobs_expire(srv);
 		conns_sweep(srv);
 	}
 	return 0;
@@ -282,7 +297,7 @@ static void clean_environment(struct serve *srv, char **ret_notify)
 
 int serve_run(const struct serve_config *cfg, struct err *err)
 {
-	struct serve srv = {.cfg = cfg, .sigfd = -1};
+	struct serve srv = {.cfg = cfg, .sigfd = -1, .reserve_fd = -1};
 	_cleanup_free_ char *notify_socket = NULL;
 	bool created = false;
 	int r = -1;
@@ -319,6 +334,7 @@ int serve_run(const struct serve_config *cfg, struct err *err)
 		snprintf(srv.instance, sizeof(srv.instance), "guest");
 	if (serve_listen_open(&srv, err) < 0)
 		goto out;
+	srv.reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	notify(notify_socket, "READY=1\nSTATUS=serving");
 	r = loop_run(&srv);
 	if (r < 0)
@@ -343,6 +359,8 @@ out:
 	strv_free(srv.clean_env);
 	if (srv.sigfd >= 0)
 		close(srv.sigfd);
+	if (srv.reserve_fd >= 0)
+		close(srv.reserve_fd);
 #ifdef __SANITIZE_ADDRESS__
 	/* Everything secret is wiped: the leak checker may stop the world (it ptraces). */
 	prctl(PR_SET_DUMPABLE, 1);

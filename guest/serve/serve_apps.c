@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "file.h"
 #include "log.h"
@@ -221,4 +222,15 @@ void serve_apps_forget(struct serve *srv, const char *app_dir)
 			return;
 		}
 	}
+}
+
+const char *serve_apps_other(const struct serve *srv, const char *app_dir)
+{
+	struct stat st;
+
+	for (size_t i = 0; i < srv->n_apps; i++)
+		if (strcmp(srv->apps[i].app_dir, app_dir) != 0 &&
+		    lstat(srv->apps[i].app_dir, &st) == 0)
+			return srv->apps[i].app_dir;
+	return NULL;
 }

@@ -14,5 +14,10 @@ int serve_apps_normalize(const char *app_dir, char **ret, struct err *err);
 int serve_apps_state_dir(struct serve *srv, const char *app_dir, char **ret, struct err *err);
 int serve_apps_set(struct serve *srv, const char *app_dir, const char *state_dir);
 void serve_apps_forget(struct serve *srv, const char *app_dir);
+/*
+ * Another app this daemon booted whose workspace is still there (not discarded), or NULL.
+ * Every app of a daemon runs as the same user (docs/design.md, "Two apps in one guest").
+ */
+const char *serve_apps_other(const struct serve *srv, const char *app_dir);
 
 #endif

@@ -14,6 +14,7 @@
 #define SERVE_DEFAULT_AUTHKEYS_DIR "/etc/sandbox-agent/authorized_keys.d"
 #define SERVE_DEFAULT_KEY "/var/lib/sandbox-agent/guest_key"
 #define SERVE_DEFAULT_STATE_DIR "/run/sandbox-agent"
+#define SERVE_PUBLISH_TIMEOUT_MS (5u * 60 * 1000)
 
 struct serve_config {
 	char **unix_paths;        /* --unix PATH (repeatable) */
@@ -29,6 +30,7 @@ struct serve_config {
 	const char *key_path;
 	const char *state_dir;
 	int handshake_timeout_ms;
+	unsigned publish_timeout_ms; /* a publish's runner is killed after this */
 	/* What every boot gets (sandbox-app-boot's options of the same names). */
 	const char *user;
 	const char *listen_addr;

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "log.h"
@@ -77,22 +78,90 @@ static void hello_send(struct conn *c)
 	serve_stream_send(c, MSG_HELLO, 0, 0, o, NULL, 0);
 }
 
+/* Lines a peer can cause by connecting: each kind at most LOG_RATELIMIT_BURST per window. */
+static struct log_ratelimit rl_refused, rl_failed, rl_dropped;
+
 static void hs_fail(struct conn *c, const struct err *e)
 {
 	const uint8_t *peer = c->hs ? handshake_peer_key(c->hs) : NULL;
+	unsigned n = 0;
 
 	if (peer) {
 		keys_fingerprint(peer, c->fingerprint);
-		log_notice("connection %" PRIu64 " (%s): host key %s refused: %s", c->id, c->peer,
-		           c->fingerprint, e->msg);
+		if (log_ratelimit_pass(&rl_refused, &n))
+			log_notice("connection %" PRIu64 " (%s): host key %s refused: %s%s%u%s",
+			           c->id, c->peer, c->fingerprint, e->msg, n ? " (" : "", n,
+			           n ? " more refusals not logged)" : "");
 	} else if (c->listener && c->listener->kind == LISTEN_SERIAL && e->code == ECONNRESET) {
 		/* The port's host side is not connected: it is read again every 250 ms. */
 		log_debug("connection %" PRIu64 " (%s): %s", c->id, c->peer, e->msg);
-	} else {
-		log_info("connection %" PRIu64 " (%s): handshake failed: %s", c->id, c->peer,
-		         e->msg);
+	} else if (log_ratelimit_pass(&rl_failed, &n)) {
+		log_info("connection %" PRIu64 " (%s): handshake failed: %s%s%u%s", c->id, c->peer,
+		         e->msg, n ? " (" : "", n, n ? " more failed handshakes not logged)" : "");
 	}
 	c->state = CONN_DEAD;
+}
+
+/* Close a connection at once (its memory goes at the loop's next sweep). */
+static void conn_drop(struct conn *c)
+{
+	handshake_free(c->hs);
+	c->hs = NULL;
+	if (c->owns_fds) {
+		if (c->wfd != c->fd && c->wfd >= 0)
+			close(c->wfd);
+		if (c->fd >= 0)
+			close(c->fd);
+		c->fd = c->wfd = -1;
+	}
+	c->state = CONN_DEAD;
+}
+
+/* All connections at once: SERVE_CONNS_MAX, or what the descriptor limit leaves. */
+static size_t conn_cap(const struct serve *srv)
+{
+	size_t cap = SERVE_CONNS_MAX, jobs = 0;
+	struct rlimit rl;
+
+	for (const struct job *j = srv->jobs; j; j = j->next)
+		jobs++;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
+		rlim_t used = SERVE_FDS_RESERVED + jobs + srv->n_listeners;
+		rlim_t room = rl.rlim_cur > used ? rl.rlim_cur - used : 1;
+		if (room < cap)
+			cap = (size_t)room;
+	}
+	return cap ? cap : 1;
+}
+
+bool serve_conn_admit(struct serve *srv)
+{
+	size_t handshakes = 0, open = 0, cap = conn_cap(srv);
+	struct conn *victim = NULL;
+	unsigned n = 0;
+
+	for (struct conn *c = srv->conns; c; c = c->next) {
+		if (c->state == CONN_DEAD || !c->owns_fds)
+			continue;
+		open++;
+		if (c->state != CONN_HANDSHAKE)
+			continue;
+		handshakes++;
+		/* The least progress first, then the oldest. */
+		if (!victim || handshake_frames(c->hs) < handshake_frames(victim->hs) ||
+		    (handshake_frames(c->hs) == handshake_frames(victim->hs) && c->id < victim->id))
+			victim = c;
+	}
+	if (victim && (handshakes >= SERVE_HANDSHAKES_MAX || open >= cap)) {
+		if (log_ratelimit_pass(&rl_dropped, &n))
+			log_info("connection %" PRIu64 " (%s): dropped unauthenticated for a newer "
+			         "one (%zu handshakes, %zu connections open)%s%u%s",
+			         victim->id, victim->peer, handshakes, open, n ? " (" : "", n,
+			         n ? " more not logged)" : "");
+		conn_drop(victim);
+		open--;
+	}
+	return open < cap;
 }
 
 static int hs_begin(struct conn *c)

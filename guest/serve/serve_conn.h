@@ -9,6 +9,13 @@
 
 struct conn *serve_conn_new(struct serve *srv, int fd, int wfd, bool owns_fds, const char *peer,
                             struct listener *l, struct frame_io *io);
+/*
+ * Make room for one more connection from a socket listener: at SERVE_HANDSHAKES_MAX
+ * unauthenticated connections, or at the cap of all (SERVE_CONNS_MAX, lowered by the
+ * descriptor limit), the unauthenticated one that got least far (then the oldest) is closed.
+ * False when there is still no room (every connection is an authenticated session).
+ */
+bool serve_conn_admit(struct serve *srv);
 void serve_conn_ready(struct conn *c);
 /* Run the streams' pumps; 1 when one of them has more to do at once. */
 int serve_conn_pump(struct conn *c);

@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <sodium.h>
 #include <stdio.h>
@@ -79,7 +80,10 @@ static int send_secret(void *userdata, const char *name, enum secret_scope scope
 
 static const char *job_kind_name(enum job_kind kind)
 {
-	return kind == JOB_BOOT ? "boot" : kind == JOB_STOP ? "stop" : "checkout";
+	return kind == JOB_BOOT      ? "boot"
+	       : kind == JOB_STOP    ? "stop"
+	       : kind == JOB_PUBLISH ? "publish"
+	                             : "checkout";
 }
 
 static _noreturn_ void runner_exec(struct serve *srv, int sock)
@@ -156,12 +160,15 @@ int serve_jobs_spawn(struct serve *srv, enum job_kind kind, json_object *request
 	}
 	j->pid = pid;
 	j->fd = sv[0];
+	j->started_ms = frame_io_now_ms();
 	j->next = srv->jobs;
 	srv->jobs = j;
 
 	/* The request, the secrets the runner needs, then the end of the request. */
 	ss.fd = j->fd;
 	ss.err = err;
+	if (kind == JOB_PUBLISH)
+		m.type = MSG_PUBLISH_COMMIT;
 	if (kind == JOB_CHECKOUT) {
 		m.type = MSG_CHECKOUT_FETCH;
 		ss.only = json_object_object_get_ex(request, "secret", &only)
@@ -289,7 +296,8 @@ void serve_jobs_readable(struct serve *srv, struct job *j)
 
 	if (!buf)
 		return;
-	while (j->fd >= 0) {
+	/* A bounded batch per pass: a runner that writes fast holds up no connection. */
+	for (int i = 0; i < SERVE_BATCH && j->fd >= 0; i++) {
 		struct msg m;
 		struct err err;
 		ssize_t n = recv(j->fd, buf, JOB_RECORD_MAX, MSG_DONTWAIT | MSG_TRUNC);
@@ -339,6 +347,55 @@ void serve_jobs_reap(struct serve *srv)
 			}
 		}
 	}
+}
+
+/* The result a job did not give: an error on every stream that follows it. */
+static void job_fail(struct serve *srv, struct job *j, const char *reason)
+{
+	json_object *o = json_object_new_object();
+	struct msg m = {.type = MSG_ERROR, .flags = MSG_F_END, .json = o};
+
+	json_object_object_add(o, "code", json_object_new_int(ETIMEDOUT));
+	json_object_object_add(o, "class", json_object_new_string("failed"));
+	json_object_object_add(o, "msg", json_object_new_string(reason));
+	j->result_seen = true;
+	relay(srv, j, &m);
+	json_object_put(o);
+}
+
+void serve_jobs_expire(struct serve *srv)
+{
+	int64_t now = frame_io_now_ms();
+
+	for (struct job *j = srv->jobs; j; j = j->next) {
+		char reason[PATH_MAX + 128];
+
+		if (!j->deadline_ms || j->result_seen || now < j->deadline_ms)
+			continue;
+		/* The runner is in a session of its own: its group is it and what it started. */
+		kill(-j->pid, SIGKILL);
+		kill(j->pid, SIGKILL);
+		snprintf(reason, sizeof(reason),
+		         "the %s of %s did not finish within %lld s: stopped",
+		         job_kind_name(j->kind), j->app_dir,
+		         (long long)((j->deadline_ms - j->started_ms + 999) / 1000));
+		log_warn("%s", reason);
+		job_fail(srv, j, reason);
+		if (j->fd >= 0) {
+			close(j->fd);
+			j->fd = -1;
+		}
+	}
+}
+
+int64_t serve_jobs_next_deadline(const struct serve *srv)
+{
+	int64_t t = -1;
+
+	for (const struct job *j = srv->jobs; j; j = j->next)
+		if (j->deadline_ms && !j->result_seen && (t < 0 || j->deadline_ms < t))
+			t = j->deadline_ms;
+	return t;
 }
 
 void serve_jobs_free(struct serve *srv)

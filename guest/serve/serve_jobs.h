@@ -15,6 +15,10 @@ void serve_jobs_unfollow_conn(struct serve *srv, uint64_t conn_id);
 void serve_jobs_readable(struct serve *srv, struct job *j);
 void serve_jobs_reap(struct serve *srv);
 struct job *serve_jobs_find(struct serve *srv, enum job_kind kind, const char *state_dir);
+/* Kill the runners whose deadline passed; their followers get a timeout error. */
+void serve_jobs_expire(struct serve *srv);
+/* The earliest deadline of a job still running (frame_io_now_ms() units), or -1. */
+int64_t serve_jobs_next_deadline(const struct serve *srv);
 void serve_jobs_free(struct serve *srv);
 
 #endif

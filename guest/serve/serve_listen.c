@@ -225,6 +225,9 @@ void serve_listen_close(struct serve *srv)
 	srv->n_listeners = 0;
 }
 
+/* Refused peers (a unix peer not root, a vsock peer not the host): a peer can make many. */
+static struct log_ratelimit rl_peer;
+
 static void unix_accept(struct serve *srv, struct listener *l, int fd)
 {
 	struct ucred cred;
@@ -237,9 +240,12 @@ static void unix_accept(struct serve *srv, struct listener *l, int fd)
 		return;
 	}
 	if (cred.uid != 0) {
-		log_notice("unix:%s: refused a connection from uid %u (pid %d): only root may "
-		           "connect",
-		           l->path, (unsigned)cred.uid, (int)cred.pid);
+		unsigned n = 0;
+		if (log_ratelimit_pass(&rl_peer, &n))
+			log_notice("unix:%s: refused a connection from uid %u (pid %d): only root "
+			           "may connect%s%u%s",
+			           l->path, (unsigned)cred.uid, (int)cred.pid, n ? " (" : "", n,
+			           n ? " more refusals not logged)" : "");
 		close(fd);
 		return;
 	}
@@ -254,9 +260,12 @@ static void vsock_accept(struct serve *srv, struct listener *l, int fd,
 	char peer[64];
 
 	if (sa->svm_cid != srv->cfg->vsock_allow_cid) {
-		log_notice("vsock: refused a connection from CID %u port %u: only CID %u may "
-		           "connect",
-		           sa->svm_cid, sa->svm_port, srv->cfg->vsock_allow_cid);
+		unsigned n = 0;
+		if (log_ratelimit_pass(&rl_peer, &n))
+			log_notice("vsock: refused a connection from CID %u port %u: only CID %u "
+			           "may connect%s%u%s",
+			           sa->svm_cid, sa->svm_port, srv->cfg->vsock_allow_cid,
+			           n ? " (" : "", n, n ? " more refusals not logged)" : "");
 		close(fd);
 		return;
 	}
@@ -265,8 +274,26 @@ static void vsock_accept(struct serve *srv, struct listener *l, int fd,
 }
 #endif
 
+static struct log_ratelimit rl_accept, rl_full;
+
+/* Out of descriptors: accept one arrival with the reserve descriptor and close it. */
+static void accept_and_close(struct serve *srv, struct listener *l)
+{
+	int fd;
+
+	if (srv->reserve_fd < 0)
+		return;
+	close(srv->reserve_fd);
+	fd = accept4(l->fd, NULL, NULL, SOCK_CLOEXEC);
+	if (fd >= 0)
+		close(fd);
+	srv->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+}
+
 void serve_listen_ready(struct serve *srv, struct listener *l)
 {
+	unsigned n = 0;
+
 	if (l->kind == LISTEN_SERIAL) {
 		struct err err;
 		if (!l->busy && l->fd >= 0 && frame_io_now_ms() >= l->retry_at) {
@@ -285,16 +312,33 @@ void serve_listen_ready(struct serve *srv, struct listener *l)
 	}
 	if (l->kind != LISTEN_UNIX && l->kind != LISTEN_VSOCK)
 		return;
-	for (;;) {
+	/* A bounded batch per pass: the connections already open are served in between. */
+	for (int i = 0; i < SERVE_ACCEPT_BATCH; i++) {
 		struct sockaddr_storage ss;
 		socklen_t len = sizeof(ss);
 		int fd = accept4(l->fd, (struct sockaddr *)&ss, &len, SOCK_CLOEXEC | SOCK_NONBLOCK);
 
 		if (fd < 0) {
-			if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR &&
-			    errno != ECONNABORTED)
-				log_warn("accepting on %s: %m", l->path);
+			int e = errno;
+			if (e == EAGAIN || e == EWOULDBLOCK || e == EINTR || e == ECONNABORTED)
+				return;
+			if (log_ratelimit_pass(&rl_accept, &n)) {
+				errno = e;
+				log_warn("accepting on %s: %m%s%u%s", l->path, n ? " (" : "", n,
+				         n ? " more not logged)" : "");
+			}
+			/* Closing one arrival keeps poll() from waking us for it at once again. */
+			if (e == EMFILE || e == ENFILE)
+				accept_and_close(srv, l);
 			return;
+		}
+		if (!serve_conn_admit(srv)) {
+			if (log_ratelimit_pass(&rl_full, &n))
+				log_warn("%s: %d connections are open: closing a new one%s%u%s",
+				         l->path, SERVE_CONNS_MAX, n ? " (" : "", n,
+				         n ? " more not logged)" : "");
+			close(fd);
+			continue;
 		}
 		if (l->kind == LISTEN_UNIX)
 			unix_accept(srv, l, fd);

@@ -104,6 +104,7 @@ int serve_ops_boot_start(struct conn *c, struct stream *st, const struct msg *m)
 	_cleanup_free_ char *state_dir = NULL;
 	_cleanup_free_ char *spec_path = NULL;
 	json_object *spec = NULL, *pass_env = NULL, *v;
+	const char *other;
 	struct job *job;
 	struct err err;
 	int64_t timeout = 0;
@@ -137,6 +138,30 @@ int serve_ops_boot_start(struct conn *c, struct stream *st, const struct msg *m)
 		        app_dir);
 		return serve_stream_error(c, st, &err);
 	}
+	if (serve_jobs_find(srv, JOB_PUBLISH, state_dir)) {
+		err_set(&err, ERR_REFUSED, EBUSY,
+		        "%s is being published: boot it when the publish has finished", app_dir);
+		return serve_stream_error(c, st, &err);
+	}
+	/*
+	 * One user runs every app: a second app could read the first one's environment (its
+	 * secrets) in /proc and its files. Only when the caller says that is acceptable.
+	 */
+	other = serve_apps_other(srv, app_dir);
+	if (other && !(m->json && json_object_object_get_ex(m->json, "shared_user", &v) &&
+	               json_object_get_boolean(v))) {
+		err_set(&err, ERR_REFUSED, EEXIST,
+		        "this guest already holds the app %s, and every app runs as the same user: "
+		        "%s could read its secrets, environment and files. Discard %s first, or "
+		        "accept one user for all apps (sandbox-ctl boot --shared-user, boot.start "
+		        "{\"shared_user\": true})",
+		        other, app_dir, other);
+		return serve_stream_error(c, st, &err);
+	}
+	if (other)
+		log_notice("connection %" PRIu64 ": %s boots beside %s as the same user (the host "
+		           "accepted a shared user)",
+		           c->id, app_dir, other);
 	if (m->json && json_object_object_get_ex(m->json, "pass_env", &pass_env)) {
 		if (check_pass_env(srv, pass_env, &err) < 0)
 			return serve_stream_error(c, st, &err);

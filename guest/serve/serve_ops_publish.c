@@ -4,12 +4,21 @@
  * the commit to the host as a pack; the host pushes it (docs/design.md, "Channel": the guest
  * never pushes and never sees the push token).
  *
- * It runs in the daemon, as checkout.pack does, holding the app's boot lock so no checkout is
- * swapped in meanwhile: git_publish_open() opens the checkout without trusting its .git (see
- * git_publish.h), git_publish_commit() writes the commit into memory only (nothing in the
- * checkout changes: not HEAD, not the index, not .git/objects), and git_pack_write() streams
- * everything the commit needs that is not reachable from the checkout's base (HEAD) or from
- * the commits the host says it has, as publish.data messages, then `ok`.
+ * The daemon only checks the request and starts a runner (serve_jobs.c): a fresh exec of
+ * `sandbox-agent serve --runner`, which holds none of the daemon's memory (not the guest's key,
+ * not the session keys, no secret), and whose records reach the host through the daemon's one
+ * poll loop, so a checkout that blocks libgit2 (a FIFO for .git/config) blocks only the runner.
+ * The runner is killed at the daemon's --publish-timeout (5 minutes by default) and the host
+ * gets a timeout error.
+ *
+ * The runner takes the app's boot lock (no checkout is swapped in meanwhile), becomes the
+ * checkout's owner (never root), and then: git_publish_open() opens the checkout without
+ * trusting its .git (see git_publish.h), git_publish_commit() writes the commit into memory
+ * only (nothing in the checkout changes: not HEAD, not the index, not .git/objects), and
+ * git_pack_write() streams everything the commit needs that is not reachable from the
+ * checkout's base (HEAD) or from the commits the host says it has, as publish.data records,
+ * then `ok`. Whatever the app could swap under libgit2 (a file for a link) is read with the
+ * app's own rights, so no file only root may read can end up in the commit.
  */
 #include "serve_ops_publish.h"
 
@@ -18,13 +27,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <dirent.h>
 #include <fcntl.h>
 #include <grp.h>
 #include <sys/prctl.h>
-#include <signal.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 
 #include "boot_state.h"
 #include "file.h"
@@ -39,73 +45,14 @@
 #define PUBLISH_HAVE_MAX 16
 #define PUBLISH_CHUNK (60 * 1024)
 
-struct publish_send {
-	struct conn *c;
-	uint32_t stream;
-	uint8_t buf[PUBLISH_CHUNK];
-	size_t len;
-};
-
-static int publish_flush(struct publish_send *ps)
-{
-	int r = 0;
-
-	if (ps->len)
-		r = serve_stream_send(ps->c, MSG_PUBLISH_DATA, 0, ps->stream, NULL, ps->buf,
-		                      ps->len);
-	ps->len = 0;
-	return r;
-}
-
-static int publish_sink(void *userdata, const void *buf, size_t len)
-{
-	struct publish_send *ps = userdata;
-	const uint8_t *p = buf;
-
-	while (len > 0) {
-		size_t n = PUBLISH_CHUNK - ps->len < len ? PUBLISH_CHUNK - ps->len : len;
-
-		memcpy(ps->buf + ps->len, p, n);
-		ps->len += n;
-		p += n;
-		len -= n;
-		if (ps->len == PUBLISH_CHUNK && publish_flush(ps) < 0)
-			return -1;
-	}
-	return 0;
-}
-
-/* Close every descriptor above 2 but a and b. */
-static void close_all_but(int a, int b)
-{
-	DIR *d = opendir("/proc/self/fd");
-	struct dirent *de;
-	int self = d ? dirfd(d) : -1;
-
-	if (!d)
-		return;
-	while ((de = readdir(d))) {
-		int fd = atoi(de->d_name);
-		if (fd > 2 && fd != a && fd != b && fd != self)
-			close(fd);
-	}
-	closedir(d);
-}
-
-/* git_pack_write's sink in the child: the pack goes down the pipe to the daemon. */
-static int publish_pipe_sink(void *userdata, const void *buf, size_t len)
-{
-	return file_write_all(*(int *)userdata, buf, len) < 0 ? -1 : 0;
-}
-
 /* author {"name", "email"} (required), "have" [hex, ...] (optional). */
-static int publish_request(const struct msg *m, const char **ret_name, const char **ret_email,
+static int publish_request(json_object *req, const char **ret_name, const char **ret_email,
                            git_oid *have, size_t *n_have, struct err *err)
 {
 	json_object *a, *v, *h;
 
 	*ret_name = *ret_email = NULL;
-	if (m->json && json_object_object_get_ex(m->json, "author", &a) &&
+	if (req && json_object_object_get_ex(req, "author", &a) &&
 	    json_object_is_type(a, json_type_object)) {
 		if (json_object_object_get_ex(a, "name", &v) &&
 		    json_object_is_type(v, json_type_string))
@@ -118,7 +65,7 @@ static int publish_request(const struct msg *m, const char **ret_name, const cha
 		return err_set(err, ERR_REFUSED, EINVAL,
 		               "publish.commit: \"author\" must be {\"name\", \"email\"}");
 	*n_have = 0;
-	if (!m->json || !json_object_object_get_ex(m->json, "have", &h))
+	if (!req || !json_object_object_get_ex(req, "have", &h))
 		return 0;
 	if (!json_object_is_type(h, json_type_array) ||
 	    json_object_array_length(h) > PUBLISH_HAVE_MAX - 1)
@@ -137,182 +84,193 @@ static int publish_request(const struct msg *m, const char **ret_name, const cha
 	return 0;
 }
 
-/*
- * In a child running as the checkout's owner (never root): open the checkout, make the commit
- * in memory and stream its pack to out_fd, after one line "COMMIT BASE\n". Whatever the app
- * could swap under libgit2 (a file for a link) is then read with the app's own rights, so no
- * file only root may read can end up in the commit. Errors go to err_fd as text.
- */
-static _noreturn_ void publish_child(const struct msg *m, const char *app_dir, uid_t uid, gid_t gid,
-                                     int out_fd, int err_fd)
+static const char *req_str(json_object *req, const char *key)
 {
-	git_oid all[PUBLISH_HAVE_MAX + 1], base, commit;
-	_cleanup_git_repository_ git_repository *repo = NULL;
-	struct git_pack_stats stats = {0};
-	const char *name, *email;
-	char line[2 * GIT_OID_HEXSZ + 3];
-	size_t n_have = 0;
-	struct err err;
+	json_object *v;
 
-	err_clear(&err);
-	/* Nothing of the daemon's but the two pipes: no connection, no listener. */
-	close_all_but(out_fd, err_fd);
-	if (setgroups(0, NULL) < 0 || setgid(gid) < 0 || setuid(uid) < 0 || getuid() != uid ||
-	    (uid != 0 && setuid(0) == 0)) {
-		err_errno(&err, "cannot drop to the checkout's owner (uid %u)", (unsigned)uid);
-		goto out_fail;
-	}
-	/* The daemon's memory (keys, secrets) stays out of reach of the same uid's ptrace. */
-	prctl(PR_SET_DUMPABLE, 0);
-	if (publish_request(m, &name, &email, all, &n_have, &err) < 0 ||
-	    git_publish_open(app_dir, &repo, &err) < 0 ||
-	    git_publish_commit(repo, name, email, msg_get_string(m, "message"), &base, &commit,
-	                       &err) < 0)
-		goto out_fail;
-	all[n_have++] = base;
-	git_oid_tostr(line, GIT_OID_HEXSZ + 1, &commit);
-	line[GIT_OID_HEXSZ] = ' ';
-	git_oid_tostr(line + GIT_OID_HEXSZ + 1, GIT_OID_HEXSZ + 1, &base);
-	line[2 * GIT_OID_HEXSZ + 1] = '\n';
-	if (file_write_all(out_fd, line, 2 * GIT_OID_HEXSZ + 2) < 0) {
-		err_errno(&err, "cannot hand the commit over");
-		goto out_fail;
-	}
-	if (git_pack_write(repo, &commit, all, n_have, publish_pipe_sink, &out_fd, &stats, &err) <
-	    0) {
-		err_wrap(&err, "sending the commit of %s", app_dir);
-		goto out_fail;
-	}
-	_exit(0);
-out_fail:
-	(void)file_write_all(err_fd, err.msg, strlen(err.msg));
-	_exit(err.cls == ERR_REFUSED ? 2 : 1);
+	if (!json_object_object_get_ex(req, key, &v) || !json_object_is_type(v, json_type_string))
+		return NULL;
+	return json_object_get_string(v);
 }
 
-static int publish_run(struct conn *c, struct stream *st, const struct msg *m, const char *app_dir,
-                       json_object **ret, struct err *err)
+static int64_t req_int(json_object *req, const char *key)
 {
-	_cleanup_free_ struct publish_send *ps = NULL;
-	_cleanup_free_ char *git_dir = NULL;
-	_cleanup_close_ int out_r = -1, out_w = -1, err_r = -1, err_w = -1;
-	char head[2 * GIT_OID_HEXSZ + 2], msgbuf[ERR_MSG_MAX];
-	size_t head_len = 0, total = 0;
-	git_oid have[PUBLISH_HAVE_MAX];
-	size_t n_have = 0;
-	const char *name, *email;
-	struct stat st_git;
-	int fds[2], status = 0;
-	ssize_t n;
-	pid_t pid;
+	json_object *v;
 
-	/* Refuse a bad request here already: the child repeats the parse as the owner. */
-	if (publish_request(m, &name, &email, have, &n_have, err) < 0)
-		return err_ret(err);
-	if (asprintf(&git_dir, "%s/.git", app_dir) < 0)
-		return err_oom(err);
-	if (lstat(git_dir, &st_git) < 0 || !S_ISDIR(st_git.st_mode))
-		return err_set(err, ERR_REFUSED, ENOENT, "%s is not a git checkout", app_dir);
-	if (st_git.st_uid == 0)
-		return err_set(err, ERR_REFUSED, EPERM,
-		               "%s belongs to root: publishing reads a checkout as its owner, "
-		               "the run user",
-		               app_dir);
-	if (pipe2(fds, O_CLOEXEC) < 0)
-		return err_errno(err, "pipe");
-	out_r = fds[0];
-	out_w = fds[1];
-	if (pipe2(fds, O_CLOEXEC) < 0)
-		return err_errno(err, "pipe");
-	err_r = fds[0];
-	err_w = fds[1];
-	pid = fork();
-	if (pid < 0)
-		return err_errno(err, "fork");
-	if (pid == 0)
-		publish_child(m, app_dir, st_git.st_uid, st_git.st_gid, out_w, err_w);
-	closep(&out_w);
-	out_w = -1;
-	closep(&err_w);
-	err_w = -1;
-	ps = calloc(1, sizeof(*ps));
-	if (!ps) {
-		kill(pid, SIGKILL);
-		waitpid(pid, NULL, 0);
-		return err_oom(err);
-	}
-	ps->c = c;
-	ps->stream = st->id;
-	for (;;) {
-		char buf[65536];
-		size_t off = 0;
-
-		n = read(out_r, buf, sizeof(buf));
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		while (head_len < sizeof(head) && off < (size_t)n)
-			head[head_len++] = buf[off++];
-		total += (size_t)n - off;
-		if ((size_t)n > off && publish_sink(ps, buf + off, (size_t)n - off) < 0) {
-			kill(pid, SIGKILL);
-			waitpid(pid, NULL, 0);
-			return err_set(err, ERR_FAILED, EPIPE,
-			               "the connection failed while sending");
-		}
-	}
-	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-		;
-	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-		n = read(err_r, msgbuf, sizeof(msgbuf) - 1);
-		msgbuf[n > 0 ? n : 0] = '\0';
-		return err_set(
-		    err, WIFEXITED(status) && WEXITSTATUS(status) == 2 ? ERR_REFUSED : ERR_FAILED,
-		    EIO, "%s", msgbuf[0] ? msgbuf : "the publishing process failed");
-	}
-	if (head_len != sizeof(head) || head[GIT_OID_HEXSZ] != ' ')
-		return err_set(err, ERR_FAILED, EIO, "the publishing process sent no commit");
-	if (publish_flush(ps) < 0)
-		return err_set(err, ERR_FAILED, EPIPE, "the connection failed while sending");
-	head[GIT_OID_HEXSZ] = '\0';
-	head[2 * GIT_OID_HEXSZ + 1] = '\0';
-	*ret = json_object_new_object();
-	json_object_object_add(*ret, "commit", json_object_new_string(head));
-	json_object_object_add(*ret, "base", json_object_new_string(head + GIT_OID_HEXSZ + 1));
-	json_object_object_add(*ret, "bytes", json_object_new_int64((int64_t)total));
-	log_info("connection %" PRIu64 ": published %s of %s on %s (%zu bytes)", c->id, head,
-	         app_dir, head + GIT_OID_HEXSZ + 1, total);
-	return 0;
+	if (!json_object_object_get_ex(req, key, &v) || !json_object_is_type(v, json_type_int))
+		return -1;
+	return json_object_get_int64(v);
 }
+
+/* ---- the daemon's half ---- */
 
 int serve_ops_publish_commit(struct conn *c, struct stream *st, const struct msg *m)
 {
+	struct serve *srv = c->srv;
 	_cleanup_free_ char *app_dir = NULL;
 	_cleanup_free_ char *state_dir = NULL;
-	_cleanup_close_ int lock_fd = -1;
-	json_object *reply = NULL;
-	const char *dir;
+	_cleanup_free_ char *git_dir = NULL;
+	_cleanup_json_ json_object *req = NULL;
+	git_oid have[PUBLISH_HAVE_MAX];
+	const char *dir, *name, *email;
+	size_t n_have = 0;
+	struct stat st_git;
+	struct job *job;
+	json_object *v;
 	struct err err;
 
 	err_clear(&err);
 	dir = serve_stream_field_string(m, "app_dir", true, &err);
 	if (!dir || serve_apps_normalize(dir, &app_dir, &err) < 0 ||
-	    serve_apps_state_dir(c->srv, app_dir, &state_dir, &err) < 0)
+	    serve_apps_state_dir(srv, app_dir, &state_dir, &err) < 0)
 		return serve_stream_error(c, st, &err);
-	if (serve_jobs_find(c->srv, JOB_BOOT, state_dir) ||
-	    serve_jobs_find(c->srv, JOB_CHECKOUT, state_dir)) {
+	if (serve_jobs_find(srv, JOB_BOOT, state_dir) ||
+	    serve_jobs_find(srv, JOB_CHECKOUT, state_dir) ||
+	    serve_jobs_find(srv, JOB_PUBLISH, state_dir)) {
 		err_set(&err, ERR_REFUSED, EBUSY,
-		        "a boot or checkout of %s is in progress: publish when it has finished",
+		        "a boot, checkout or publish of %s is in progress: publish when it has "
+		        "finished",
 		        app_dir);
 		return serve_stream_error(c, st, &err);
 	}
-	if (file_mkdir_p(state_dir, 0700, &err) < 0 ||
-	    boot_state_lock_acquire(state_dir, &lock_fd, &err) < 0)
+	/* Refuse a bad request here already: the runner repeats the parse. */
+	if (publish_request(m->json, &name, &email, have, &n_have, &err) < 0)
 		return serve_stream_error(c, st, &err);
-	if (publish_run(c, st, m, app_dir, &reply, &err) < 0) {
-		log_info("connection %" PRIu64 ": publishing %s refused: %s", c->id, app_dir,
-		         err.msg);
+	if (asprintf(&git_dir, "%s/.git", app_dir) < 0) {
+		err_oom(&err);
 		return serve_stream_error(c, st, &err);
 	}
-	return serve_stream_ok(c, st, reply);
+	/* lstat() opens nothing: whatever the app made of .git cannot block the daemon. */
+	if (lstat(git_dir, &st_git) < 0 || !S_ISDIR(st_git.st_mode)) {
+		err_set(&err, ERR_REFUSED, ENOENT, "%s is not a git checkout", app_dir);
+		return serve_stream_error(c, st, &err);
+	}
+	if (st_git.st_uid == 0) {
+		err_set(
+		    &err, ERR_REFUSED, EPERM,
+		    "%s belongs to root: publishing reads a checkout as its owner, the run user",
+		    app_dir);
+		return serve_stream_error(c, st, &err);
+	}
+	req = json_object_new_object();
+	json_object_object_add(req, "app_dir", json_object_new_string(app_dir));
+	json_object_object_add(req, "state_dir", json_object_new_string(state_dir));
+	json_object_object_add(req, "uid", json_object_new_int64((int64_t)st_git.st_uid));
+	json_object_object_add(req, "gid", json_object_new_int64((int64_t)st_git.st_gid));
+	if (json_object_object_get_ex(m->json, "author", &v))
+		json_object_object_add(req, "author", json_object_get(v));
+	if (json_object_object_get_ex(m->json, "have", &v))
+		json_object_object_add(req, "have", json_object_get(v));
+	if (msg_get_string(m, "message"))
+		json_object_object_add(req, "message",
+		                       json_object_new_string(msg_get_string(m, "message")));
+	if (serve_jobs_spawn(srv, JOB_PUBLISH, req, false, app_dir, state_dir, &job, &err) < 0)
+		return serve_stream_error(c, st, &err);
+	job->deadline_ms = job->started_ms + (int64_t)srv->cfg->publish_timeout_ms;
+	serve_jobs_follow(job, c->id, st->id);
+	log_info("connection %" PRIu64 ": publishing %s (runner %d)", c->id, app_dir,
+	         (int)job->pid);
+	return 0;
+}
+
+/* ---- the runner's half ---- */
+
+struct publish_send {
+	serve_ops_publish_sink_fn sink;
+	void *userdata;
+	uint8_t buf[PUBLISH_CHUNK];
+	size_t len;
+	uint64_t total;
+};
+
+static int publish_flush(struct publish_send *ps)
+{
+	int r = 0;
+
+	if (ps->len)
+		r = ps->sink(ps->userdata, ps->buf, ps->len);
+	ps->len = 0;
+	return r;
+}
+
+/* git_pack_write's sink: the pack in records of PUBLISH_CHUNK bytes. */
+static int publish_sink(void *userdata, const void *buf, size_t len)
+{
+	struct publish_send *ps = userdata;
+	const uint8_t *p = buf;
+
+	ps->total += len;
+	while (len > 0) {
+		size_t n = PUBLISH_CHUNK - ps->len < len ? PUBLISH_CHUNK - ps->len : len;
+
+		memcpy(ps->buf + ps->len, p, n);
+		ps->len += n;
+		p += n;
+		len -= n;
+		if (ps->len == PUBLISH_CHUNK && publish_flush(ps) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+int serve_ops_publish_run(json_object *req, serve_ops_publish_sink_fn sink, void *userdata,
+                          json_object **ret_reply, struct err *err)
+{
+	const char *app_dir = req_str(req, "app_dir"), *state_dir = req_str(req, "state_dir");
+	int64_t uid = req_int(req, "uid"), gid = req_int(req, "gid");
+	git_oid all[PUBLISH_HAVE_MAX + 1], base, commit;
+	_cleanup_git_repository_ git_repository *repo = NULL;
+	_cleanup_free_ struct publish_send *ps = calloc(1, sizeof(*ps));
+	_cleanup_close_ int lock_fd = -1;
+	struct git_pack_stats stats = {0};
+	const char *name, *email;
+	char hex[GIT_OID_HEXSZ + 1];
+	size_t n_have = 0;
+	int r;
+
+	if (!ps)
+		return err_oom(err);
+	ps->sink = sink;
+	ps->userdata = userdata;
+	if (!app_dir || !state_dir || uid <= 0 || gid < 0)
+		return err_set(err, ERR_REFUSED, EINVAL, "publish.commit: a malformed request");
+	if (publish_request(req, &name, &email, all, &n_have, err) < 0)
+		return err_ret(err);
+	if (file_mkdir_p(state_dir, 0700, err) < 0 ||
+	    boot_state_lock_acquire(state_dir, &lock_fd, err) < 0)
+		return err_ret(err);
+	/* The checkout's owner from here on: the lock stays held through its descriptor. */
+	if (setgroups(0, NULL) < 0 || setgid((gid_t)gid) < 0 || setuid((uid_t)uid) < 0 ||
+	    getuid() != (uid_t)uid || setuid(0) == 0)
+		return err_errno(err, "cannot become the checkout's owner (uid %lld)",
+		                 (long long)uid);
+	/* Not even the same uid may ptrace us. */
+	prctl(PR_SET_DUMPABLE, 0);
+	if (git_fetch_global_init(NULL, err) < 0)
+		return err_ret(err);
+	r = git_publish_open(app_dir, &repo, err);
+	if (r == 0)
+		r = git_publish_commit(repo, name, email, req_str(req, "message"), &base, &commit,
+		                       err);
+	if (r == 0) {
+		all[n_have++] = base;
+		r = git_pack_write(repo, &commit, all, n_have, publish_sink, ps, &stats, err);
+		if (r < 0)
+			err_wrap(err, "sending the commit of %s", app_dir);
+	}
+	if (r == 0 && publish_flush(ps) < 0)
+		r = err_set(err, ERR_FAILED, EPIPE, "the daemon went away while sending");
+	git_repository_free(TAKE_PTR(repo));
+	git_fetch_global_shutdown();
+	if (r < 0)
+		return err_ret(err);
+	*ret_reply = json_object_new_object();
+	git_oid_tostr(hex, sizeof(hex), &commit);
+	json_object_object_add(*ret_reply, "commit", json_object_new_string(hex));
+	git_oid_tostr(hex, sizeof(hex), &base);
+	json_object_object_add(*ret_reply, "base", json_object_new_string(hex));
+	json_object_object_add(*ret_reply, "objects",
+	                       json_object_new_int64((int64_t)stats.objects));
+	json_object_object_add(*ret_reply, "bytes", json_object_new_int64((int64_t)ps->total));
+	return 0;
 }

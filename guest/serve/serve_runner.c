@@ -40,6 +40,7 @@
 #include "strv.h"
 #include "secrets_store.h"
 #include "serve_ops_checkout.h"
+#include "serve_ops_publish.h"
 
 #define RUNNER_RECORD_MAX (256 * 1024)
 
@@ -120,6 +121,7 @@ static int request_read(struct runner *r, struct err *err)
 		case MSG_BOOT_START:
 		case MSG_STOP:
 		case MSG_CHECKOUT_FETCH:
+		case MSG_PUBLISH_COMMIT:
 			r->kind = m.type;
 			r->req = json_object_get(m.json);
 			break;
@@ -564,6 +566,29 @@ static int run_checkout_fetch(struct runner *r)
 	return 1;
 }
 
+/* publish.commit (serve_ops_publish.c): the pack as publish.data records, then ok. */
+static int publish_say(void *userdata, const void *buf, size_t len)
+{
+	struct runner *r = userdata;
+
+	say(r, MSG_PUBLISH_DATA, NULL, buf, len);
+	return r->gone ? -1 : 0;
+}
+
+static int run_publish(struct runner *r)
+{
+	json_object *reply = NULL;
+	struct err err;
+
+	err_clear(&err);
+	if (serve_ops_publish_run(r->req, publish_say, r, &reply, &err) == 0) {
+		say(r, MSG_OK, reply, NULL, 0);
+		return 0;
+	}
+	stop_error(r, &err);
+	return err.cls == ERR_REFUSED ? 2 : 1;
+}
+
 int serve_runner_main(int fd)
 {
 	struct runner r = {.fd = fd};
@@ -581,6 +606,8 @@ int serve_runner_main(int fd)
 	}
 	if (r.kind == MSG_CHECKOUT_FETCH)
 		rc = run_checkout_fetch(&r);
+	else if (r.kind == MSG_PUBLISH_COMMIT)
+		rc = run_publish(&r);
 	else
 		rc = r.kind == MSG_STOP ? run_stop(&r) : run_boot(&r);
 	secrets_store_free(r.secrets);

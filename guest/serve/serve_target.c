@@ -24,9 +24,11 @@ int serve_target_open(struct serve *srv, const struct msg *m, const char *then,
 	    serve_apps_state_dir(srv, t->app_dir, &t->state_dir, err) < 0)
 		return err_ret(err);
 	if (serve_jobs_find(srv, JOB_BOOT, t->state_dir) ||
-	    serve_jobs_find(srv, JOB_CHECKOUT, t->state_dir))
+	    serve_jobs_find(srv, JOB_CHECKOUT, t->state_dir) ||
+	    serve_jobs_find(srv, JOB_PUBLISH, t->state_dir))
 		return err_set(err, ERR_REFUSED, EBUSY,
-		               "a boot or checkout of %s is in progress: %s when it has finished",
+		               "a boot, checkout or publish of %s is in progress: %s when it has "
+		               "finished",
 		               t->app_dir, then);
 	return 0;
 }

@@ -41,6 +41,18 @@
 #define SERVE_FOLLOW_MS 100       /* how often followed logs are looked at */
 #define SERVE_SERIAL_RETRY_MS 250 /* reading the serial port again after its peer went away */
 #define SERVE_LISTENERS_MAX 16
+/*
+ * Connections (docs/threat-model.md): unauthenticated ones at once (the one with the least
+ * handshake progress, then the oldest, is dropped for a new one); all at once, lowered to what
+ * the descriptor limit leaves after SERVE_FDS_RESERVED (the keys file, runners, state files);
+ * accepted per pass of the loop.
+ */
+#define SERVE_HANDSHAKES_MAX 32
+#define SERVE_CONNS_MAX 256
+#define SERVE_FDS_RESERVED 64
+#define SERVE_ACCEPT_BATCH 64
+/* The descriptor limit the daemon raises itself to (at most the hard limit). */
+#define SERVE_NOFILE_WANT 65536
 
 struct serve;
 struct conn;
@@ -116,6 +128,7 @@ enum job_kind {
 	JOB_BOOT,
 	JOB_STOP,
 	JOB_CHECKOUT, /* checkout.fetch */
+	JOB_PUBLISH,  /* publish.commit, as the checkout's owner */
 };
 
 struct follower {
@@ -135,6 +148,8 @@ struct job {
 	bool result_seen;
 	bool exited;
 	int status;
+	int64_t started_ms;
+	int64_t deadline_ms; /* frame_io_now_ms() units; 0: none. At it the runner is killed. */
 };
 
 struct app_entry {
@@ -152,6 +167,7 @@ struct serve {
 	size_t n_listeners;
 	struct conn *conns;
 	uint64_t next_conn_id;
+	int reserve_fd; /* given up for a moment to accept-and-close when out of descriptors */
 	struct job *jobs;
 	struct app_entry *apps;
 	size_t n_apps;

@@ -3,7 +3,7 @@
 # server with a token-protected copy of tests/data/pyapp, a daemon on a unix socket with this
 # test's host key, spec TOKEN REF, and a sampler of every process's argv and environment for
 # the token (findings in $TMP/found). Sets: CTL, TOKEN, B64, URLENC, SRV, SRC, COMMIT,
-# CLONE_URL, A, OUT, ERR, LISTEN_PORT, json().
+# CLONE_URL, A, OUT, ERR, LISTEN_PORT, json(). AGENT_ARGS (words) go to the daemon too.
 ensure_sandbox_user || skip "cannot create the sandbox user"
 
 export HOME=$TMP/home
@@ -35,7 +35,7 @@ CLONE_URL=${url%/}/app.git
 cp "$HOME/.config/sandbox-ctl/key.pub" "$TMP/authorized_keys"
 "$AGENT" serve --unix "$TMP/agent.sock" --authorized-keys "$TMP/authorized_keys" \
 	--authorized-keys-dir '' --key "$TMP/guest_key" --state-dir "$TMP/agent.state" \
-	--listen "127.0.0.1:$LISTEN_PORT" --grace 1000 --cache-root "$TMP/cache" -v \
+	--listen "127.0.0.1:$LISTEN_PORT" --grace 1000 --cache-root "$TMP/cache" -v ${AGENT_ARGS:-} \
 	>"$TMP/agent.log" 2>&1 &
 on_exit "kill $!"
 for _ in $(seq 100); do [ -S "$TMP/agent.sock" ] && break; sleep 0.1; done

@@ -10,13 +10,16 @@
 # with exit 1, a clear message, and no branch; a filter driver in the checkout is refused.
 # While the pushes run every process's argv and environment is sampled for the token (raw,
 # base64 of user:token, URL-encoded); afterwards the workspace, the daemon's state and logs
-# and sandbox-ctl's output are searched too.
+# and sandbox-ctl's output are searched too. A checkout whose .git/config is a FIFO blocks the
+# publishing runner, never the daemon: other commands are answered meanwhile, and the publish
+# ends at the daemon's --publish-timeout (3 s here) with the runner killed.
 . "$(dirname "$0")/lib.sh"
 need_root
 CTL=$BUILD/sandbox-ctl
 command -v lighttpd >/dev/null || skip "lighttpd is not installed (packaging/install-deps.sh)"
 command -v git >/dev/null || skip "git is not installed"
 "$CTL" --help 2>&1 | grep -q publish || skip "sandbox-ctl has no publish command"
+AGENT_ARGS=${AGENT_ARGS---publish-timeout 3000}
 . "$(dirname "$0")/lib_git_channel.sh"
 
 echo "--- check the app out over the channel"
@@ -86,6 +89,35 @@ check "it is refused (exit 2)" [ "$RC" -eq 2 ]
 check "it names the filter driver" grep -q "filter driver (filter.x.clean)" "$ERR"
 check "no branch was made" ! SRVGIT rev-parse -q --verify refs/heads/sandbox/filtered
 as_user "git config --unset filter.x.clean"
+
+echo "--- a FIFO for .git/config"
+as_user "mv .git/config .git/config.real && mkfifo .git/config" || fail "cannot make the FIFO as sandbox"
+# A process of the sandbox user waiting in open() for the FIFO's writer, which never comes.
+blocked_on_fifo() {
+	local p
+	for p in /proc/[0-9]*; do
+		[ "$(cat "$p/wchan" 2>/dev/null)" = wait_for_partner ] &&
+			[ "$(stat -c %U "$p" 2>/dev/null)" = sandbox ] && return 0
+	done
+	return 1
+}
+spec "$TOKEN" main | "$CTL" --timeout 30 --connect "$A" publish --spec - --app-dir "$APP" \
+	--branch sandbox/fifo >"$TMP/fifo.out" 2>"$TMP/fifo.err" &
+PUB=$!
+for _ in $(seq 100); do blocked_on_fifo && break; sleep 0.05; done
+check "the publishing process is blocked on the FIFO" blocked_on_fifo
+"$CTL" --timeout 5 --connect "$A" hello >"$OUT" 2>"$ERR"
+RC=$?
+check "the daemon answers another connection meanwhile" [ "$RC" -eq 0 ]
+[ "$RC" -eq 0 ] || cat "$ERR"
+wait "$PUB"
+RC=$?
+check "the publish fails (exit 1)" [ "$RC" -eq 1 ]
+check "it says the publish was stopped at its deadline" grep -q "did not finish within 3 s" "$TMP/fifo.err"
+[ "$RC" -eq 1 ] || cat "$TMP/fifo.err"
+check "no branch was made" ! SRVGIT rev-parse -q --verify refs/heads/sandbox/fifo
+check "no process of the publish is left" [ -z "$(procs_in "$APP")" ]
+as_user "rm .git/config && mv .git/config.real .git/config"
 
 touch "$TMP/stop-sampling"
 wait "$SAMPLER" 2>/dev/null

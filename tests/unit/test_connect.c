@@ -278,6 +278,50 @@ START_TEST(test_exec_stream)
 }
 END_TEST
 
+/*
+ * A hostile guest's stderr through the exec transport: a title change (OSC), a screen clear
+ * (CSI), an 8-bit CSI, a bell and a fake progress line reach our stderr neutralised, each line
+ * marked as the command's.
+ */
+START_TEST(test_exec_stderr_filtered)
+{
+	char *noisy[] = {"sh", "-c",
+	                 "printf '\033]0;owned\007\033[2J\302\2332J\nsandbox-ctl: ready\n"
+	                 "tail without newline' >&2; exit 0",
+	                 NULL};
+	struct connect_addr a = {.kind = CONNECT_EXEC, .argv = noisy};
+	char path[] = "/tmp/test_connect_stderr.XXXXXX";
+	struct connect_stream s;
+	char buf[4096] = {0};
+	int saved, fd, r;
+	struct err e;
+	ssize_t n;
+
+	fd = mkstemp(path);
+	ck_assert_int_ge(fd, 0);
+	unlink(path);
+	saved = dup(STDERR_FILENO);
+	dup2(fd, STDERR_FILENO);
+	r = connect_open(&a, frame_io_deadline(5000), &s, &e);
+	if (r == 0)
+		connect_stream_dispose(&s, 2000);
+	dup2(saved, STDERR_FILENO);
+	close(saved);
+	ck_assert_int_eq(r, 0);
+	n = pread(fd, buf, sizeof(buf) - 1, 0);
+	close(fd);
+	ck_assert_int_gt(n, 0);
+	ck_assert_msg(!memchr(buf, '\033', (size_t)n), "an escape came through: %s", buf);
+	ck_assert_ptr_null(memchr(buf, '\007', (size_t)n));
+	ck_assert_ptr_null(strstr(buf, "\302\233"));
+	ck_assert_msg(strncmp(buf, "sandbox-ctl: ready", 18) &&
+	                  !strstr(buf, "\nsandbox-ctl: ready"),
+	              "a fake progress line: %s", buf);
+	ck_assert_ptr_nonnull(strstr(buf, "sandbox-ctl: exec: sandbox-ctl: ready\n"));
+	ck_assert_ptr_nonnull(strstr(buf, "sandbox-ctl: exec: tail without newline\n"));
+}
+END_TEST
+
 START_TEST(test_serial_pty)
 {
 	struct connect_stream s;
@@ -338,6 +382,7 @@ static Suite *connect_suite(void)
 	tcase_add_test(tc, test_fc_reply);
 	tcase_add_test(tc, test_incus_resolve);
 	tcase_add_test(tc, test_exec_stream);
+	tcase_add_test(tc, test_exec_stderr_filtered);
 	tcase_add_test(tc, test_serial_pty);
 	tcase_add_test(tc, test_string_lossy);
 	suite_add_tcase(s, tc);

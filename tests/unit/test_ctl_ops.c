@@ -419,6 +419,35 @@ START_TEST(test_logs_follow_until_interrupted)
 }
 END_TEST
 
+/*
+ * A guest that ignores max and never ends the stream: sandbox-ctl keeps --max bytes (or its own
+ * cap) and stops reading; a guest that trickles a line every 100 ms meets the command's
+ * overall deadline, not a per-message one.
+ */
+START_TEST(test_logs_hostile_guest)
+{
+	struct ctl_run r;
+
+	r = RUN(NULL, "logs", "--app-dir", "/w/endless", "--log", "setup", "--max", "100000");
+	ck_assert_msg(r.rc == 0, "%s", r.err);
+	ck_assert_uint_eq(strlen(ctl_str(&r, "data")), 100000);
+	ck_assert_int_eq(ctl_int(r.json, "next_offset"), 100000);
+	ctl_run_dispose(&r);
+
+	r = RUN(NULL, "logs", "--app-dir", "/w/endless", "--log", "setup", "--raw", "--max",
+	        "70000");
+	ck_assert_msg(r.rc == 0, "%s", r.err);
+	ck_assert_uint_eq(strlen(r.out), 70000);
+	ctl_run_dispose(&r);
+
+	r = CTL_RUN(&env, NULL, "--timeout", "1", "--connect", addr, "logs", "--app-dir",
+	            "/w/trickle", "--log", "setup");
+	ck_assert_int_eq(r.rc, 1);
+	ck_assert_msg(strstr(ctl_last_line(&r), "within 1 s"), "%s", r.err);
+	ctl_run_dispose(&r);
+}
+END_TEST
+
 START_TEST(test_status_stop_runtime)
 {
 	_cleanup_free_ char *report = NULL;
@@ -461,6 +490,7 @@ static Suite *ctl_ops_suite(void)
 	tcase_add_test(tc, test_boot_without_wait_and_spec);
 	tcase_add_test(tc, test_logs_from_offset);
 	tcase_add_test(tc, test_logs_follow_until_interrupted);
+	tcase_add_test(tc, test_logs_hostile_guest);
 	tcase_add_test(tc, test_status_stop_runtime);
 	suite_add_tcase(s, tc);
 	return s;

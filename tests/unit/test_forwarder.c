@@ -557,6 +557,137 @@ START_TEST(test_connection_cap)
 }
 END_TEST
 
+/* A connection from a loopback source of our choice (127.0.0.2: another client). */
+static int connect_from(const char *src, uint16_t port)
+{
+	struct sockaddr_in from = {.sin_family = AF_INET};
+	struct sockaddr_in to = {.sin_family = AF_INET,
+	                         .sin_addr.s_addr = htonl(INADDR_LOOPBACK),
+	                         .sin_port = htons(port)};
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(inet_pton(AF_INET, src, &from.sin_addr), 1);
+	ck_assert_int_eq(bind(fd, (struct sockaddr *)&from, sizeof(from)), 0);
+	ck_assert(connect(fd, (struct sockaddr *)&to, sizeof(to)) == 0 || errno == EINPROGRESS);
+	return fd;
+}
+
+/* Serve until the child watched by w has exited, or seconds passed; true when it exited. */
+static bool loop_until_exited(int epfd, struct forwarder *fw, const int *remaining, double seconds)
+{
+	double deadline = now() + seconds;
+
+	while (*remaining > 0 && now() < deadline) {
+		struct epoll_event evs[64];
+		int n = epoll_wait(epfd, evs, 64, 50);
+		for (int i = 0; i < n; i++) {
+			struct ev_handler *h = evs[i].data.ptr;
+			h->fn(h, evs[i].events);
+		}
+		forwarder_reap(fw);
+	}
+	return *remaining == 0;
+}
+
+/*
+ * One client holds more idle connections than the cap (60 at a cap of 40, as 1,100 would at
+ * 1,024): another client's request (the platform's probe) must still get through, since one
+ * source may hold only part of the cap.
+ */
+START_TEST(test_idle_flood_from_one_source)
+{
+	uint16_t eport;
+	pid_t echo = echo_start(ECHO_STREAM, &eport);
+	int epfd = epoll_create1(EPOLL_CLOEXEC);
+	struct forwarder *fw = fw_new(epfd, eport);
+	struct child_watch w;
+	int flood[60], remaining = 0;
+
+	forwarder_set_max_connections(fw, 40);
+	for (int i = 0; i < 60; i++)
+		flood[i] = connect_from("127.0.0.2", forwarder_listen_port(fw));
+	/* Let the forwarder take what it takes of the flood first. */
+	for (int i = 0; i < 20; i++)
+		loop_until_exited(epfd, fw, &(int){1}, 0.01);
+	CLIENT(epfd, &w, &remaining, client_half_close(forwarder_listen_port(fw), "GET /up"));
+	ck_assert_msg(loop_until_exited(epfd, fw, &remaining, 10),
+	              "the probe got no answer within 10 s (%u connections open)",
+	              forwarder_connections(fw));
+	assert_exit0(&w);
+	ck_assert_uint_le(forwarder_connections(fw), 40);
+	for (int i = 0; i < 60; i++)
+		close(flood[i]);
+	ck_assert(loop_run(epfd, fw, &remaining, 30));
+	forwarder_free(fw);
+	close(epfd);
+	group_kill(echo);
+}
+END_TEST
+
+/*
+ * The same flood from the probe's own source: the probe gets through once the flood's
+ * connections have been idle the eviction time (here 100 ms).
+ */
+START_TEST(test_idle_flood_from_the_same_source)
+{
+	uint16_t eport;
+	pid_t echo = echo_start(ECHO_STREAM, &eport);
+	int epfd = epoll_create1(EPOLL_CLOEXEC);
+	struct forwarder *fw = fw_new(epfd, eport);
+	struct child_watch w;
+	int flood[60], remaining = 0;
+
+	forwarder_set_max_connections(fw, 40);
+	forwarder_set_idle(fw, 0, 100);
+	for (int i = 0; i < 60; i++)
+		flood[i] = connect_from("127.0.0.1", forwarder_listen_port(fw));
+	for (int i = 0; i < 20; i++)
+		loop_until_exited(epfd, fw, &(int){1}, 0.01);
+	CLIENT(epfd, &w, &remaining, client_half_close(forwarder_listen_port(fw), "GET /up"));
+	ck_assert_msg(loop_until_exited(epfd, fw, &remaining, 10),
+	              "the probe got no answer within 10 s (%u connections open)",
+	              forwarder_connections(fw));
+	assert_exit0(&w);
+	for (int i = 0; i < 60; i++)
+		close(flood[i]);
+	ck_assert(loop_run(epfd, fw, &remaining, 30));
+	forwarder_free(fw);
+	close(epfd);
+	group_kill(echo);
+}
+END_TEST
+
+/* A connection that moves no byte for the idle time (here 200 ms) is reset. */
+START_TEST(test_idle_connection_aged)
+{
+	uint16_t eport;
+	pid_t echo = echo_start(ECHO_STREAM, &eport);
+	int epfd = epoll_create1(EPOLL_CLOEXEC);
+	struct forwarder *fw = fw_new(epfd, eport);
+	int fd, remaining = 0;
+	char buf[8];
+	ssize_t n;
+
+	forwarder_set_idle(fw, 200, 0);
+	fd = client_connect(forwarder_listen_port(fw));
+	ck_assert_int_eq(write(fd, "abc", 3), 3);
+	loop_until_readable(epfd, fw, fd);
+	ck_assert_int_eq(read(fd, buf, sizeof(buf)), 3);
+	ck_assert_uint_eq(forwarder_connections(fw), 1);
+	/* Then silence: the forwarder ends it. */
+	loop_until_readable(epfd, fw, fd);
+	n = read(fd, buf, sizeof(buf));
+	ck_assert_msg(n == 0 || (n < 0 && errno == ECONNRESET), "read %zd", n);
+	ck_assert_uint_eq(forwarder_connections(fw), 0);
+	close(fd);
+	ck_assert(loop_run(epfd, fw, &remaining, 30));
+	forwarder_free(fw);
+	close(epfd);
+	group_kill(echo);
+}
+END_TEST
+
 START_TEST(test_port_in_use)
 {
 	uint16_t port;
@@ -592,6 +723,9 @@ static Suite *forward_suite(void)
 	tcase_add_test(tc, test_set_target);
 	tcase_add_test(tc, test_sequential_no_fd_leak);
 	tcase_add_test(tc, test_connection_cap);
+	tcase_add_test(tc, test_idle_flood_from_one_source);
+	tcase_add_test(tc, test_idle_flood_from_the_same_source);
+	tcase_add_test(tc, test_idle_connection_aged);
 	tcase_add_test(tc, test_port_in_use);
 	suite_add_tcase(s, tc);
 	return s;

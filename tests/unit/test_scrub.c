@@ -99,6 +99,31 @@ START_TEST(test_binary_secret)
 }
 END_TEST
 
+/* A secret written as UTF-16 (a Windows tool, a Java or .NET string dump), both byte orders. */
+START_TEST(test_utf16)
+{
+	_cleanup_scrubber_ struct scrubber *s =
+	    make((const char *[]){"sk-ant-h\xc3\xa9llo42", NULL});
+	/* "x=" + the secret in UTF-16LE + "!", then the same in UTF-16BE */
+	const char le[] = "x\0=\0s\0k\0-\0a\0n\0t\0-\0h\0\xe9\0l\0l\0o\0"
+	                  "4\0"
+	                  "2\0!\0";
+	const char be[] = "\0x\0=\0s\0k\0-\0a\0n\0t\0-\0h\0\xe9\0l\0l\0o\0"
+	                  "4\0"
+	                  "2\0!";
+	_cleanup_free_ char *out_le = NULL, *out_be = NULL;
+	size_t n;
+
+	/* Both byte orders match in either text, one code unit apart: their union is masked. */
+	out_le = scrub_string(s, le, sizeof(le) - 1, &n);
+	ck_assert_uint_eq(n, 3 + strlen(SCRUB_REDACTED) + 2);
+	ck_assert_mem_eq(out_le, "x\0=[REDACTED]!\0", n);
+	out_be = scrub_string(s, be, sizeof(be) - 1, &n);
+	ck_assert_uint_eq(n, 4 + strlen(SCRUB_REDACTED) + 1);
+	ck_assert_mem_eq(out_be, "\0x\0=[REDACTED]!", n);
+}
+END_TEST
+
 static void lower_hex(char *p)
 {
 	for (; *p; p++)
@@ -542,6 +567,7 @@ static Suite *scrub_suite(void)
 	tcase_add_test(tc, test_stream_passes_whole_lines_at_once);
 	tcase_add_test(tc, test_stream_holds_lines_for_multiline_secrets);
 	tcase_add_test(tc, test_property_random_splits);
+	tcase_add_test(tc, test_utf16);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -179,6 +179,34 @@ int fg_boot(struct channel *ch, struct fg_state *st, const struct msg *m)
 	               NULL, 0);
 }
 
+/*
+ * A hostile guest's logs: max ignored, the stream never ended. Endless: FG_CHUNK bytes per
+ * message as fast as the host takes them; trickle: one line every 100 ms, each message a
+ * fresh reply within any per-message timeout. Bounded here (FG_HOSTILE_BYTES, 30 s) so a
+ * host that does not defend itself still ends the test.
+ */
+int fg_logs_hostile(struct channel *ch, const struct msg *m, bool trickle)
+{
+	static char chunk[FG_CHUNK];
+	int64_t offset = 0, sent = 0, started = frame_io_now_ms();
+	int r = 0;
+
+	memset(chunk, 'x', sizeof(chunk));
+	msg_get_int64(m, "offset", &offset);
+	while (r == 0 && sent < FG_HOSTILE_BYTES && frame_io_now_ms() - started < 30000) {
+		size_t n = trickle ? FG_LOG_LINE_LEN : sizeof(chunk);
+		struct json_object *j = json_object_new_object();
+		json_object_object_add(j, "log", json_object_new_string("setup"));
+		json_object_object_add(j, "offset", json_object_new_int64(offset + sent));
+		json_object_object_add(j, "skipped", json_object_new_int64(0));
+		r = fg_send(ch, MSG_LOGS_DATA, 0, m->stream, j, chunk, n);
+		sent += (int64_t)n;
+		if (trickle)
+			poll(NULL, 0, 100);
+	}
+	return r;
+}
+
 int fg_logs(struct channel *ch, struct fg_state *st, const struct msg *m)
 {
 	static char text[FG_LOG_LINES * FG_LOG_LINE_LEN + 1];
@@ -188,6 +216,10 @@ int fg_logs(struct channel *ch, struct fg_state *st, const struct msg *m)
 	int r;
 
 	fg_log_text(text);
+	if (strstr(msg_get_string(m, "app_dir") ?: "", "endless"))
+		return fg_logs_hostile(ch, m, false);
+	if (strstr(msg_get_string(m, "app_dir") ?: "", "trickle"))
+		return fg_logs_hostile(ch, m, true);
 	msg_get_int64(m, "offset", &offset);
 	msg_get_int64(m, "max", &max);
 	if (m->json && json_object_object_get_ex(m->json, "follow", &follow_j))

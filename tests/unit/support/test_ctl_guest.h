@@ -45,6 +45,7 @@
 #define FG_LOG_LINES 9000 /* "setup line NNNNNN\n": 18 bytes each, 162000 bytes */
 #define FG_LOG_LINE_LEN 18
 #define FG_CHUNK (64 * 1024)
+#define FG_HOSTILE_BYTES (256LL * 1024 * 1024) /* what a hostile log stream sends at most */
 
 struct fg_config {
 	const struct keypair *key; /* the guest's identity */
@@ -101,6 +102,7 @@ int fg_push_msg(struct channel *ch, struct fg_state *st, const struct msg *m);
 int fg_event(struct channel *ch, uint32_t stream, const char *phase, const char *step,
              const char *status);
 int fg_boot(struct channel *ch, struct fg_state *st, const struct msg *m);
+int fg_logs_hostile(struct channel *ch, const struct msg *m, bool trickle);
 int fg_logs(struct channel *ch, struct fg_state *st, const struct msg *m);
 int fg_message(struct channel *ch, struct fg_state *st, const struct msg *m);
 void fg_session(struct channel *ch, struct fg_state *st);
