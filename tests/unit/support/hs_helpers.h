@@ -24,10 +24,6 @@ struct hs_side {
 	struct err err;
 };
 
-
-
-
-
 /* Feed bytes to a side; stops at the first error. Returns the last hs_* value. */
 
 /* After a failed attempt: a new handshake on the same decoder, as a serial daemon does. */

@@ -55,7 +55,7 @@ void ctl_run_dispose(struct ctl_run *r)
 }
 
 pid_t ctl_spawn(struct ctl_env *e, const char *input, char *const *argv,
-                              const char *const *extra_env, int *out_fd, int *err_fd)
+                const char *const *extra_env, int *out_fd, int *err_fd)
 {
 	int in[2], out[2], err[2];
 	pid_t pid;
@@ -115,8 +115,8 @@ struct ctl_run ctl_finish(pid_t pid, int out_fd, int err_fd)
 	return r;
 }
 
-struct ctl_run ctl_run_env(struct ctl_env *e, const char *input,
-                                         const char *const *extra_env, char *const *argv)
+struct ctl_run ctl_run_env(struct ctl_env *e, const char *input, const char *const *extra_env,
+                           char *const *argv)
 {
 	int out_fd, err_fd;
 	pid_t pid = ctl_spawn(e, input, argv, extra_env, &out_fd, &err_fd);

@@ -31,11 +31,7 @@ struct ctl_run {
 	struct json_object *json; /* stdout parsed, when it is one JSON document */
 };
 
-
 /* build/tests/test_x -> build/sandbox-ctl */
-
-
-
 
 /*
  * Start sandbox-ctl with argv (NULL-terminated, without the program name) and the env's key
@@ -43,21 +39,13 @@ struct ctl_run {
  * output.
  */
 
-
-
 #define CTL_RUN(e, input, ...) ctl_run_env((e), (input), NULL, (char *const[]){__VA_ARGS__, NULL})
 
 /* A string field of the run's JSON ("" when missing). */
 
-
-
 /* The last line of the run's stderr. */
 
-
 /* Lines of s that are exactly line. */
-
-
-
 
 /* The guest's report so far. */
 
@@ -74,10 +62,10 @@ char *ctl_read_fd(int fd);
 char *ctl_read_file(const char *path);
 void ctl_run_dispose(struct ctl_run *r);
 pid_t ctl_spawn(struct ctl_env *e, const char *input, char *const *argv,
-                              const char *const *extra_env, int *out_fd, int *err_fd);
+                const char *const *extra_env, int *out_fd, int *err_fd);
 struct ctl_run ctl_finish(pid_t pid, int out_fd, int err_fd);
-struct ctl_run ctl_run_env(struct ctl_env *e, const char *input,
-                                         const char *const *extra_env, char *const *argv);
+struct ctl_run ctl_run_env(struct ctl_env *e, const char *input, const char *const *extra_env,
+                           char *const *argv);
 const char *ctl_str(const struct ctl_run *r, const char *key);
 int64_t ctl_int(struct json_object *o, const char *key);
 struct json_object *ctl_obj(struct json_object *o, const char *key);

@@ -27,7 +27,7 @@ void fg_log_text(char *buf)
 }
 
 int fg_send(struct channel *ch, uint16_t type, uint16_t flags, uint32_t stream,
-                          struct json_object *json, const void *data, size_t len)
+            struct json_object *json, const void *data, size_t len)
 {
 	struct msg m = {.type = type,
 	                .flags = flags,
@@ -47,8 +47,7 @@ struct json_object *fg_obj(const char *json_text)
 	return json_tokener_parse(json_text);
 }
 
-int fg_error(struct channel *ch, uint32_t stream, int code, const char *cls,
-                           const char *text)
+int fg_error(struct channel *ch, uint32_t stream, int code, const char *cls, const char *text)
 {
 	struct json_object *j = json_object_new_object();
 
@@ -136,7 +135,7 @@ int fg_push_msg(struct channel *ch, struct fg_state *st, const struct msg *m)
 }
 
 int fg_event(struct channel *ch, uint32_t stream, const char *phase, const char *step,
-                           const char *status)
+             const char *status)
 {
 	struct json_object *j = json_object_new_object();
 
@@ -386,7 +385,7 @@ pid_t fg_serve_unix(const char *path, const struct fg_config *cfg)
 }
 
 pid_t fg_serve_fc(const char *path, const struct fg_config *cfg, int silent_closes,
-                                const char *reply)
+                  const char *reply)
 {
 	int lfd = fg_listen(path);
 	pid_t pid;

@@ -64,23 +64,15 @@ struct fg_state {
 	size_t n_names;
 };
 
-
-
-
-
-
 /* Pushes land in staging beside tree_dir and are swapped in at the end. */
-
 
 /* Boots are scripted by the app directory's name: *fail*, *refuse*, else ready. */
 
 /* The log from an offset in chunks; following, wait for the cancel. */
 
-
 /* One session after the handshake: hello, then messages until close. */
 
 /* Handshakes and sessions on one descriptor, `sessions` times (-1: until it ends). */
-
 
 /* A unix socket server: one session per connection, until killed. Returns its pid. */
 
@@ -102,13 +94,12 @@ void fg_report(const struct fg_config *cfg, const char *fmt, ...) _printf_(2, 3)
 void fg_report(const struct fg_config *cfg, const char *fmt, ...);
 void fg_log_text(char *buf);
 int fg_send(struct channel *ch, uint16_t type, uint16_t flags, uint32_t stream,
-                          struct json_object *json, const void *data, size_t len);
+            struct json_object *json, const void *data, size_t len);
 struct json_object *fg_obj(const char *json_text);
-int fg_error(struct channel *ch, uint32_t stream, int code, const char *cls,
-                           const char *text);
+int fg_error(struct channel *ch, uint32_t stream, int code, const char *cls, const char *text);
 int fg_push_msg(struct channel *ch, struct fg_state *st, const struct msg *m);
 int fg_event(struct channel *ch, uint32_t stream, const char *phase, const char *step,
-                           const char *status);
+             const char *status);
 int fg_boot(struct channel *ch, struct fg_state *st, const struct msg *m);
 int fg_logs(struct channel *ch, struct fg_state *st, const struct msg *m);
 int fg_message(struct channel *ch, struct fg_state *st, const struct msg *m);
@@ -117,7 +108,7 @@ void fg_serve_fd(int fd, const struct fg_config *cfg, int sessions);
 int fg_listen(const char *path);
 pid_t fg_serve_unix(const char *path, const struct fg_config *cfg);
 pid_t fg_serve_fc(const char *path, const struct fg_config *cfg, int silent_closes,
-                                const char *reply);
+                  const char *reply);
 bool fg_pump(int from, int to);
 pid_t fg_serve_serial(const char *path, const struct fg_config *cfg);
 int fg_stdio_main(const char *dir, const char *report);

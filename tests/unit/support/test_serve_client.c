@@ -67,7 +67,7 @@ int client_connect(struct client *c, const char *path, const struct keypair *key
 }
 
 uint32_t client_send(struct client *c, uint16_t type, uint16_t flags, uint32_t stream,
-                                   json_object *json, const void *data, size_t len)
+                     json_object *json, const void *data, size_t len)
 {
 	struct msg m = {.type = type,
 	                .flags = flags,
@@ -127,8 +127,8 @@ ssize_t client_wait_end(struct client *c, uint32_t stream, int timeout_ms)
 	}
 }
 
-ssize_t client_wait_type(struct client *c, uint32_t stream, uint16_t type,
-                                       size_t from, int timeout_ms)
+ssize_t client_wait_type(struct client *c, uint32_t stream, uint16_t type, size_t from,
+                         int timeout_ms)
 {
 	int64_t deadline = frame_io_deadline(timeout_ms);
 
@@ -143,8 +143,8 @@ ssize_t client_wait_type(struct client *c, uint32_t stream, uint16_t type,
 	}
 }
 
-struct got *client_request(struct client *c, uint16_t type, json_object *json,
-                                         const void *data, size_t len)
+struct got *client_request(struct client *c, uint16_t type, json_object *json, const void *data,
+                           size_t len)
 {
 	uint32_t st = client_send(c, type, MSG_F_END, NEW_STREAM, json, data, len);
 	ssize_t i;
@@ -185,8 +185,7 @@ json_object *jobj(const char *key, ...)
 	return o;
 }
 
-int push_dir(struct client *c, uint32_t st, const char *src, const char *rel,
-                           struct push_count *n)
+int push_dir(struct client *c, uint32_t st, const char *src, const char *rel, struct push_count *n)
 {
 	DIR *d = opendir(src);
 	struct dirent *de;

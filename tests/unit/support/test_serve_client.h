@@ -48,11 +48,7 @@ struct client {
 	struct err err;
 };
 
-
-
 /* The handshake over fd (and wfd for writing). Returns 0, or -1 with c->err set. */
-
-
 
 /* Send on stream (NEW_STREAM: the next odd id) and return the stream's id (0 on failure). */
 #define NEW_STREAM UINT32_MAX
@@ -64,8 +60,6 @@ struct client {
 /* Wait for any message on stream of type (after index from); index or -1. */
 
 /* One request on a new stream (END), its final reply. */
-
-
 
 /* A JSON object from key/value pairs of strings: jobj("app_dir", dir, NULL). */
 
@@ -81,18 +75,17 @@ int client_start(struct client *c, int fd, int wfd, const struct keypair *key);
 int unix_connect(const char *path);
 int client_connect(struct client *c, const char *path, const struct keypair *key);
 uint32_t client_send(struct client *c, uint16_t type, uint16_t flags, uint32_t stream,
-                                   json_object *json, const void *data, size_t len);
+                     json_object *json, const void *data, size_t len);
 int client_pull(struct client *c, int timeout_ms);
 ssize_t client_wait_end(struct client *c, uint32_t stream, int timeout_ms);
-ssize_t client_wait_type(struct client *c, uint32_t stream, uint16_t type,
-                                       size_t from, int timeout_ms);
-struct got *client_request(struct client *c, uint16_t type, json_object *json,
-                                         const void *data, size_t len);
+ssize_t client_wait_type(struct client *c, uint32_t stream, uint16_t type, size_t from,
+                         int timeout_ms);
+struct got *client_request(struct client *c, uint16_t type, json_object *json, const void *data,
+                           size_t len);
 const char *got_string(const struct got *g, const char *key);
 int64_t got_int(const struct got *g, const char *key);
 json_object *jobj(const char *key, ...);
-int push_dir(struct client *c, uint32_t st, const char *src, const char *rel,
-                           struct push_count *n);
+int push_dir(struct client *c, uint32_t st, const char *src, const char *rel, struct push_count *n);
 struct got *client_push_tree(struct client *c, const char *app_dir, const char *src);
 
 #endif
