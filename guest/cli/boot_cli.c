@@ -29,6 +29,7 @@
 #include "logfile.h"
 #include "proc.h"
 #include "strv.h"
+#include "suggest.h"
 
 #define TAIL_LINES 20
 #define TAIL_LINE_CHARS 500
@@ -140,6 +141,13 @@ static void report_refusal(const struct err *err)
 		fprintf(stderr, "Sandbox boot refused: %s\n", err->msg);
 }
 
+/* What sandbox.yml's reader found for the author: warnings, and where a syntax error is. */
+static void report_notes(char *const *notes)
+{
+	for (size_t i = 0; notes && notes[i]; i++)
+		fprintf(stderr, "%s\n", notes[i]);
+}
+
 static int exit_code(const struct err *err)
 {
 	return err->cls == ERR_REFUSED ? 2 : 1;
@@ -194,11 +202,15 @@ static int do_boot(struct boot_options *o)
 	struct boot_result res = {0};
 	uint64_t started = clock_now_us();
 	struct boot_observer obs = {.phase = progress_phase, .userdata = &started};
+	_cleanup_strv_ char **notes = NULL;
 	struct err err;
 	int r;
 
 	err_clear(&err);
-	if (boot_plan_build(o, &plan, &err) < 0) {
+	o->notes = &notes;
+	r = boot_plan_build(o, &plan, &err);
+	report_notes(notes);
+	if (r < 0) {
 		report_refusal(&err);
 		return exit_code(&err);
 	}
@@ -223,11 +235,16 @@ static int do_dry_run(struct boot_options *o)
 {
 	struct boot_plan plan = {0};
 	_cleanup_free_ char *json = NULL;
+	_cleanup_strv_ char **notes = NULL;
 	struct err err;
+	int r;
 
 	err_clear(&err);
 	o->dry_run = true;
-	if (boot_plan_build(o, &plan, &err) < 0) {
+	o->notes = &notes;
+	r = boot_plan_build(o, &plan, &err);
+	report_notes(notes);
+	if (r < 0) {
 		report_refusal(&err);
 		return exit_code(&err);
 	}
@@ -291,6 +308,44 @@ static int do_status(struct boot_options *o)
 	return 0;
 }
 
+/*
+ * One line, the cause last: "Sandbox boot refused: unknown option --jsno; did you mean --json?
+ * (see sandbox-app-boot --help)". c is getopt's ':' (a value is missing) or '?'.
+ */
+static int bad_option(int c, const char *arg, const struct option *longopts)
+{
+	const char *names[32], *near = NULL;
+	char word[64];
+	size_t n = 0;
+
+	snprintf(word, sizeof(word), "%s", arg);
+	word[strcspn(word, "=")] = '\0';
+	if (c == ':') {
+		fprintf(stderr,
+		        "Sandbox boot refused: %s needs a value (see sandbox-app-boot --help)\n",
+		        word);
+		return 2;
+	}
+	if (strncmp(word, "--", 2) == 0) {
+		for (; longopts[n].name && n < 31; n++)
+			names[n] = longopts[n].name;
+		names[n] = NULL;
+		near = suggest_closest(word + 2, names);
+	} else if (optopt && word[0] == '-' && word[1] != '-') {
+		snprintf(word, sizeof(word), "-%c", optopt);
+	}
+	if (near)
+		fprintf(stderr,
+		        "Sandbox boot refused: unknown option %s; did you mean --%s? (see "
+		        "sandbox-app-boot --help)\n",
+		        word, near);
+	else
+		fprintf(stderr,
+		        "Sandbox boot refused: unknown option %s (see sandbox-app-boot --help)\n",
+		        word);
+	return 2;
+}
+
 int boot_cli_main(int argc, char **argv)
 {
 	enum {
@@ -340,7 +395,8 @@ int boot_cli_main(int argc, char **argv)
 
 	/* Nothing we inherited beyond stdio may reach a child or outlive us. */
 	proc_close_inherited(-1);
-	while ((c = getopt_long(argc, argv, "vh", longopts, NULL)) != -1) {
+	opterr = 0; /* bad options are reported below, in one line */
+	while ((c = getopt_long(argc, argv, ":vh", longopts, NULL)) != -1) {
 		switch (c) {
 		case OPT_SPEC:
 			o.shape = BOOT_SHAPE_SPEC;
@@ -427,8 +483,7 @@ int boot_cli_main(int argc, char **argv)
 			printf("sandbox-app-boot %s\n", SA_VERSION);
 			return 0;
 		default:
-			usage(stderr);
-			return 2;
+			return bad_option(c, argv[optind - 1], longopts);
 		}
 	}
 	o.pass_env = pass_env;

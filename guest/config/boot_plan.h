@@ -57,6 +57,11 @@ struct boot_options {
 	char *const *caller_env;
 	bool dry_run;     /* resolve only: create nothing, generate nothing on disk */
 	bool for_cleanup; /* for --stop/--discard: secrets and toolchains need not be present */
+	/*
+	 * Out, or NULL: lines for the repository author (sandbox.yml warnings, and where a
+	 * syntax error is), appended as they are found, on success and on failure alike.
+	 */
+	char ***notes;
 };
 
 struct plan_step {
@@ -102,6 +107,7 @@ struct boot_plan {
 	struct toolchain_choice tools;   /* what was selected */
 	bool keep_on_failure;
 	struct scrubber *scrub; /* every known secret value */
+	char **warnings;        /* sandbox.yml's warnings, as in boot_options.notes */
 };
 
 int boot_plan_build(const struct boot_options *o, struct boot_plan *ret, struct err *err);
