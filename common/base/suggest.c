@@ -31,7 +31,8 @@ size_t suggest_distance(const char *a, const char *b)
 			if (cur[j - 1] + 1 < best)
 				best = cur[j - 1] + 1;
 			if (i > 1 && j > 1 && ca == tolower((unsigned char)b[j - 2]) &&
-			    tolower((unsigned char)a[i - 2]) == cb && rows[(i - 2) % 3][j - 2] + 1 < best)
+			    tolower((unsigned char)a[i - 2]) == cb &&
+			    rows[(i - 2) % 3][j - 2] + 1 < best)
 				best = rows[(i - 2) % 3][j - 2] + 1;
 			cur[j] = best;
 		}

@@ -118,8 +118,9 @@ static void report_failure(const struct boot_plan *p, const struct boot_result *
 		const char *shown = res->log_path;
 		if (p && p->state_dir && strncmp(shown, p->state_dir, strlen(p->state_dir)) == 0)
 			shown += strlen(p->state_dir) + 1;
-		if (logfile_tail(res->log_path, TAIL_LINES, TAIL_LINE_CHARS, &tail, &tail_err) ==
-		        0 &&
+		/* Only this boot's lines: the log keeps earlier boots' above them. */
+		if (logfile_tail_since(res->log_path, res->log_from, TAIL_LINES, TAIL_LINE_CHARS,
+		                       &tail, &tail_err) == 0 &&
 		    tail && *tail) {
 			_cleanup_free_ char *clean = NULL;
 			size_t len = strlen(tail);
@@ -129,6 +130,7 @@ static void report_failure(const struct boot_plan *p, const struct boot_result *
 			        clean ? clean : tail,
 			        (clean ? clean : tail)[len ? len - 1 : 0] == '\n' ? "" : "\n");
 		}
+		fprintf(stderr, "(the whole log: %s)\n", res->log_path);
 	}
 	fprintf(stderr, "%s\n", line);
 }

@@ -152,6 +152,13 @@ static json_object *state_to_object(const struct boot_state *s)
 	json_object_object_add(o, "server_start", json_object_new_int64((int64_t)s->server_start));
 	json_object_object_add(o, "started_at", json_object_new_int64(s->started_at));
 	json_object_object_add(o, "updated_at", json_object_new_int64(s->updated_at));
+	if (s->server_exit) {
+		add_str(o, "server_exit", s->server_exit);
+		json_object_object_add(
+		    o, "server_ended_at",
+		    s->server_ended_at ? json_object_new_int64(s->server_ended_at) : NULL);
+		add_str(o, "server_log_tail", s->server_log_tail);
+	}
 	return o;
 }
 
@@ -200,6 +207,8 @@ void boot_state_dispose(struct boot_state *s)
 	free(s->cgroup);
 	strv_free(s->completed);
 	strv_free(s->skipped);
+	free(s->server_exit);
+	free(s->server_log_tail);
 	memset(s, 0, sizeof(*s));
 }
 

@@ -36,6 +36,10 @@ struct boot_state {
 	uint64_t server_start;
 	int64_t started_at; /* unix seconds */
 	int64_t updated_at;
+	/* Only in --status, when the server is found gone after it was ready (never saved): */
+	char *server_exit;       /* "exited with status 3", "was killed by signal SIGKILL" */
+	int64_t server_ended_at; /* unix seconds, 0 when unknown */
+	char *server_log_tail;   /* the last lines of its log */
 };
 
 /* Returns 0, or 1 when there is no state yet (ret zeroed). */
