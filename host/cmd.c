@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/signalfd.h>
+#include <unistd.h>
 
 int cmd_usage(struct ctl *ctl, const char *usage, const char *fmt, ...)
 {
@@ -57,6 +58,16 @@ int cmd_signalfd(void)
 
 	sigfd_set(&set, SIGINT, SIGTERM, SIGHUP, 0);
 	return sigfd_open(&set, NULL, &err);
+}
+
+int cmd_signal_exit(int sigfd)
+{
+	struct signalfd_siginfo si;
+
+	if (sigfd >= 0 && read(sigfd, &si, sizeof(si)) == sizeof(si) && si.ssi_signo > 0 &&
+	    si.ssi_signo < 64)
+		return 128 + (int)si.ssi_signo;
+	return 128 + SIGINT;
 }
 
 int cmd_app_request(struct ctl *ctl, int argc, char **argv, const char *usage, uint16_t type)

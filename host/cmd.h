@@ -49,6 +49,8 @@ int cmd_parse_seconds(const char *s, int64_t max_ms, int64_t *ret_ms);
  * on the agent polls it, so an interrupt ends the wait cleanly), or -1.
  */
 int cmd_signalfd(void);
+/* The exit code for the signal cmd_signalfd() read: 128 + its number (130 for SIGINT). */
+int cmd_signal_exit(int sigfd);
 /*
  * A command whose only option is --app-dir DIR and whose answer is the reply to one request
  * {"app_dir": DIR} of the given message type (status, runtime).

@@ -184,7 +184,7 @@ static int follow(struct ctl *ctl, struct session *s, uint32_t stream, bool wait
 			err_set(&ctl->err, ERR_FAILED, EINTR,
 			        "interrupted: the boot goes on in the agent (follow it with "
 			        "`sandbox-ctl status` and `sandbox-ctl logs`)");
-			r = CTL_EXIT_FAILED;
+			r = cmd_signal_exit(sigfd);
 			break;
 		}
 		r = connect_session_recv(s, &m, frame_io_deadline(0), &ctl->err);

@@ -411,7 +411,10 @@ static int run_boot(struct runner *r)
 	if (rc < 0) {
 		char reason[ERR_MSG_MAX + 64];
 		wipe_strv(env);
-		snprintf(reason, sizeof(reason), "Sandbox boot refused: %s", err.msg);
+		/* "Sandbox configuration failed: ..." is worded already: no second prefix. */
+		snprintf(
+		    reason, sizeof(reason), "%s%s",
+		    strncmp(err.msg, "Sandbox ", 8) == 0 ? "" : "Sandbox boot refused: ", err.msg);
 		on_phase(r, "configuration", "failed", err.msg);
 		boot_result(r, "failed", err.cls == ERR_REFUSED ? 2 : 1, reason, "configuration",
 		            NULL, NULL);

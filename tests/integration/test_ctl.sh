@@ -181,6 +181,14 @@ check "status failed" [ "$(json "$OUT" 'd["status"]')" = failed ]
 check "the step is named" [ -n "$(json "$OUT" 'd["step"]')" ]
 check "the cause is the last line" bash -c "tail -1 '$ERR' | grep -q '^sandbox-ctl: Sandbox .* failed: .*exit.* 3'"
 
+echo "--- a refused boot: one prefix, the cause last"
+printf -- '- not a mapping\n' >"$SRC/.activeagents/sandbox.yml"
+ctl push "$SRC" --app-dir "$APP" --connect "$A"
+ctl boot --app-dir "$APP" --wait --deadline 60 --connect "$A"
+check "a refused boot exits 2" [ "$RC" -eq 2 ]
+check "its reason has one prefix" [ "$(json "$OUT" 'd["reason"]')" = 'Sandbox configuration failed: .activeagents/sandbox.yml is malformed: it must be a mapping of settings (line 1, column 1)' ]
+check "the cause is the last line" [ "$(tail -1 "$ERR")" = 'sandbox-ctl: Sandbox configuration failed: .activeagents/sandbox.yml is malformed: it must be a mapping of settings (line 1, column 1)' ]
+
 echo "--- a boot without --wait goes on after sandbox-ctl has left"
 # shellcheck disable=SC2016 # expanded by the app's shell, not this one
 printf 'setup: ["echo again"]\nmanifest: /usr/bin/python3 manifest.py\nstart: exec /usr/bin/python3 server.py\n' \
