@@ -131,8 +131,9 @@ const struct cmd_info cmd_help_commands[] = {
         .connects = true,
         .synopsis = "checkout --spec FILE|- [--app-dir DIR] [--guest-fetch]",
         .summary = "check a commit out into the app directory, the token never in argv or a file",
-        .options = "  --spec FILE|-        {repository, ref, clone_url, username, token} (0600)\n"
-            APP_DIR_OPT "  --guest-fetch        the guest fetches (the token as a fetch secret)\n",
+        .options = "  --spec FILE|-        {repository, ref, clone_url, username, token} "
+                   "(0600)\n" APP_DIR_OPT
+                   "  --guest-fetch        the guest fetches (the token as a fetch secret)\n",
         .example = "sandbox-ctl --incus sbx-42 checkout --spec - < spec.json",
         .value_options = (const char *const[]){"--spec", "--app-dir", NULL},
         .flag_options = (const char *const[]){"--guest-fetch", NULL},
@@ -150,8 +151,8 @@ const struct cmd_info cmd_help_commands[] = {
                    "  --author \"N <e>\"     the commit's author\n"
                    "  --message M          the commit's message\n",
         .example = "sandbox-ctl --incus sbx-42 publish --spec - --branch agent/work < spec.json",
-        .value_options = (const char *const[]){"--spec", "--branch", "--app-dir", "--author",
-                                               "--message", NULL},
+        .value_options =
+            (const char *const[]){"--spec", "--branch", "--app-dir", "--author", "--message", NULL},
     },
     {
         .name = "help",
@@ -177,8 +178,13 @@ const char *const cmd_help_global_value_options[] = {
     "--connect", "--incus", "--key", "--known-guests", "--instance", "--timeout", NULL,
 };
 const char *const cmd_help_global_flag_options[] = {
-    "--accept-new-guest-key", "--replace-guest-key", "--quiet", "--verbose", "--version",
-    "--help", NULL,
+    "--accept-new-guest-key",
+    "--replace-guest-key",
+    "--quiet",
+    "--verbose",
+    "--version",
+    "--help",
+    NULL,
 };
 
 const struct cmd_info *cmd_help_find(const char *name)
@@ -216,12 +222,13 @@ bool cmd_help_takes_value(const struct cmd_info *c, const char *arg)
 
 void cmd_help_print(FILE *f, const struct cmd_info *c)
 {
-	fprintf(f, "usage: sandbox-ctl %s%s\n\n%s.\n", c->connects ? "[OPTIONS] " : "",
-	        c->synopsis, c->summary);
+	fprintf(f, "usage: sandbox-ctl %s%s\n\n%s.\n", c->connects ? "[OPTIONS] " : "", c->synopsis,
+	        c->summary);
 	if (c->options)
 		fprintf(f, "\nOptions:\n%s", c->options);
 	if (c->connects)
-		fputs("\nOPTIONS are the global ones (--connect ADDR, --incus NAME, --timeout S, ...:\n"
+		fputs("\nOPTIONS are the global ones (--connect ADDR, --incus NAME, --timeout S, "
+		      "...:\n"
 		      "sandbox-ctl --help).\n",
 		      f);
 	fprintf(f, "\nExample:\n  %s\n", c->example);
@@ -238,8 +245,9 @@ int cmd_help(struct ctl *ctl, int argc, char **argv)
 	c = cmd_help_find(argv[1]);
 	if (!c) {
 		const char *near = cmd_help_suggest(argv[1]);
-		err_set(&ctl->err, ERR_REFUSED, EINVAL, "unknown command '%s'%s%s%s (sandbox-ctl --help)",
-		        argv[1], near ? "; did you mean '" : "", near ? near : "", near ? "'?" : "");
+		err_set(&ctl->err, ERR_REFUSED, EINVAL,
+		        "unknown command '%s'%s%s%s (sandbox-ctl --help)", argv[1],
+		        near ? "; did you mean '" : "", near ? near : "", near ? "'?" : "");
 		return CTL_EXIT_REFUSED;
 	}
 	cmd_help_print(stdout, c);
@@ -268,24 +276,25 @@ int cmd_help_completion(struct ctl *ctl, int argc, char **argv)
 	printf(" $globals_value'\n\tlocal commands='");
 	for (size_t i = 0; i < cmd_help_n_commands; i++)
 		printf("%s%s", i ? " " : "", cmd_help_commands[i].name);
-	printf("'\n"
-	       "\tfor w in \"${COMP_WORDS[@]:1:COMP_CWORD-1}\"; do\n"
-	       "\t\tcase \" $commands \" in *\" $w \"*) cmd=$w; break ;; esac\n"
-	       "\tdone\n"
-	       "\tcase $prev in\n"
-	       "\t--key | --known-guests | --out | --spec)\n"
-	       "\t\tCOMPREPLY=($(compgen -f -- \"$cur\")); return ;;\n"
-	       "\t--connect)\n"
-	       "\t\tCOMPREPLY=($(compgen -W 'vsock: unix: serial: fc: exec' -- \"$cur\")); return ;;\n"
-	       "\t--scope)\n"
-	       "\t\tCOMPREPLY=($(compgen -W 'fetch boot session' -- \"$cur\")); return ;;\n"
-	       "\t--log)\n"
-	       "\t\tCOMPREPLY=($(compgen -W 'setup manifest server' -- \"$cur\")); return ;;\n"
-	       "\tesac\n"
-	       "\tif [ -z \"$cmd\" ]; then\n"
-	       "\t\tCOMPREPLY=($(compgen -W \"$commands $globals\" -- \"$cur\")); return\n"
-	       "\tfi\n"
-	       "\tcase $cmd in\n");
+	printf(
+	    "'\n"
+	    "\tfor w in \"${COMP_WORDS[@]:1:COMP_CWORD-1}\"; do\n"
+	    "\t\tcase \" $commands \" in *\" $w \"*) cmd=$w; break ;; esac\n"
+	    "\tdone\n"
+	    "\tcase $prev in\n"
+	    "\t--key | --known-guests | --out | --spec)\n"
+	    "\t\tCOMPREPLY=($(compgen -f -- \"$cur\")); return ;;\n"
+	    "\t--connect)\n"
+	    "\t\tCOMPREPLY=($(compgen -W 'vsock: unix: serial: fc: exec' -- \"$cur\")); return ;;\n"
+	    "\t--scope)\n"
+	    "\t\tCOMPREPLY=($(compgen -W 'fetch boot session' -- \"$cur\")); return ;;\n"
+	    "\t--log)\n"
+	    "\t\tCOMPREPLY=($(compgen -W 'setup manifest server' -- \"$cur\")); return ;;\n"
+	    "\tesac\n"
+	    "\tif [ -z \"$cmd\" ]; then\n"
+	    "\t\tCOMPREPLY=($(compgen -W \"$commands $globals\" -- \"$cur\")); return\n"
+	    "\tfi\n"
+	    "\tcase $cmd in\n");
 	for (size_t i = 0; i < cmd_help_n_commands; i++) {
 		const struct cmd_info *c = &cmd_help_commands[i];
 		printf("\t%s) w='", c->name);

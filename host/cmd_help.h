@@ -17,10 +17,10 @@ struct cmd_info {
 	const char *name;
 	int (*fn)(struct ctl *ctl, int argc, char **argv);
 	bool connects;
-	const char *synopsis; /* after "sandbox-ctl " */
-	const char *summary;  /* one line */
-	const char *options;  /* "  --opt VALUE   what\n" lines, or NULL */
-	const char *example;  /* one or more command lines */
+	const char *synopsis;             /* after "sandbox-ctl " */
+	const char *summary;              /* one line */
+	const char *options;              /* "  --opt VALUE   what\n" lines, or NULL */
+	const char *example;              /* one or more command lines */
 	const char *const *value_options; /* NULL-terminated, or NULL */
 	const char *const *flag_options;  /* NULL-terminated, or NULL */
 };

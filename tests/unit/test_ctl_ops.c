@@ -236,6 +236,14 @@ START_TEST(test_push_refusals)
 	r = RUN(NULL, "push", src, "--app-dir", "relative/app");
 	ck_assert_int_eq(r.rc, 2);
 	ctl_run_dispose(&r);
+	/* A boot in progress: refused before a byte of the tree is sent. */
+	r = RUN(NULL, "push", src, "--app-dir", "/workspace/busy");
+	ck_assert_int_eq(r.rc, 2);
+	ck_assert_ptr_nonnull(strstr(ctl_last_line(&r), "a boot of /workspace/busy is in progress: "
+	                                                "push when it has finished"));
+	ck_assert_str_eq(json_object_get_string(ctl_obj(ctl_obj(r.json, "error"), "reason")),
+	                 "busy");
+	ctl_run_dispose(&r);
 	report = ctl_report(&env);
 	ck_assert_uint_eq(ctl_count(report, "push-begin"), 1);
 }
