@@ -59,6 +59,19 @@ ctl keygen
 check "keygen exits 0" [ "$RC" -eq 0 ]
 check "the key is 0600" [ "$(stat -c %a "$HOME/.config/sandbox-ctl/key")" = 600 ]
 HOST_FP=$(json "$OUT" 'd["fingerprint"]')
+if command -v ssh-keygen >/dev/null; then
+	check "ssh-keygen -lf shows the same fingerprint for the secret key" \
+		[ "$(ssh-keygen -lf "$HOME/.config/sandbox-ctl/key" | cut -d' ' -f2)" = "$HOST_FP" ]
+	check "and for the public key" \
+		[ "$(ssh-keygen -lf "$HOME/.config/sandbox-ctl/key.pub" | cut -d' ' -f2)" = "$HOST_FP" ]
+	check "ssh-keygen reads the secret key (-y gives the .pub line)" \
+		[ "$(ssh-keygen -y -f "$HOME/.config/sandbox-ctl/key" | cut -d' ' -f1,2)" = "$(cut -d' ' -f1,2 "$HOME/.config/sandbox-ctl/key.pub")" ]
+	ssh-keygen -q -t ed25519 -N '' -C from-ssh-keygen -f "$TMP/ssh_made_key"
+	ctl --key "$TMP/ssh_made_key" --connect unix:/nonexistent.sock hello
+	check "a key made by ssh-keygen loads (the connection, not the key, fails: exit 3)" [ "$RC" -eq 3 ]
+else
+	log "no ssh-keygen: the OpenSSH interoperation is checked by the unit tests only"
+fi
 cp "$HOME/.config/sandbox-ctl/key.pub" "$TMP/authorized_keys"
 chmod 644 "$TMP/authorized_keys"
 serve agent "$TMP/guest_key"
