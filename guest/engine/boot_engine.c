@@ -41,9 +41,14 @@
 #define READY_BACKOFF_MIN_MS 1
 #define READY_BACKOFF_MAX_MS 5
 #define WRONG_LISTENER_GRACE_MS 1500
-/* The server listens, but not on $PORT: how long it may take to add $PORT, and how often
- * its other ports are looked up (that walks /proc). */
-#define WRONG_PORT_GRACE_MS 3000
+/*
+ * The server listens, but not on $PORT: it fails once that has lasted WRONG_PORT_GRACE_MS and
+ * none of the boot's processes has been running or in disk wait for WRONG_PORT_IDLE_MS (so a
+ * Procfile whose asset server listens first while the app server still loads is waited for).
+ * The ports and states are looked at every WRONG_PORT_CHECK_MS (that walks /proc).
+ */
+#define WRONG_PORT_GRACE_MS 2500
+#define WRONG_PORT_IDLE_MS 1500
 #define WRONG_PORT_CHECK_MS 250
 
 static void observe(const struct step_context *ctx, const char *step, const char *phase,
@@ -291,6 +296,18 @@ static uint16_t server_other_port(const struct boot_plan *p, const pid_t *pids, 
 	return 0;
 }
 
+/* Whether any of the boot's processes (not this one) is running or waiting for the disk. */
+static bool procs_busy(const pid_t *pids, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct proc_stat st;
+		if (pids[i] != getpid() && proc_stat_read(pids[i], &st) == 0 &&
+		    (st.state == 'R' || st.state == 'D'))
+			return true;
+	}
+	return false;
+}
+
 /* Wait until the server's own listener answers the MCP path with 405, 401 or 200. */
 static int wait_ready(const struct step_context *ctx, const struct supervisor_info *sup,
                       char *const *env, unsigned port, const char *mcp_path, struct err *err)
@@ -303,7 +320,7 @@ static int wait_ready(const struct step_context *ctx, const struct supervisor_in
 	enum listen_state last_state = LISTEN_NONE;
 	long last_status = 0;
 	char last_error[256] = "";
-	uint64_t other_port_since = 0, other_port_checked = 0;
+	uint64_t other_port_since = 0, other_port_checked = 0, busy_at = 0;
 	uint16_t other_port = 0;
 
 	for (;;) {
@@ -361,13 +378,16 @@ static int wait_ready(const struct step_context *ctx, const struct supervisor_in
 			if (!other_port)
 				other_port_since = 0;
 			else if (!other_port_since)
-				other_port_since = now;
+				other_port_since = busy_at = now;
+			if (other_port && procs_busy(pids, n))
+				busy_at = now;
 		} else if (state != LISTEN_NONE) {
 			other_port_since = 0;
 		}
-		/* Listening elsewhere and still not on $PORT after the grace: fail now, not at
-		 * the deadline. */
-		if (other_port_since && now - other_port_since >= WRONG_PORT_GRACE_MS)
+		/* Listening elsewhere, idle, and still not on $PORT after the grace: fail now,
+		 * not at the deadline. */
+		if (other_port_since && now - other_port_since >= WRONG_PORT_GRACE_MS &&
+		    now - busy_at >= WRONG_PORT_IDLE_MS)
 			return err_set(err, ERR_FAILED, EADDRNOTAVAIL,
 			               "the server did not listen on 127.0.0.1:%u (it listens on "
 			               "port %u instead; start must serve on $PORT)",

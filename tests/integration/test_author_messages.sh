@@ -85,6 +85,20 @@ check "cause last: the port it listens on instead" \
 	bash -c "tail -1 '$ERR' | grep -q '^Sandbox start failed: the server did not listen on 127.0.0.1:[0-9]* (it listens on port $other instead; start must serve on \\\$PORT)$'"
 check "no process left" [ -z "$(procs_in "$app")" ]
 
+echo "--- another listener first while the app server still loads (a Procfile) is waited for"
+app=$(pyapp_make procfile 'start=exec /bin/sh ./procfile.sh')
+cat >"$app/procfile.sh" <<EOF
+/usr/bin/python3 -m http.server --bind 127.0.0.1 $(free_port) >/dev/null 2>&1 &
+/usr/bin/python3 -c 'import time
+t = time.time() + 4
+while time.time() < t: pass'
+exec /usr/bin/python3 server.py
+EOF
+pyapp_boot "$app" --timeout 60
+check "boots (exit 0)" [ "$RC" -eq 0 ]
+[ "$RC" -eq 0 ] || tail -5 "$ERR"
+stop_boot "$app"
+
 echo "--- exit 127 and 126 are explained"
 app=$(pyapp_make notfound 'setup=["no-such-tool-xyz --version"]')
 pyapp_boot "$app"
