@@ -358,6 +358,7 @@ static int run_boot(struct runner *r)
 {
 	_cleanup_strv_ char **names = NULL;
 	_cleanup_strv_ char **allowed = NULL;
+	_cleanup_strv_ char **notes = NULL;
 	char **env = strv_copy(environ);
 	struct boot_observer obs = {.phase = on_phase, .output = on_output, .userdata = r};
 	struct boot_options o = {.shape = BOOT_SHAPE_DIRECTORY};
@@ -407,7 +408,11 @@ static int run_boot(struct runner *r)
 	o.restart = req_bool(r, "restart");
 	o.caller_env = env;
 
+	o.notes = &notes;
 	rc = boot_plan_build(&o, &plan, &err);
+	/* sandbox.yml's warnings (and where a syntax error is) reach the controller too. */
+	for (size_t i = 0; notes && notes[i]; i++)
+		on_phase(r, "configuration", "warning", notes[i]);
 	if (rc < 0) {
 		char reason[ERR_MSG_MAX + 64];
 		wipe_strv(env);

@@ -194,6 +194,16 @@ check "status failed" [ "$(json "$OUT" 'd["status"]')" = failed ]
 check "the step is named" [ -n "$(json "$OUT" 'd["step"]')" ]
 check "the cause is the last line" bash -c "tail -1 '$ERR' | grep -q '^sandbox-ctl: Sandbox .* failed: .*exit.* 3'"
 
+echo "--- sandbox.yml's warnings reach the controller"
+printf 'envs:\n  A: 1\nsetup: ["echo warned"]\nmanifest: /usr/bin/python3 manifest.py\nstart: exec /usr/bin/python3 server.py\n' \
+	>"$SRC/.activeagents/sandbox.yml"
+ctl push "$SRC" --app-dir "$APP" --connect "$A"
+ctl boot --app-dir "$APP" --wait --deadline 60 --connect "$A"
+check "a boot with a typo in sandbox.yml still boots" [ "$RC" -eq 0 ]
+check "the warning is on stderr, with the line and a near miss" \
+	grep -qF '.activeagents/sandbox.yml:1:1: warning: unknown setting `envs` is ignored; did you mean `env`?' "$ERR"
+ctl stop --app-dir "$APP" --grace 1 --connect "$A"
+
 echo "--- a refused boot: one prefix, the cause last"
 printf -- '- not a mapping\n' >"$SRC/.activeagents/sandbox.yml"
 ctl push "$SRC" --app-dir "$APP" --connect "$A"
