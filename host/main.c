@@ -276,49 +276,6 @@ static int run(struct ctl *ctl, int argc, char **argv, char **key, char **pins)
 	return CTL_EXIT_REFUSED;
 }
 
-/*
- * A stable word for what happened, next to the exit code and the errno (docs/sandbox-ctl.md,
- * "Exit codes"): a controller can act on it without parsing the message.
- */
-static const char *reason_of(int exit_code, const struct err *e)
-{
-	if (exit_code >= 128)
-		return "interrupted";
-	switch (exit_code) {
-	case CTL_EXIT_KEY_CHANGED:
-		return "key_changed";
-	case CTL_EXIT_CONNECT:
-		if (e->code == ETIMEDOUT)
-			return "timeout";
-		if (e->code == EKEYREJECTED)
-			return "not_pinned";
-		return "unreachable";
-	case CTL_EXIT_REFUSED:
-		switch (e->code) {
-		case EINVAL:
-			return "invalid";
-		case EBUSY:
-			return "busy";
-		case ENOENT:
-			return "not_found";
-		case EEXIST:
-			return "exists";
-		case EOPNOTSUPP:
-			return "unsupported";
-		default:
-			return "refused";
-		}
-	default:
-		if (e->code == ETIMEDOUT)
-			return "timeout";
-		if (e->code == EINTR)
-			return "interrupted";
-		if (e->code == ENOENT)
-			return "not_found";
-		return "failed";
-	}
-}
-
 int main(int argc, char **argv)
 {
 	_cleanup_free_ char *key = NULL, *pins = NULL;
@@ -348,7 +305,7 @@ int main(int argc, char **argv)
 			if (ctl.result && json_object_object_get_ex(ctl.result, "error", &inner))
 				json_object_object_add(
 				    inner, "reason",
-				    json_object_new_string(reason_of(r, &ctl.err)));
+				    json_object_new_string(cmd_reason_of(r, &ctl.err)));
 		}
 		if (ctl.result)
 			output_json(&ctl.out, ctl.result);

@@ -209,6 +209,8 @@ printf -- '- not a mapping\n' >"$SRC/.activeagents/sandbox.yml"
 ctl push "$SRC" --app-dir "$APP" --connect "$A"
 ctl boot --app-dir "$APP" --wait --deadline 60 --connect "$A"
 check "a refused boot exits 2" [ "$RC" -eq 2 ]
+check "the refused shape: status refused, error.reason invalid" \
+	[ "$(json "$OUT" 'd["status"] + " " + d["error"]["class"] + " " + d["error"]["reason"]')" = "refused refused invalid" ]
 check "its reason has one prefix" [ "$(json "$OUT" 'd["reason"]')" = 'Sandbox configuration failed: .activeagents/sandbox.yml is malformed: it must be a mapping of settings (line 1, column 1)' ]
 check "the cause is the last line" [ "$(tail -1 "$ERR")" = 'sandbox-ctl: Sandbox configuration failed: .activeagents/sandbox.yml is malformed: it must be a mapping of settings (line 1, column 1)' ]
 

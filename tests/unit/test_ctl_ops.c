@@ -308,6 +308,13 @@ START_TEST(test_boot_wait_failed_and_refused)
 	ck_assert_ptr_nonnull(strstr(ctl_last_line(&r), "already in progress"));
 	ck_assert_str_eq(json_object_get_string(ctl_obj(ctl_obj(r.json, "error"), "reason")),
 	                 "busy");
+	/* one shape for every refused boot: status refused, exit 2, the reason, an error */
+	ck_assert_str_eq(ctl_str(&r, "status"), "refused");
+	ck_assert_int_eq(ctl_int(r.json, "exit"), 2);
+	ck_assert_str_eq(ctl_str(&r, "reason"), "Sandbox boot refused: a boot of /workspace/app is "
+	                                        "already in progress");
+	ck_assert_str_eq(ctl_last_line(&r), "sandbox-ctl: Sandbox boot refused: a boot of "
+	                                    "/workspace/app is already in progress");
 	ctl_run_dispose(&r);
 
 	r = RUN(NULL, "boot", "--app-dir", "/a", "--spec", "/b");
