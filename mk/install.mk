@@ -4,7 +4,7 @@
 # Debian (which uses `make deb`, mk/deb.mk).
 #   make install           install-guest + install-host
 #   make install-guest     sandbox-agent, the sandbox-app-boot link, man pages, the systemd unit,
-#                          tmpfiles.d, sysusers.d, /etc/sandbox-agent/ (an existing
+#                          tmpfiles.d, sysusers.d, the udev rule, /etc/sandbox-agent/ (an existing
 #                          authorized_keys is kept)
 #   make install-host      sandbox-ctl and its man page
 #   make uninstall         removes what install put there, except /etc/sandbox-agent/
@@ -22,12 +22,14 @@ MANDIR ?= $(PREFIX)/share/man
 SYSTEMDUNITDIR ?= $(PREFIX)/lib/systemd/system
 TMPFILESDIR ?= $(PREFIX)/lib/tmpfiles.d
 SYSUSERSDIR ?= $(PREFIX)/lib/sysusers.d
+UDEVRULESDIR ?= $(PREFIX)/lib/udev/rules.d
 SYSCONFDIR ?= /etc
 GUEST_BIN ?= $(BUILD)/sandbox-agent
 HOST_BIN ?= $(BUILD)/sandbox-ctl
 INSTALL ?= install
 
-INSTALL_DIRS := PREFIX BINDIR SBINDIR MANDIR SYSTEMDUNITDIR TMPFILESDIR SYSUSERSDIR SYSCONFDIR
+INSTALL_DIRS := PREFIX BINDIR SBINDIR MANDIR SYSTEMDUNITDIR TMPFILESDIR SYSUSERSDIR UDEVRULESDIR \
+	SYSCONFDIR
 AGENT_KEYS_DIR := $(SYSCONFDIR)/sandbox-agent
 
 .PHONY: install install-guest install-host uninstall install-check-dirs
@@ -47,6 +49,7 @@ install-guest: install-check-dirs $(filter $(BUILD)/sandbox-agent,$(GUEST_BIN))
 	$(INSTALL) -d -m 0755 '$(DESTDIR)$(SBINDIR)' '$(DESTDIR)$(BINDIR)' \
 		'$(DESTDIR)$(MANDIR)/man1' '$(DESTDIR)$(MANDIR)/man5' '$(DESTDIR)$(MANDIR)/man8' \
 		'$(DESTDIR)$(SYSTEMDUNITDIR)' '$(DESTDIR)$(TMPFILESDIR)' '$(DESTDIR)$(SYSUSERSDIR)' \
+		'$(DESTDIR)$(UDEVRULESDIR)' \
 		'$(DESTDIR)$(AGENT_KEYS_DIR)/authorized_keys.d'
 	$(INSTALL) -m 0755 '$(GUEST_BIN)' '$(DESTDIR)$(SBINDIR)/sandbox-agent'
 	ln -sfn "$$(realpath -m --relative-to='$(BINDIR)' '$(SBINDIR)')/sandbox-agent" \
@@ -61,6 +64,7 @@ install-guest: install-check-dirs $(filter $(BUILD)/sandbox-agent,$(GUEST_BIN))
 		'$(DESTDIR)$(TMPFILESDIR)/sandbox-agent.conf'
 	$(INSTALL) -m 0644 packaging/systemd/sandbox-agent.sysusers \
 		'$(DESTDIR)$(SYSUSERSDIR)/sandbox-agent.conf'
+	$(INSTALL) -m 0644 packaging/udev/60-sandbox-agent.rules '$(DESTDIR)$(UDEVRULESDIR)/'
 	test -e '$(DESTDIR)$(AGENT_KEYS_DIR)/authorized_keys' || \
 		$(INSTALL) -m 0644 packaging/debian/authorized_keys '$(DESTDIR)$(AGENT_KEYS_DIR)/'
 
@@ -77,4 +81,5 @@ uninstall: install-check-dirs
 		'$(DESTDIR)$(MANDIR)/man5/sandbox.yml.5' '$(DESTDIR)$(MANDIR)/man8/sandbox-agent.8' \
 		'$(DESTDIR)$(SYSTEMDUNITDIR)/sandbox-agent.service' \
 		'$(DESTDIR)$(TMPFILESDIR)/sandbox-agent.conf' \
-		'$(DESTDIR)$(SYSUSERSDIR)/sandbox-agent.conf'
+		'$(DESTDIR)$(SYSUSERSDIR)/sandbox-agent.conf' \
+		'$(DESTDIR)$(UDEVRULESDIR)/60-sandbox-agent.rules'

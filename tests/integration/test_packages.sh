@@ -90,6 +90,9 @@ dpkg-deb -x "$GUEST_DEB" "$TMP/x"
 dpkg-deb -e "$GUEST_DEB" "$TMP/x/DEBIAN"
 check "sandbox-app-boot is a relative link to sandbox-agent" \
 	test "$(readlink "$TMP/x/usr/bin/sandbox-app-boot")" = ../sbin/sandbox-agent
+check "the udev rule: the agent's virtio-serial port wants the unit" \
+	grep -q 'SUBSYSTEM=="virtio-ports", ATTR{name}=="org.sandbox-app-runtime.agent", TAG+="systemd", ENV{SYSTEMD_WANTS}+="sandbox-agent.service"' \
+	"$TMP/x/usr/lib/udev/rules.d/60-sandbox-agent.rules"
 check "authorized_keys is a conffile" grep -qx /etc/sandbox-agent/authorized_keys "$TMP/x/DEBIAN/conffiles"
 check "the authorized_keys.d directory is shipped" test -d "$TMP/x/etc/sandbox-agent/authorized_keys.d"
 check "postinst, prerm and postrm are shipped" \
@@ -119,7 +122,8 @@ if make -C "$ROOT" -s install DESTDIR="$inst" PREFIX=/usr/local >"$TMP/install.l
 		"$inst/usr/local/lib/systemd/system/sandbox-agent.service"
 	for f in share/man/man1/sandbox-app-boot.1 share/man/man1/sandbox-ctl.1 \
 		share/man/man5/sandbox.yml.5 share/man/man8/sandbox-agent.8 \
-		lib/tmpfiles.d/sandbox-agent.conf lib/sysusers.d/sandbox-agent.conf; do
+		lib/tmpfiles.d/sandbox-agent.conf lib/sysusers.d/sandbox-agent.conf \
+		lib/udev/rules.d/60-sandbox-agent.rules; do
 		check "make install: $f" test -s "$inst/usr/local/$f"
 	done
 	echo "sandbox-ed25519 local-key" >>"$inst/etc/sandbox-agent/authorized_keys"
