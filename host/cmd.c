@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/signalfd.h>
+#include <unistd.h>
 
 int cmd_usage(struct ctl *ctl, const char *usage, const char *fmt, ...)
 {
@@ -57,6 +58,55 @@ int cmd_signalfd(void)
 
 	sigfd_set(&set, SIGINT, SIGTERM, SIGHUP, 0);
 	return sigfd_open(&set, NULL, &err);
+}
+
+int cmd_signal_exit(int sigfd)
+{
+	struct signalfd_siginfo si;
+
+	if (sigfd >= 0 && read(sigfd, &si, sizeof(si)) == sizeof(si) && si.ssi_signo > 0 &&
+	    si.ssi_signo < 64)
+		return 128 + (int)si.ssi_signo;
+	return 128 + SIGINT;
+}
+
+const char *cmd_reason_of(int exit_code, const struct err *e)
+{
+	if (exit_code >= 128)
+		return "interrupted";
+	switch (exit_code) {
+	case CTL_EXIT_KEY_CHANGED:
+		return "key_changed";
+	case CTL_EXIT_CONNECT:
+		if (e->code == ETIMEDOUT)
+			return "timeout";
+		if (e->code == EKEYREJECTED)
+			return "not_pinned";
+		return "unreachable";
+	case CTL_EXIT_REFUSED:
+		switch (e->code) {
+		case EINVAL:
+			return "invalid";
+		case EBUSY:
+			return "busy";
+		case ENOENT:
+			return "not_found";
+		case EEXIST:
+			return "exists";
+		case EOPNOTSUPP:
+			return "unsupported";
+		default:
+			return "refused";
+		}
+	default:
+		if (e->code == ETIMEDOUT)
+			return "timeout";
+		if (e->code == EINTR)
+			return "interrupted";
+		if (e->code == ENOENT)
+			return "not_found";
+		return "failed";
+	}
 }
 
 int cmd_app_request(struct ctl *ctl, int argc, char **argv, const char *usage, uint16_t type)

@@ -50,6 +50,13 @@ int cmd_parse_seconds(const char *s, int64_t max_ms, int64_t *ret_ms);
  */
 int cmd_signalfd(void);
 /*
+ * A stable word for what happened, next to the exit code and the errno (docs/sandbox-ctl.md,
+ * "Exit codes"): a controller can act on it without parsing the message ("busy", "timeout").
+ */
+const char *cmd_reason_of(int exit_code, const struct err *e);
+/* The exit code for the signal cmd_signalfd() read: 128 + its number (130 for SIGINT). */
+int cmd_signal_exit(int sigfd);
+/*
  * A command whose only option is --app-dir DIR and whose answer is the reply to one request
  * {"app_dir": DIR} of the given message type (status, runtime).
  */

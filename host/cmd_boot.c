@@ -113,6 +113,36 @@ static void show_log(struct boot_view *v, const struct msg *m)
 	}
 }
 
+/*
+ * A refused boot has one shape, whether the agent refused it at once (a boot already in
+ * progress) or its configuration was refused: {"status": "refused", "exit": 2, "reason": TEXT,
+ * "error": {"code", "class": "refused", "reason": WORD, "msg": TEXT}} (more keys may come from
+ * the agent's result), TEXT reading "Sandbox ... refused/failed: ..." as sandbox-app-boot
+ * words it.
+ */
+static int refused_doc(struct ctl *ctl, struct json_object *doc, const char *text, int code)
+{
+	struct json_object *e;
+
+	err_set(&ctl->err, ERR_REFUSED, code, "%s", text);
+	e = output_error_doc(&ctl->err);
+	if (!doc || !e) {
+		json_object_put(doc);
+		json_object_put(e);
+		return CTL_EXIT_REFUSED;
+	}
+	json_object_object_add(json_object_object_get(e, "error"), "reason",
+	                       json_object_new_string(cmd_reason_of(CTL_EXIT_REFUSED, &ctl->err)));
+	json_object_object_add(doc, "status", json_object_new_string("refused"));
+	json_object_object_add(doc, "exit", json_object_new_int(CTL_EXIT_REFUSED));
+	json_object_object_add(doc, "reason", json_object_new_string(text));
+	json_object_object_add(doc, "error", json_object_get(json_object_object_get(e, "error")));
+	json_object_put(e);
+	json_object_put(ctl->result);
+	ctl->result = doc;
+	return CTL_EXIT_REFUSED;
+}
+
 /* The final document from boot.result, and the exit code it calls for. */
 static int on_result(struct ctl *ctl, struct boot_view *v, const struct msg *m)
 {
@@ -137,6 +167,15 @@ static int on_result(struct ctl *ctl, struct boot_view *v, const struct msg *m)
 		json_object_object_add(doc, "step", json_object_new_string(v->failed_step));
 	step = str(doc, "step") ?: "boot";
 	reason = str(doc, "reason") ?: "the agent gave no reason";
+	if (code == CTL_EXIT_REFUSED) {
+		char text[ERR_MSG_MAX];
+		if (strncmp(reason, "Sandbox ", 8) == 0)
+			snprintf(text, sizeof(text), "%s", reason);
+		else
+			snprintf(text, sizeof(text), "Sandbox %s refused: %s", step, reason);
+		ctl->result = NULL;
+		return refused_doc(ctl, doc, text, EINVAL);
+	}
 	if (strncmp(reason, "Sandbox ", 8) == 0)
 		err_set(&ctl->err, code == 2 ? ERR_REFUSED : ERR_FAILED, 0, "%s", reason);
 	else
@@ -184,7 +223,7 @@ static int follow(struct ctl *ctl, struct session *s, uint32_t stream, bool wait
 			err_set(&ctl->err, ERR_FAILED, EINTR,
 			        "interrupted: the boot goes on in the agent (follow it with "
 			        "`sandbox-ctl status` and `sandbox-ctl logs`)");
-			r = CTL_EXIT_FAILED;
+			r = cmd_signal_exit(sigfd);
 			break;
 		}
 		r = connect_session_recv(s, &m, frame_io_deadline(0), &ctl->err);
@@ -216,6 +255,13 @@ static int follow(struct ctl *ctl, struct session *s, uint32_t stream, bool wait
 		} else if (m.type == MSG_ERROR || (m.flags & MSG_F_END)) {
 			r = connect_session_unexpected(&m, &ctl->err);
 			msg_dispose(&m);
+			if (r == CTL_EXIT_REFUSED) {
+				char text[ERR_MSG_MAX];
+				snprintf(text, sizeof(text), "Sandbox boot refused: %s",
+				         ctl->err.msg);
+				r = refused_doc(ctl, json_object_new_object(), text, ctl->err.code);
+				break;
+			}
 			err_wrap(&ctl->err, "the agent did not boot the app");
 			break;
 		} else {

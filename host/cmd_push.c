@@ -420,6 +420,35 @@ static int send_tree(struct push *p, const char *app_dir, struct json_object **r
 	}
 }
 
+/*
+ * Refuse before sending anything while a boot of the app runs: the agent would refuse the
+ * swap (EBUSY) only after the whole tree has travelled.
+ */
+static int check_no_boot(struct ctl *ctl, struct session *s, const char *app_dir)
+{
+	_cleanup_json_ struct json_object *req = json_object_new_object();
+	_cleanup_json_ struct json_object *reply = NULL;
+	struct json_object *state;
+	int r;
+
+	if (!connect_session_has_capability(s, "status"))
+		return 0;
+	json_object_object_add(req, "app_dir", json_object_new_string(app_dir));
+	r = connect_session_request(s, MSG_STATUS, req, NULL, 0, &reply, &ctl->err);
+	if (r != 0)
+		return r;
+	if (json_object_object_get_ex(reply, "state", &state) &&
+	    json_object_is_type(state, json_type_string) &&
+	    strcmp(json_object_get_string(state), "booting") == 0) {
+		err_set(&ctl->err, ERR_REFUSED, EBUSY,
+		        "a boot of %s is in progress: push when it has finished (sandbox-ctl "
+		        "status); nothing was sent",
+		        app_dir);
+		return CTL_EXIT_REFUSED;
+	}
+	return 0;
+}
+
 int cmd_push(struct ctl *ctl, int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -468,6 +497,8 @@ int cmd_push(struct ctl *ctl, int argc, char **argv)
 		err_set(&ctl->err, ERR_REFUSED, EOPNOTSUPP, "the agent does not take trees");
 		r = CTL_EXIT_REFUSED;
 	}
+	if (r == 0)
+		r = check_no_boot(ctl, s, app_dir);
 	if (r != 0) {
 		tree_dispose(&t);
 		return r;

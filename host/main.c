@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "cmd.h"
+#include "cmd_help.h"
 #include "log.h"
 
 #define DEFAULT_TIMEOUT_MS 30000
@@ -41,6 +42,9 @@ static const char usage_text[] =
     "  checkout --spec FILE|- [--app-dir DIR] [--guest-fetch]\n"
     "  publish --spec FILE|- --branch NAME [--app-dir DIR] [--author \"Name <email>\"]\n"
     "          [--message M]\n"
+    "  help [COMMAND]                         a command's options and an example\n"
+    "                                         (also: sandbox-ctl COMMAND --help)\n"
+    "  completion bash                        a bash completion script\n"
     "\n"
     "Options (before or after the command):\n"
     "  --connect ADDR          vsock:CID[:PORT] | unix:PATH | serial:PATH | fc:PATH[:PORT]\n"
@@ -57,21 +61,6 @@ static const char usage_text[] =
     "\n"
     "Exit: 0 ok, 1 failed, 2 usage or refused, 3 connection or authentication failure,\n"
     "4 the guest's key changed.\n";
-
-struct command {
-	const char *name;
-	int (*fn)(struct ctl *ctl, int argc, char **argv);
-	bool connects;
-};
-
-static const struct command commands[] = {
-    {"keygen", cmd_keygen, false},  {"hello", cmd_hello, true},
-    {"secrets", cmd_secrets, true}, {"push", cmd_push, true},
-    {"boot", cmd_boot, true},       {"status", cmd_status, true},
-    {"logs", cmd_logs, true},       {"stop", cmd_stop, true},
-    {"runtime", cmd_runtime, true}, {"checkout", cmd_checkout, true},
-    {"publish", cmd_publish, true},
-};
 
 /* $XDG_CONFIG_HOME/sandbox-ctl/NAME, else ~/.config/sandbox-ctl/NAME. */
 static char *config_path(const char *name)
@@ -124,6 +113,7 @@ static int parse_globals(struct ctl *ctl, int argc, char **argv, char ***ret_cmd
 	    "--connect", "--incus", "--key", "--known-guests", "--instance", "--timeout",
 	};
 	char **cmd_argv = calloc((size_t)argc + 1, sizeof(char *));
+	const struct cmd_info *cmd = NULL;
 	const char *connect = NULL;
 	char **exec_argv = NULL;
 	int n = 0;
@@ -137,6 +127,12 @@ static int parse_globals(struct ctl *ctl, int argc, char **argv, char ***ret_cmd
 		const char *a = argv[i], *v = NULL;
 		const char *opt = NULL;
 
+		/* A value of the command's own options is never taken for a global option. */
+		if (cmd && cmd_help_takes_value(cmd, a) && i + 1 < argc) {
+			cmd_argv[n++] = argv[i++];
+			cmd_argv[n++] = argv[i];
+			continue;
+		}
 		for (size_t k = 0; k < ELEMENTSOF(with_value); k++)
 			if (is_option(a, with_value[k]))
 				opt = with_value[k];
@@ -186,14 +182,32 @@ static int parse_globals(struct ctl *ctl, int argc, char **argv, char ***ret_cmd
 		} else if (strcmp(a, "-v") == 0 || strcmp(a, "--verbose") == 0) {
 			ctl->out.level = OUTPUT_VERBOSE;
 		} else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-			fputs(usage_text, stdout);
+			if (cmd)
+				cmd_help_print(stdout, cmd);
+			else
+				fputs(usage_text, stdout);
 			return -1;
 		} else if (n == 0 && strcmp(a, "--version") == 0) {
 			printf("sandbox-ctl %s\n", SA_VERSION);
 			return -1;
 		} else {
+			if (n == 0)
+				cmd = cmd_help_find(argv[i]);
 			cmd_argv[n++] = argv[i];
 		}
+	}
+	if (n == 0 && exec_argv) {
+		/* --connect exec -- takes the rest of the line: was the command part of it? */
+		for (char **w = exec_argv; *w; w++)
+			if (cmd_help_find(*w)) {
+				err_set(&ctl->err, ERR_REFUSED, EINVAL,
+				        "no command given: --connect exec -- takes the rest of the "
+				        "line, so '%s' became part of the exec command; put the "
+				        "command first: sandbox-ctl %s ... --connect exec -- CMD "
+				        "ARGS...",
+				        *w, *w);
+				return CTL_EXIT_REFUSED;
+			}
 	}
 	if (connect) {
 		if (ctl->so.incus) {
@@ -212,6 +226,8 @@ static int parse_globals(struct ctl *ctl, int argc, char **argv, char ***ret_cmd
 static int run(struct ctl *ctl, int argc, char **argv, char **key, char **pins)
 {
 	_cleanup_free_ char **cmd_argv = NULL;
+	const struct cmd_info *cmd;
+	const char *near;
 	int cmd_argc = 0, r;
 
 	r = parse_globals(ctl, argc, argv, &cmd_argv, &cmd_argc, key, pins);
@@ -231,17 +247,32 @@ static int run(struct ctl *ctl, int argc, char **argv, char **key, char **pins)
 		err_set(&ctl->err, ERR_REFUSED, EINVAL, "no command given (sandbox-ctl --help)");
 		return CTL_EXIT_REFUSED;
 	}
-	for (size_t i = 0; i < ELEMENTSOF(commands); i++)
-		if (strcmp(cmd_argv[0], commands[i].name) == 0) {
-			if (!commands[i].connects && ctl->so.addr) {
-				err_set(&ctl->err, ERR_REFUSED, EINVAL, "%s does not connect",
-				        commands[i].name);
-				return CTL_EXIT_REFUSED;
-			}
-			return commands[i].fn(ctl, cmd_argc, cmd_argv);
+	cmd = cmd_help_find(cmd_argv[0]);
+	if (cmd) {
+		if (!cmd->connects && ctl->so.addr) {
+			err_set(&ctl->err, ERR_REFUSED, EINVAL, "%s does not connect", cmd->name);
+			return CTL_EXIT_REFUSED;
 		}
-	err_set(&ctl->err, ERR_REFUSED, EINVAL, "unknown command '%s' (sandbox-ctl --help)",
-	        cmd_argv[0]);
+		r = cmd->fn(ctl, cmd_argc, cmd_argv);
+		if (r < 0 && strcmp(cmd->name, "help") == 0 && cmd_argc < 2)
+			fputs(usage_text, stdout);
+		return r;
+	}
+	if (cmd_argv[0][0] == '-') {
+		/* Not a command: an option that is not one of ours (global or the command's). */
+		char word[64];
+		snprintf(word, sizeof(word), "%s", cmd_argv[0]);
+		word[strcspn(word, "=")] = '\0';
+		near = cmd_help_suggest_option(word);
+		err_set(&ctl->err, ERR_REFUSED, EINVAL,
+		        "unknown option %s%s%s%s (see sandbox-ctl --help; a command's own options "
+		        "come after it)",
+		        word, near ? "; did you mean " : "", near ? near : "", near ? "?" : "");
+		return CTL_EXIT_REFUSED;
+	}
+	near = cmd_help_suggest(cmd_argv[0]);
+	err_set(&ctl->err, ERR_REFUSED, EINVAL, "unknown command '%s'%s%s%s (sandbox-ctl --help)",
+	        cmd_argv[0], near ? "; did you mean '" : "", near ? near : "", near ? "'?" : "");
 	return CTL_EXIT_REFUSED;
 }
 
@@ -268,8 +299,14 @@ int main(int argc, char **argv)
 	if (r < 0) /* --help, --version */
 		r = 0;
 	else if (r != 0) {
-		if (!ctl.result)
+		if (!ctl.result) {
+			struct json_object *inner;
 			ctl.result = output_error_doc(&ctl.err);
+			if (ctl.result && json_object_object_get_ex(ctl.result, "error", &inner))
+				json_object_object_add(
+				    inner, "reason",
+				    json_object_new_string(cmd_reason_of(r, &ctl.err)));
+		}
 		if (ctl.result)
 			output_json(&ctl.out, ctl.result);
 		output_error(&ctl.out, &ctl.err);

@@ -10,7 +10,6 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <unistd.h>
 
 #define LINE_MAX_BYTES 4096
@@ -22,17 +21,13 @@ int output_exit_of(const struct err *e)
 
 void output_init(struct output *o, FILE *out, FILE *err, int level)
 {
-	struct winsize ws;
-
 	memset(o, 0, sizeof(*o));
 	o->out = out;
 	o->err = err;
 	o->level = level;
-	o->tty = isatty(fileno(err)) == 1;
+	liveline_init(&o->line, err);
+	o->tty = o->line.tty;
 	o->pretty = isatty(fileno(out)) == 1;
-	o->columns = 80;
-	if (o->tty && ioctl(fileno(err), TIOCGWINSZ, &ws) == 0 && ws.ws_col > 10)
-		o->columns = ws.ws_col;
 }
 
 void output_json(struct output *o, struct json_object *doc)
@@ -133,21 +128,14 @@ void output_live(struct output *o, const char *fmt, ...)
 		va_end(ap);
 		return;
 	}
-	format_line(line, sizeof(line), (size_t)o->columns - 1, fmt, ap);
+	format_line(line, sizeof(line), 0, fmt, ap);
 	va_end(ap);
-	/* Back to the start of the line, write, clear what is left of the old one. */
-	fprintf(o->err, "\r%s\033[K", line);
-	fflush(o->err);
-	o->live = true;
+	liveline_show(&o->line, line);
 }
 
 void output_live_done(struct output *o)
 {
-	if (!o->live)
-		return;
-	fputc('\n', o->err);
-	fflush(o->err);
-	o->live = false;
+	liveline_done(&o->line);
 }
 
 void output_error(struct output *o, const struct err *e)

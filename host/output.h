@@ -14,6 +14,7 @@
 
 #include "json_strict.h"
 #include "err.h"
+#include "liveline.h"
 
 /* Exit codes of sandbox-ctl (docs/sandbox-ctl.md). */
 enum ctl_exit {
@@ -39,8 +40,7 @@ struct output {
 	bool tty;    /* err is a terminal: live lines */
 	bool pretty; /* out is a terminal: indented JSON */
 	int level;
-	bool live;   /* a live line is on the screen, without its newline */
-	int columns; /* of the terminal, for cutting live lines */
+	struct liveline line; /* the live line on err (common/base/liveline.h) */
 };
 
 void output_init(struct output *o, FILE *out, FILE *err, int level);

@@ -254,18 +254,6 @@ if [ "$PROFILE" = full ]; then
 	in_root sh -c 'command -v corepack >/dev/null && corepack enable' >/dev/null 2>&1 || true
 fi
 
-# In a VM the agent's virtio-serial port (/dev/virtio-ports/org.sandbox-app-runtime.agent, a
-# udev link) must exist when the daemon starts, or it serves vsock and the unix socket only:
-# start it after udev has handled the coldplug events. In a container systemd-udev-settle is
-# skipped (read-only /sys) and costs nothing.
-mkdir -p "$R/etc/systemd/system/sandbox-agent.service.d"
-cat >"$R/etc/systemd/system/sandbox-agent.service.d/10-virtio-ports.conf" <<-'DROPIN'
-	# image-build: the virtio-serial port's udev link exists before the daemon looks for it.
-	[Unit]
-	Wants=systemd-udev-settle.service
-	After=systemd-udev-settle.service
-DROPIN
-
 # Host keys: baked ones (--authorized-key), and the instance's own from its Incus configuration
 # (user.sandbox-agent.authorized-keys) read at every start (sandbox-agent-incus-keys).
 mkdir -p "$R/etc/sandbox-agent/authorized_keys.d"

@@ -21,7 +21,8 @@ DEB_GUEST := $(DEB_OUT)/sandbox-agent_$(VERSION)_$(DEB_ARCH).deb
 DEB_HOST := $(DEB_OUT)/sandbox-ctl_$(VERSION)_$(DEB_ARCH).deb
 # Debian's paths (bookworm: units in /usr/lib/systemd/system, where lintian wants them).
 DEB_DIRS := PREFIX=/usr SYSCONFDIR=/etc SYSTEMDUNITDIR=/usr/lib/systemd/system \
-	TMPFILESDIR=/usr/lib/tmpfiles.d
+	TMPFILESDIR=/usr/lib/tmpfiles.d SYSUSERSDIR=/usr/lib/sysusers.d \
+	UDEVRULESDIR=/usr/lib/udev/rules.d
 DEB_STATIC_BIN := build-static/stripped/sandbox-agent
 
 ifneq ($(filter command line environment,$(origin GUEST_BIN)),)

@@ -3,8 +3,9 @@
 # make install [DESTDIR=/staging] [PREFIX=/usr/local]: installs for distributions other than
 # Debian (which uses `make deb`, mk/deb.mk).
 #   make install           install-guest + install-host
-#   make install-guest     sandbox-agent, the sandbox-app-boot and sandbox-claude links, man pages, the systemd unit,
-#                          tmpfiles.d, /etc/sandbox-agent/ (an existing authorized_keys is kept)
+#   make install-guest     sandbox-agent, the sandbox-app-boot and sandbox-claude links, man pages,
+#                          the systemd unit, tmpfiles.d, sysusers.d, the udev rule,
+#                          /etc/sandbox-agent/ (an existing authorized_keys is kept)
 #   make install-host      sandbox-ctl and its man page
 #   make uninstall         removes what install put there, except /etc/sandbox-agent/
 #
@@ -20,12 +21,15 @@ SBINDIR ?= $(PREFIX)/sbin
 MANDIR ?= $(PREFIX)/share/man
 SYSTEMDUNITDIR ?= $(PREFIX)/lib/systemd/system
 TMPFILESDIR ?= $(PREFIX)/lib/tmpfiles.d
+SYSUSERSDIR ?= $(PREFIX)/lib/sysusers.d
+UDEVRULESDIR ?= $(PREFIX)/lib/udev/rules.d
 SYSCONFDIR ?= /etc
 GUEST_BIN ?= $(BUILD)/sandbox-agent
 HOST_BIN ?= $(BUILD)/sandbox-ctl
 INSTALL ?= install
 
-INSTALL_DIRS := PREFIX BINDIR SBINDIR MANDIR SYSTEMDUNITDIR TMPFILESDIR SYSCONFDIR
+INSTALL_DIRS := PREFIX BINDIR SBINDIR MANDIR SYSTEMDUNITDIR TMPFILESDIR SYSUSERSDIR UDEVRULESDIR \
+	SYSCONFDIR
 AGENT_KEYS_DIR := $(SYSCONFDIR)/sandbox-agent
 
 .PHONY: install install-guest install-host uninstall install-check-dirs
@@ -44,7 +48,8 @@ install-guest: install-check-dirs $(filter $(BUILD)/sandbox-agent,$(GUEST_BIN))
 	@test -x '$(GUEST_BIN)' || { echo "make install: no guest binary at $(GUEST_BIN)" >&2; exit 1; }
 	$(INSTALL) -d -m 0755 '$(DESTDIR)$(SBINDIR)' '$(DESTDIR)$(BINDIR)' \
 		'$(DESTDIR)$(MANDIR)/man1' '$(DESTDIR)$(MANDIR)/man5' '$(DESTDIR)$(MANDIR)/man8' \
-		'$(DESTDIR)$(SYSTEMDUNITDIR)' '$(DESTDIR)$(TMPFILESDIR)' \
+		'$(DESTDIR)$(SYSTEMDUNITDIR)' '$(DESTDIR)$(TMPFILESDIR)' '$(DESTDIR)$(SYSUSERSDIR)' \
+		'$(DESTDIR)$(UDEVRULESDIR)' \
 		'$(DESTDIR)$(AGENT_KEYS_DIR)/authorized_keys.d'
 	$(INSTALL) -m 0755 '$(GUEST_BIN)' '$(DESTDIR)$(SBINDIR)/sandbox-agent'
 	ln -sfn "$$(realpath -m --relative-to='$(BINDIR)' '$(SBINDIR)')/sandbox-agent" \
@@ -60,6 +65,9 @@ install-guest: install-check-dirs $(filter $(BUILD)/sandbox-agent,$(GUEST_BIN))
 	chmod 0644 '$(DESTDIR)$(SYSTEMDUNITDIR)/sandbox-agent.service'
 	$(INSTALL) -m 0644 packaging/systemd/sandbox-agent.tmpfiles \
 		'$(DESTDIR)$(TMPFILESDIR)/sandbox-agent.conf'
+	$(INSTALL) -m 0644 packaging/systemd/sandbox-agent.sysusers \
+		'$(DESTDIR)$(SYSUSERSDIR)/sandbox-agent.conf'
+	$(INSTALL) -m 0644 packaging/udev/60-sandbox-agent.rules '$(DESTDIR)$(UDEVRULESDIR)/'
 	test -e '$(DESTDIR)$(AGENT_KEYS_DIR)/authorized_keys' || \
 		$(INSTALL) -m 0644 packaging/debian/authorized_keys '$(DESTDIR)$(AGENT_KEYS_DIR)/'
 
@@ -76,4 +84,6 @@ uninstall: install-check-dirs
 		'$(DESTDIR)$(MANDIR)/man1/sandbox-app-boot.1' '$(DESTDIR)$(MANDIR)/man1/sandbox-ctl.1' \
 		'$(DESTDIR)$(MANDIR)/man5/sandbox.yml.5' '$(DESTDIR)$(MANDIR)/man8/sandbox-agent.8' \
 		'$(DESTDIR)$(SYSTEMDUNITDIR)/sandbox-agent.service' \
-		'$(DESTDIR)$(TMPFILESDIR)/sandbox-agent.conf'
+		'$(DESTDIR)$(TMPFILESDIR)/sandbox-agent.conf' \
+		'$(DESTDIR)$(SYSUSERSDIR)/sandbox-agent.conf' \
+		'$(DESTDIR)$(UDEVRULESDIR)/60-sandbox-agent.rules'

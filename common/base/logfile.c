@@ -229,6 +229,12 @@ static size_t count_newlines(const char *s, size_t n)
 int logfile_tail(const char *path, size_t nlines, size_t max_line_chars, char **ret,
                  struct err *err)
 {
+	return logfile_tail_since(path, 0, nlines, max_line_chars, ret, err);
+}
+
+int logfile_tail_since(const char *path, uint64_t since, size_t nlines, size_t max_line_chars,
+                       char **ret, struct err *err)
+{
 	_cleanup_close_ int fd = -1;
 	_cleanup_free_ char *buf = NULL;
 	_cleanup_free_ char *out = NULL;
@@ -244,9 +250,12 @@ int logfile_tail(const char *path, size_t nlines, size_t max_line_chars, char **
 	if (!S_ISREG(st.st_mode))
 		return err_set(err, ERR_REFUSED, EINVAL, "log %s is not a regular file", path);
 	size = (size_t)st.st_size;
+	/* A file smaller than since was rotated or truncated since: all of it is newer. */
+	if (since > size)
+		since = 0;
 	cap = TAIL_BASE_WINDOW + nlines * (4 * max_line_chars + 2);
-	if (cap > size)
-		cap = size;
+	if (cap > size - since)
+		cap = size - (size_t)since;
 	/* Grow the window from the end until it holds nlines full lines, or hits the cap. */
 	for (window = cap < 64 * 1024 ? cap : 64 * 1024;;
 	     window = window * 4 < cap ? window * 4 : cap) {

@@ -56,5 +56,12 @@ const struct err *logfile_last_error(const struct logfile *lf);
  */
 int logfile_tail(const char *path, size_t nlines, size_t max_line_chars, char **ret,
                  struct err *err);
+/*
+ * The same, from the bytes at offset since or later only (the size the file had when a boot
+ * began, so that earlier boots' lines are left out); since past the end of the file (it was
+ * rotated or truncated) counts as 0.
+ */
+int logfile_tail_since(const char *path, uint64_t since, size_t nlines, size_t max_line_chars,
+                       char **ret, struct err *err);
 
 #endif

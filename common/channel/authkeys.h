@@ -2,9 +2,9 @@
 /*
  * The set of host keys a guest accepts, like ssh's authorized_keys: a system file baked into
  * the image plus a directory where a controller drops per-instance key files (*.pub). Each line
- * reads "sandbox-ed25519 <base64> [comment]"; blank lines and lines starting with '#' are
- * skipped, and so are malformed lines (logged at debug level), so that one bad line does not
- * lock every host out.
+ * reads "ssh-ed25519 <base64> [comment]" (or "sandbox-ed25519 ...", keys.h); blank lines and lines
+ * starting with '#' are skipped, and so are malformed lines (logged at debug level), so that one
+ * bad line does not lock every host out.
  *
  * authkeys_reload() re-reads both sources from scratch; the guest's handshake calls it for every
  * connection, so a key added or removed takes effect for the next connection without a restart.

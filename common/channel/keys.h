@@ -4,12 +4,14 @@
  * crypto_sign). The secret half lives in sodium_malloc memory (guard pages, locked, wiped on
  * free) and is kept inaccessible (sodium_mprotect_noaccess) except while signing.
  *
- * Files:
- *   secret key   "sandbox-ed25519-secret <base64 of the 32-byte seed> [comment]\n", mode 0600;
- *                a file readable by group or others is refused, like ssh does
- *   public key   "sandbox-ed25519 <base64 of the 32-byte public key> [comment]\n", the same
- *                line format as authorized-keys files, in <secret path>.pub
- * Fingerprints read "SHA256:<base64 of SHA-256(public key), no padding>", like OpenSSH's.
+ * Files, in OpenSSH's formats, so that ssh-keygen -lf shows the fingerprints we print:
+ *   secret key   "-----BEGIN OPENSSH PRIVATE KEY-----" (openssh-key-v1, no passphrase), mode
+ *                0600; a file readable by group or others is refused, like ssh does
+ *   public key   "ssh-ed25519 <base64 of the wire form> [comment]\n", the same line format as
+ *                authorized-keys files, in <secret path>.pub
+ * The formats of earlier versions ("sandbox-ed25519-secret <base64 seed>" and
+ * "sandbox-ed25519 <base64 key>") are still read. Fingerprints read "SHA256:<base64 of
+ * SHA-256(the key's wire form), no padding>", as OpenSSH's do.
  */
 #ifndef SA_KEYS_H
 #define SA_KEYS_H
@@ -24,6 +26,8 @@
 #define KEYS_SIGNATURE_LEN 64
 #define KEYS_FINGERPRINT_MAX 64 /* "SHA256:" + 43 characters + NUL, with room */
 #define KEYS_COMMENT_MAX 256
+#define KEYS_TYPE_SSH "ssh-ed25519"
+/* The line types of earlier versions, still read. */
 #define KEYS_TYPE_PUBLIC "sandbox-ed25519"
 #define KEYS_TYPE_SECRET "sandbox-ed25519-secret"
 
@@ -65,7 +69,7 @@ int keys_verify(const uint8_t pk[KEYS_PUBLIC_LEN], const void *msg, size_t len,
 /* "SHA256:..." of a public key into out (KEYS_FINGERPRINT_MAX bytes). */
 void keys_fingerprint(const uint8_t pk[KEYS_PUBLIC_LEN], char out[KEYS_FINGERPRINT_MAX]);
 
-/* The public line "sandbox-ed25519 <base64>[ comment]" as a heap string (no newline). */
+/* The public line "ssh-ed25519 <base64>[ comment]" as a heap string (no newline). */
 char *keys_format_public(const uint8_t pk[KEYS_PUBLIC_LEN], const char *comment);
 
 /*

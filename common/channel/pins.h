@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The host's store of guest keys, like ssh's known_hosts: one line per instance,
- *   "<instance> sandbox-ed25519 <base64> [comment]"
+ *   "<instance> ssh-ed25519 <base64> [comment]" (pins written by earlier versions read
+ *   "<instance> sandbox-ed25519 <base64>" and are still accepted)
  * ('#' comments and blank lines are kept as they are). The first connection to an instance
  * pins the key it proved; a later connection with another key is refused unless the caller
  * says the change is expected (the instance was rebuilt).

@@ -13,6 +13,7 @@
 #include <getopt.h>
 #include <libgen.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,9 +27,11 @@
 #include "boot_plan.h"
 #include "boot_services.h"
 #include "log.h"
+#include "liveline.h"
 #include "logfile.h"
 #include "proc.h"
 #include "strv.h"
+#include "suggest.h"
 
 #define TAIL_LINES 20
 #define TAIL_LINE_CHARS 500
@@ -120,8 +123,9 @@ static void report_failure(const struct boot_plan *p, const struct boot_result *
 		const char *shown = res->log_path;
 		if (p && p->state_dir && strncmp(shown, p->state_dir, strlen(p->state_dir)) == 0)
 			shown += strlen(p->state_dir) + 1;
-		if (logfile_tail(res->log_path, TAIL_LINES, TAIL_LINE_CHARS, &tail, &tail_err) ==
-		        0 &&
+		/* Only this boot's lines: the log keeps earlier boots' above them. */
+		if (logfile_tail_since(res->log_path, res->log_from, TAIL_LINES, TAIL_LINE_CHARS,
+		                       &tail, &tail_err) == 0 &&
 		    tail && *tail) {
 			_cleanup_free_ char *clean = NULL;
 			size_t len = strlen(tail);
@@ -131,6 +135,7 @@ static void report_failure(const struct boot_plan *p, const struct boot_result *
 			        clean ? clean : tail,
 			        (clean ? clean : tail)[len ? len - 1 : 0] == '\n' ? "" : "\n");
 		}
+		fprintf(stderr, "(the whole log: %s)\n", res->log_path);
 	}
 	fprintf(stderr, "%s\n", line);
 }
@@ -143,18 +148,86 @@ static void report_refusal(const struct err *err)
 		fprintf(stderr, "Sandbox boot refused: %s\n", err->msg);
 }
 
+/* What sandbox.yml's reader found for the author: warnings, and where a syntax error is. */
+static void report_notes(char *const *notes)
+{
+	for (size_t i = 0; notes && notes[i]; i++)
+		fprintf(stderr, "%s\n", notes[i]);
+}
+
 static int exit_code(const struct err *err)
 {
 	return err->cls == ERR_REFUSED ? 2 : 1;
 }
 
+/*
+ * Progress on stderr: on a terminal one live line per step, rewritten with the step's latest
+ * output line and kept when the step ends (the same live line as `sandbox-ctl boot --wait`,
+ * common/base/liveline.h); elsewhere plain lines, as a log reader wants them.
+ */
+struct progress {
+	uint64_t started_us; /* the boot's start */
+	uint64_t step_us;    /* the live step's start */
+	struct liveline line;
+	bool live; /* a terminal, and not -v: the live line is used */
+	char step[64];
+	char command[256];
+};
+
+static void progress_live(struct progress *pr, const char *fmt, ...) _printf_(2, 3);
+static void progress_live(struct progress *pr, const char *fmt, ...)
+{
+	char text[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(text, sizeof(text), fmt, ap);
+	va_end(ap);
+	liveline_show(&pr->line, text);
+}
+
+static void progress_phase_live(struct progress *pr, const char *step, const char *phase,
+                                const char *detail)
+{
+	double secs = (double)(clock_now_us() - pr->step_us) / 1e6;
+
+	if (strcmp(phase, "started") == 0) {
+		liveline_done(&pr->line);
+		pr->step_us = clock_now_us();
+		snprintf(pr->step, sizeof(pr->step), "%s", step);
+		snprintf(pr->command, sizeof(pr->command), "%s", detail ? detail : "");
+		progress_live(pr, "sandbox-app-boot: %s: $ %s", step, pr->command);
+	} else if (strcmp(phase, "done") == 0 && strcmp(step, "start") != 0) {
+		progress_live(pr, "sandbox-app-boot: %s: done in %.1f s: $ %s", step, secs,
+		              strcmp(step, pr->step) == 0 ? pr->command : "");
+		liveline_done(&pr->line);
+	} else if (strcmp(phase, "skipped") == 0) {
+		liveline_done(&pr->line);
+		progress_live(pr, "sandbox-app-boot: %s: skipped (%s)", step, detail ? detail : "");
+		liveline_done(&pr->line);
+	} else if (strcmp(phase, "ready") == 0) {
+		liveline_done(&pr->line);
+		fprintf(stderr, "sandbox-app-boot: ready in %.1f s; runtime.json at %s\n",
+		        (double)(clock_now_us() - pr->started_us) / 1e6, detail);
+	} else if (strcmp(phase, "failed") == 0) {
+		liveline_done(&pr->line); /* the failure report follows */
+	} else {
+		/* the server's phases: started, listening, answered, done */
+		progress_live(pr, "sandbox-app-boot: %s: %s (%.1f s)", step, phase, secs);
+	}
+}
+
 static void progress_phase(void *userdata, const char *step, const char *phase, const char *detail)
 {
-	/* With -v every line says when it happened, in ms since the boot began. */
-	if (log_max_level >= LOG_DEBUG) {
-		const uint64_t *started = userdata;
-		fprintf(stderr, "[%6.1f ms] ", (double)(clock_now_us() - *started) / 1000.0);
+	struct progress *pr = userdata;
+
+	if (pr->live) {
+		progress_phase_live(pr, step, phase, detail);
+		return;
 	}
+	/* With -v every line says when it happened, in ms since the boot began. */
+	if (log_max_level >= LOG_DEBUG)
+		fprintf(stderr, "[%6.1f ms] ", (double)(clock_now_us() - pr->started_us) / 1000.0);
 	if (strcmp(phase, "started") == 0 && detail)
 		fprintf(stderr, "sandbox-app-boot: %s: $ %s\n", step, detail);
 	else if (strcmp(phase, "skipped") == 0)
@@ -163,6 +236,23 @@ static void progress_phase(void *userdata, const char *step, const char *phase, 
 		fprintf(stderr, "sandbox-app-boot: ready; runtime.json at %s\n", detail);
 	else if (log_max_level >= LOG_INFO)
 		fprintf(stderr, "sandbox-app-boot: %s: %s\n", step, phase);
+}
+
+/* A step's output: its last line on the live line (only on a terminal). */
+static void progress_output(void *userdata, const char *step, const char *buf, size_t len)
+{
+	struct progress *pr = userdata;
+	const char *end = buf + len, *line;
+
+	if (!pr->live)
+		return;
+	while (end > buf && (end[-1] == '\n' || end[-1] == '\r'))
+		end--;
+	line = end;
+	while (line > buf && line[-1] != '\n')
+		line--;
+	if (end > line)
+		progress_live(pr, "sandbox-app-boot: %s: %.*s", step, (int)(end - line), line);
 }
 
 /* Where the boot keeps its state, without reading any configuration (for --stop etc.). */
@@ -195,17 +285,26 @@ static int do_boot(struct boot_options *o)
 {
 	struct boot_plan plan = {0};
 	struct boot_result res = {0};
-	uint64_t started = clock_now_us();
-	struct boot_observer obs = {.phase = progress_phase, .userdata = &started};
+	struct progress pr = {.started_us = clock_now_us()};
+	struct boot_observer obs = {
+	    .phase = progress_phase, .output = progress_output, .userdata = &pr};
+	_cleanup_strv_ char **notes = NULL;
 	struct err err;
 	int r;
 
 	err_clear(&err);
-	if (boot_plan_build(o, &plan, &err) < 0) {
+	o->notes = &notes;
+	r = boot_plan_build(o, &plan, &err);
+	report_notes(notes);
+	if (r < 0) {
 		report_refusal(&err);
 		return exit_code(&err);
 	}
+	liveline_init(&pr.line, stderr);
+	pr.step_us = pr.started_us;
+	pr.live = pr.line.tty && log_max_level < LOG_DEBUG;
 	r = boot_engine_run(&plan, o, &obs, &res, &err);
+	liveline_done(&pr.line);
 	if (r < 0) {
 		if (err.cls == ERR_REFUSED)
 			report_refusal(&err);
@@ -226,11 +325,16 @@ static int do_dry_run(struct boot_options *o)
 {
 	struct boot_plan plan = {0};
 	_cleanup_free_ char *json = NULL;
+	_cleanup_strv_ char **notes = NULL;
 	struct err err;
+	int r;
 
 	err_clear(&err);
 	o->dry_run = true;
-	if (boot_plan_build(o, &plan, &err) < 0) {
+	o->notes = &notes;
+	r = boot_plan_build(o, &plan, &err);
+	report_notes(notes);
+	if (r < 0) {
 		report_refusal(&err);
 		return exit_code(&err);
 	}
@@ -295,6 +399,44 @@ static int do_status(struct boot_options *o)
 	return 0;
 }
 
+/*
+ * One line, the cause last: "Sandbox boot refused: unknown option --jsno; did you mean --json?
+ * (see sandbox-app-boot --help)". c is getopt's ':' (a value is missing) or '?'.
+ */
+static int bad_option(int c, const char *arg, const struct option *longopts)
+{
+	const char *names[32], *near = NULL;
+	char word[64];
+	size_t n = 0;
+
+	snprintf(word, sizeof(word), "%s", arg);
+	word[strcspn(word, "=")] = '\0';
+	if (c == ':') {
+		fprintf(stderr,
+		        "Sandbox boot refused: %s needs a value (see sandbox-app-boot --help)\n",
+		        word);
+		return 2;
+	}
+	if (strncmp(word, "--", 2) == 0) {
+		for (; longopts[n].name && n < 31; n++)
+			names[n] = longopts[n].name;
+		names[n] = NULL;
+		near = suggest_closest(word + 2, names);
+	} else if (optopt && word[0] == '-' && word[1] != '-') {
+		snprintf(word, sizeof(word), "-%c", optopt);
+	}
+	if (near)
+		fprintf(stderr,
+		        "Sandbox boot refused: unknown option %s; did you mean --%s? (see "
+		        "sandbox-app-boot --help)\n",
+		        word, near);
+	else
+		fprintf(stderr,
+		        "Sandbox boot refused: unknown option %s (see sandbox-app-boot --help)\n",
+		        word);
+	return 2;
+}
+
 int boot_cli_main(int argc, char **argv)
 {
 	enum {
@@ -346,7 +488,8 @@ int boot_cli_main(int argc, char **argv)
 
 	/* Nothing we inherited beyond stdio may reach a child or outlive us. */
 	proc_close_inherited(-1);
-	while ((c = getopt_long(argc, argv, "vh", longopts, NULL)) != -1) {
+	opterr = 0; /* bad options are reported below, in one line */
+	while ((c = getopt_long(argc, argv, ":vh", longopts, NULL)) != -1) {
 		switch (c) {
 		case OPT_SPEC:
 			o.shape = BOOT_SHAPE_SPEC;
@@ -436,8 +579,7 @@ int boot_cli_main(int argc, char **argv)
 			printf("sandbox-app-boot %s\n", SA_VERSION);
 			return 0;
 		default:
-			usage(stderr);
-			return 2;
+			return bad_option(c, argv[optind - 1], longopts);
 		}
 	}
 	o.pass_env = pass_env;

@@ -316,7 +316,10 @@ static int plan_from_directory(struct boot_plan *p, const struct boot_options *o
 	r = plan_paths(p, o, o->app_dir, NULL, NULL, err);
 	if (r < 0)
 		return r;
-	r = sandbox_config_load(p->app_dir, &cfg, err);
+	r = sandbox_config_load_noted(p->app_dir, &p->warnings, &cfg, err);
+	for (size_t i = 0; o->notes && p->warnings && p->warnings[i]; i++)
+		if (strv_push(o->notes, p->warnings[i]) < 0)
+			break;
 	if (r < 0) {
 		err_wrap(err, "Sandbox configuration failed");
 		err->cls = ERR_REFUSED;
@@ -534,6 +537,7 @@ void boot_plan_dispose(struct boot_plan *p)
 	strv_free(p->toolchain.services);
 	toolchain_choice_dispose(&p->tools);
 	scrub_free(p->scrub);
+	strv_free(p->warnings);
 	memset(p, 0, sizeof(*p));
 }
 
@@ -619,6 +623,7 @@ char *boot_plan_to_json(const struct boot_plan *p)
 	json_object_object_add(root, "steps", steps);
 	json_object_object_add(root, "environment", env_to_json(p, p->env));
 	json_object_object_add(root, "masked_secret_names", strv_to_json(p->secret_env_names));
+	json_object_object_add(root, "warnings", strv_to_json(p->warnings));
 	for (size_t i = 0; i < p->db.n_entries; i++) {
 		json_object *d = json_object_new_object();
 		json_object_object_add(d, "name", json_object_new_string(p->db.entries[i].name));

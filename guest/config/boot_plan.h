@@ -60,6 +60,11 @@ struct boot_options {
 	char *const *caller_env;
 	bool dry_run;     /* resolve only: create nothing, generate nothing on disk */
 	bool for_cleanup; /* for --stop/--discard: secrets and toolchains need not be present */
+	/*
+	 * Out, or NULL: lines for the repository author (sandbox.yml warnings, and where a
+	 * syntax error is), appended as they are found, on success and on failure alike.
+	 */
+	char ***notes;
 };
 
 struct plan_step {
@@ -108,6 +113,7 @@ struct boot_plan {
 	char *mode, *kind;      /* spec: informational, shown in state.json */
 	char *recorded_steps;   /* spec: its recorded_steps (JSON text), first in state.json */
 	struct scrubber *scrub; /* every known secret value */
+	char **warnings;        /* sandbox.yml's warnings, as in boot_options.notes */
 };
 
 int boot_plan_build(const struct boot_options *o, struct boot_plan *ret, struct err *err);

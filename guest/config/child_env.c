@@ -275,6 +275,55 @@ static int env_set_caches(char ***env, const char *cache_root, char *const *file
 	return 0;
 }
 
+static bool path_below(const char *dir, size_t len, const char *top)
+{
+	size_t tl = top ? strlen(top) : 0;
+
+	while (tl > 1 && top[tl - 1] == '/')
+		tl--;
+	return tl > 1 && len >= tl && strncmp(dir, top, tl) == 0 && (len == tl || dir[tl] == '/');
+}
+
+/* An sbin folder: the system administrator's tools, on root's PATH only. */
+static bool path_is_sbin(const char *dir, size_t len)
+{
+	return (len >= 5 && memcmp(dir + len - 5, "/sbin", 5) == 0) ||
+	       (len >= 6 && memcmp(dir + len - 6, "/sbin/", 6) == 0);
+}
+
+int child_env_path_for_user(const char *path, const char *caller_home, char **ret)
+{
+	_cleanup_free_ char *out = malloc((path ? strlen(path) : 0) + 1);
+	size_t n = 0;
+
+	if (!out)
+		return -ENOMEM;
+	for (const char *s = path ? path : ""; *s;) {
+		const char *colon = strchr(s, ':');
+		size_t len = colon ? (size_t)(colon - s) : strlen(s);
+
+		/* Relative and empty entries (the working directory), the caller's and root's
+		 * own folders, and sbin are not the run user's. */
+		if (len > 0 && s[0] == '/' && !path_below(s, len, caller_home) &&
+		    !path_below(s, len, "/root") && !path_is_sbin(s, len)) {
+			if (n)
+				out[n++] = ':';
+			memcpy(out + n, s, len);
+			n += len;
+		}
+		s += len + (colon ? 1 : 0);
+	}
+	out[n] = '\0';
+	if (n == 0) {
+		free(out);
+		out = strdup(CHILD_ENV_USER_PATH);
+		if (!out)
+			return -ENOMEM;
+	}
+	*ret = TAKE_PTR(out);
+	return 0;
+}
+
 int child_env_build(const struct child_env_request *req, char ***ret_env, struct err *err)
 {
 	_cleanup_strv_ char **env = calloc(1, sizeof(char *));
@@ -296,7 +345,16 @@ int child_env_build(const struct child_env_request *req, char ***ret_env, struct
 			return err_ret(err);
 	if (req->cache_root && env_set_caches(&env, req->cache_root, req->file_env, err) < 0)
 		return err_ret(err);
-	/* The run user's identity is the engine's to say. */
+	/* The run user's identity is the engine's to say, and so is its PATH (unless the
+	 * file sets one). */
+	if (req->home && !strv_env_get(req->file_env, "PATH")) {
+		_cleanup_free_ char *path = NULL;
+		if (child_env_path_for_user(strv_env_get(env, "PATH"),
+		                            strv_env_get(req->caller_env, "HOME"), &path) < 0)
+			return err_oom_at(err, "building the environment");
+		if (env_set_checked(&env, "PATH", path, err) < 0)
+			return err_ret(err);
+	}
 	if (req->home && env_set_checked(&env, "HOME", req->home, err) < 0)
 		return err_ret(err);
 	if (req->user && (env_set_checked(&env, "USER", req->user, err) < 0 ||

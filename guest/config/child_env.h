@@ -35,10 +35,20 @@ struct child_env_request {
  * Build the environment of setup steps: the caller's minus the dropped names, plus opted-in
  * names, the database variables (unless file_env sets them), file_env, SECRET_KEY_BASE, the
  * download caches (bundler, npm, yarn, pnpm, bun: download caches only, never where an app
- * installs), HOME/USER/LOGNAME, then the two ACTION_AGENT_SANDBOX_* variables that the file
- * cannot override. PORT is never set here.
+ * installs), HOME/USER/LOGNAME (and, with home, the run user's PATH), then the two
+ * ACTION_AGENT_SANDBOX_* variables that the file cannot override. PORT is never set here.
  */
 int child_env_build(const struct child_env_request *req, char ***ret_env, struct err *err);
+/* The PATH the run user gets when none is left of the caller's. */
+#define CHILD_ENV_USER_PATH "/usr/local/bin:/usr/bin:/bin"
+
+/*
+ * The caller's PATH as the run user gets it (when the commands run as another user): without
+ * empty or relative entries, folders below caller_home or /root, and sbin folders;
+ * CHILD_ENV_USER_PATH when nothing is left. -ENOMEM or 0 with *ret.
+ */
+int child_env_path_for_user(const char *path, const char *caller_home, char **ret);
+
 /* A copy of env with PORT=port added, for manifest and start. */
 int child_env_with_port(char *const *env, unsigned port, char ***ret_env, struct err *err);
 

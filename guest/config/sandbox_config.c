@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <dirent.h>
 #include <search.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -21,7 +22,9 @@
 #include <yaml.h>
 
 #include "log.h"
+#include "scrub.h"
 #include "strv.h"
+#include "suggest.h"
 #include "yaml_error.h"
 #include "yaml_scalar.h"
 
@@ -46,6 +49,9 @@ struct open_how {
 #define MALFORMED SANDBOX_CONFIG_PATH " is malformed: "
 #define ENV_RULE "`env` must map variable names to strings"
 #define KEY_SHOWN_MAX 64
+#define LINE_SHOWN_MAX 160
+
+static const char *const known_settings[] = {"env", "setup", "manifest", "start", NULL};
 
 static inline void yaml_event_deletep(yaml_event_t *e)
 {
@@ -142,6 +148,7 @@ struct cfg_parser {
 	const char *buf;
 	size_t len;
 	int depth;
+	char ***notes; /* what the author should read, or NULL */
 	struct err *err;
 };
 
@@ -192,12 +199,134 @@ static const char *key_shown(const char *key, char out[KEY_SHOWN_MAX + 4])
 	return out;
 }
 
+/* Add one note; out of memory only loses the note. */
+static _printf_(2, 3) void note_add(char ***notes, const char *fmt, ...)
+{
+	char *line;
+	va_list ap;
+	int n;
+
+	if (!notes)
+		return;
+	va_start(ap, fmt);
+	n = vasprintf(&line, fmt, ap);
+	va_end(ap);
+	if (n >= 0 && strv_consume(notes, line) < 0)
+		log_debug("out of memory keeping a note about %s", SANDBOX_CONFIG_PATH);
+}
+
+/* Line `line` (0-based) of buf: its start and length, or NULL past the end. */
+static const char *line_at(const char *buf, size_t len, size_t line, size_t *ret_len)
+{
+	const char *s = buf, *end = buf + len, *nl;
+
+	for (size_t i = 0; i < line; i++) {
+		nl = memchr(s, '\n', (size_t)(end - s));
+		if (!nl)
+			return NULL;
+		s = nl + 1;
+	}
+	nl = memchr(s, '\n', (size_t)(end - s));
+	*ret_len = (size_t)((nl ? nl : end) - s);
+	if (*ret_len && s[*ret_len - 1] == '\r')
+		(*ret_len)--;
+	return s;
+}
+
+/*
+ * The offending line under "  N | ", and a caret under column `column` (characters, as
+ * libyaml counts them; tabs are kept so that the caret lines up). GitHub token shapes in the
+ * line are masked; a line longer than LINE_SHOWN_MAX characters is cut.
+ */
+static void note_source_line(char ***notes, const char *buf, size_t len, size_t line, size_t column)
+{
+	_cleanup_free_ char *shown = NULL, *caret = NULL, *clean = NULL;
+	struct scrubber *scrub;
+	size_t n = 0, chars = 0, cut = 0, clean_len = 0, col = 0, pad = 0;
+	const char *s = line_at(buf, len, line, &n);
+	char gutter[32];
+
+	if (!s || !notes)
+		return;
+	/* Cut after LINE_SHOWN_MAX characters, never inside one; non-printable bytes as '?'. */
+	for (cut = 0; cut < n && chars < LINE_SHOWN_MAX; cut++)
+		if (((unsigned char)s[cut] & 0xc0) != 0x80)
+			chars++;
+	while (cut < n && ((unsigned char)s[cut] & 0xc0) == 0x80)
+		cut++;
+	shown = strndup(s, cut);
+	caret = malloc(cut + 2);
+	if (!shown || !caret)
+		return;
+	for (size_t i = 0; i < cut; i++)
+		if ((unsigned char)shown[i] < 0x20 && shown[i] != '\t')
+			shown[i] = '?';
+	for (size_t i = 0; i < cut && col < column; i++) {
+		if (((unsigned char)s[i] & 0xc0) == 0x80)
+			continue;
+		caret[pad++] = s[i] == '\t' ? '\t' : ' ';
+		col++;
+	}
+	caret[pad++] = '^';
+	caret[pad] = '\0';
+	scrub = scrub_new();
+	if (scrub)
+		clean = scrub_string(scrub, shown, strlen(shown), &clean_len);
+	scrub_free(scrub);
+	snprintf(gutter, sizeof(gutter), "%zu", line + 1);
+	note_add(notes, "%5s | %s%s", gutter, clean ? clean : "[line not shown]",
+	         cut < n ? " ..." : "");
+	note_add(notes, "%5s | %s", "", caret);
+}
+
+/* libyaml's wording turned into the usual advice. */
+static void note_yaml_hint(struct cfg_parser *p, size_t line, size_t column)
+{
+	const yaml_parser_t *yp = &p->yp;
+	size_t n = 0;
+	const char *s = line_at(p->buf, p->len, line, &n);
+	bool tab = false;
+
+	for (size_t i = 0; s && i < n && (s[i] == ' ' || s[i] == '\t'); i++)
+		tab = tab || s[i] == '\t';
+	if (s && column < n && s[column] == '\t')
+		tab = true;
+	if (tab)
+		note_add(p->notes, "hint: tabs cannot indent YAML; indent with spaces");
+	else if (yp->problem && strstr(yp->problem, "mapping values are not allowed"))
+		note_add(p->notes, "hint: quote a command that holds \": \" (a colon and a space), "
+		                   "e.g. start: \"bin/server --bind: 0.0.0.0\"");
+	else if (yp->context && strstr(yp->context, "quoted scalar"))
+		note_add(p->notes,
+		         "hint: an unclosed quote started at %zu:%zu; close it or quote the "
+		         "whole command with the other kind of quote",
+		         (size_t)yp->context_mark.line + 1, (size_t)yp->context_mark.column + 1);
+	else if (yp->context)
+		note_add(p->notes, "hint: %s at %zu:%zu", yp->context,
+		         (size_t)yp->context_mark.line + 1, (size_t)yp->context_mark.column + 1);
+}
+
 static int yaml_failure(struct cfg_parser *p)
 {
 	char what[ERR_MSG_MAX / 2];
+	size_t line = 0, column = 0;
 
 	if (!yaml_error_format(&p->yp, p->buf, p->len, false, what, sizeof(what)))
 		return oom(p->err);
+	yaml_error_position(&p->yp, p->buf, p->len, &line, &column);
+	if (p->yp.context && strstr(p->yp.context, "quoted scalar")) {
+		/* An unclosed quote runs to the end of the file: point at where it began. */
+		size_t ql = p->yp.context_mark.line, qc = p->yp.context_mark.column;
+		note_add(p->notes, "%s:%zu:%zu: error: this quote is never closed (%s)",
+		         SANDBOX_CONFIG_PATH, ql + 1, qc + 1,
+		         p->yp.problem ? p->yp.problem : "not valid YAML");
+		note_source_line(p->notes, p->buf, p->len, ql, qc);
+	} else {
+		note_add(p->notes, "%s:%zu:%zu: error: %s", SANDBOX_CONFIG_PATH, line + 1,
+		         column + 1, p->yp.problem ? p->yp.problem : "not valid YAML");
+		note_source_line(p->notes, p->buf, p->len, line, column);
+	}
+	note_yaml_hint(p, line, column);
 	return err_set(p->err, ERR_REFUSED, EINVAL, MALFORMED "it is not valid YAML (%s)", what);
 }
 
@@ -450,8 +579,6 @@ static int parse_env(struct cfg_parser *p, const yaml_event_t *ev, struct cfg_bu
 static int parse_setting(struct cfg_parser *p, const char *name, const yaml_event_t *value,
                          struct cfg_build *b)
 {
-	char shown[KEY_SHOWN_MAX + 4];
-
 	if (strcmp(name, "env") == 0)
 		return parse_env(p, value, b);
 	if (strcmp(name, "setup") == 0) {
@@ -462,9 +589,28 @@ static int parse_setting(struct cfg_parser *p, const char *name, const yaml_even
 		return parse_command(p, value, "manifest", &b->manifest);
 	if (strcmp(name, "start") == 0)
 		return parse_command(p, value, "start", &b->start);
-	log_debug("%s: ignoring unknown setting `%s` (line %zu)", SANDBOX_CONFIG_PATH,
-	          key_shown(name, shown), value->start_mark.line + 1);
 	return skip_node(p, value);
+}
+
+/* An unknown key is ignored (a newer file still boots), but never silently. */
+static void note_unknown_setting(struct cfg_parser *p, const char *name, const yaml_mark_t *mark)
+{
+	char shown[KEY_SHOWN_MAX + 4];
+	const char *near = suggest_closest(name, known_settings);
+
+	key_shown(name, shown);
+	log_debug("%s: ignoring unknown setting `%s` (line %zu)", SANDBOX_CONFIG_PATH, shown,
+	          mark->line + 1);
+	if (near)
+		note_add(p->notes,
+		         "%s:%zu:%zu: warning: unknown setting `%s` is ignored; did you mean "
+		         "`%s`?",
+		         SANDBOX_CONFIG_PATH, mark->line + 1, mark->column + 1, shown, near);
+	else
+		note_add(p->notes,
+		         "%s:%zu:%zu: warning: unknown setting `%s` is ignored (the settings are "
+		         "env, setup, manifest and start)",
+		         SANDBOX_CONFIG_PATH, mark->line + 1, mark->column + 1, shown);
 }
 
 /* The pairs of the top-level mapping, its MAPPING-START already read. */
@@ -510,11 +656,18 @@ static int parse_settings(struct cfg_parser *p, struct cfg_build *b)
 		if (r < 0)
 			return r;
 		if (name && kind == YAML_KIND_STR) {
+			if (!strv_contains((char *const *)known_settings, name))
+				note_unknown_setting(p, name, &key.start_mark);
 			r = parse_setting(p, name, &value, b);
 		} else {
 			/* a key Ruby reads as nil, true, a number or a collection: never ours */
 			log_debug("%s: ignoring a setting whose key is not a string (line %zu)",
 			          SANDBOX_CONFIG_PATH, key.start_mark.line + 1);
+			note_add(p->notes,
+			         "%s:%zu:%zu: warning: a setting whose key is not a string is "
+			         "ignored",
+			         SANDBOX_CONFIG_PATH, key.start_mark.line + 1,
+			         key.start_mark.column + 1);
 			r = skip_node(p, &value);
 		}
 		if (r < 0)
@@ -591,8 +744,15 @@ static int fill_defaults(struct cfg_build *b)
 
 int sandbox_config_parse(const char *buf, size_t len, struct sandbox_config *ret, struct err *err)
 {
+	return sandbox_config_parse_noted(buf, len, NULL, ret, err);
+}
+
+int sandbox_config_parse_noted(const char *buf, size_t len, char ***notes,
+                               struct sandbox_config *ret, struct err *err)
+{
 	_cleanup_(cfg_build_dispose) struct cfg_build b = {0};
-	struct cfg_parser p = {.buf = buf ? buf : "", .len = buf ? len : 0, .err = err};
+	struct cfg_parser p = {
+	    .buf = buf ? buf : "", .len = buf ? len : 0, .notes = notes, .err = err};
 	char **env, **setup;
 	int r;
 
@@ -785,8 +945,86 @@ static int read_config(int fd, char **ret_buf, size_t *ret_len, struct err *err)
 	return 0;
 }
 
+/* Names an author may have meant for .activeagents/sandbox.yml, relative to the app. */
+static const char *const look_alikes[] = {
+    ".activeagents/sandbox.yaml",
+    ".activeagents/Sandbox.yml",
+    ".activeagents/sandbox.yml.txt",
+    ".activeagents/.sandbox.yml",
+    ".activeagent/sandbox.yml",
+    ".activeagent/sandbox.yaml",
+    "activeagents/sandbox.yml",
+    ".active_agents/sandbox.yml",
+    ".activeagents.yml",
+    "sandbox.yml",
+    "sandbox.yaml",
+    ".sandbox.yml",
+    NULL,
+};
+
+#define LOOK_ALIKE_DIRS_MAX 256
+
+/* A regular file at path under dirfd, not following links (only its type is looked at). */
+static bool regular_at(int dirfd, const char *path)
+{
+	struct stat st;
+
+	return fstatat(dirfd, path, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode);
+}
+
+/*
+ * No .activeagents/sandbox.yml: say which look-alike there is, if any (a misspelt name, or
+ * the file one folder down, as in a repository that keeps its app in a subfolder).
+ */
+static void note_look_alikes(int app_dirfd, char ***notes)
+{
+	_cleanup_close_ int dfd = -1;
+	DIR *d;
+	struct dirent *de;
+	size_t seen = 0;
+
+	if (!notes)
+		return;
+	for (size_t i = 0; look_alikes[i]; i++)
+		if (regular_at(app_dirfd, look_alikes[i])) {
+			note_add(
+			    notes,
+			    "%s: warning: there is no such file, so the defaults (a Rails app) "
+			    "apply; %s was found: rename it to %s",
+			    SANDBOX_CONFIG_PATH, look_alikes[i], SANDBOX_CONFIG_PATH);
+			return;
+		}
+	dfd = openat(app_dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0 || !(d = fdopendir(dfd)))
+		return;
+	dfd = -1; /* the DIR owns it now */
+	while ((de = readdir(d)) && seen++ < LOOK_ALIKE_DIRS_MAX) {
+		char path[512];
+
+		if (de->d_name[0] == '.' || de->d_type != DT_DIR)
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", de->d_name, SANDBOX_CONFIG_PATH);
+		if (regular_at(dirfd(d), path)) {
+			note_add(
+			    notes,
+			    "%s: warning: there is no such file, so the defaults (a Rails app) "
+			    "apply; %s was found: the file must be at the checkout's root "
+			    "(commands may `cd %s` first)",
+			    SANDBOX_CONFIG_PATH, path, de->d_name);
+			break;
+		}
+	}
+	closedir(d);
+}
+
 int sandbox_config_load_at(int app_dirfd, unsigned flags, struct sandbox_config *ret,
                            struct err *err)
+{
+	return sandbox_config_load_at_noted(app_dirfd, flags, NULL, ret, err);
+}
+
+int sandbox_config_load_at_noted(int app_dirfd, unsigned flags, char ***notes,
+                                 struct sandbox_config *ret, struct err *err)
 {
 	_cleanup_close_ int fd = -1;
 	_cleanup_free_ char *buf = NULL;
@@ -798,12 +1036,13 @@ int sandbox_config_load_at(int app_dirfd, unsigned flags, struct sandbox_config 
 		return r;
 	if (r > 0) {
 		log_debug("no %s: using the defaults", SANDBOX_CONFIG_PATH);
+		note_look_alikes(app_dirfd, notes);
 		return sandbox_config_parse("", 0, ret, err);
 	}
 	r = read_config(fd, &buf, &len, err);
 	if (r < 0)
 		return r;
-	r = sandbox_config_parse(buf, len, ret, err);
+	r = sandbox_config_parse_noted(buf, len, notes, ret, err);
 	if (r < 0)
 		return r;
 	ret->has_file = true;
@@ -812,9 +1051,15 @@ int sandbox_config_load_at(int app_dirfd, unsigned flags, struct sandbox_config 
 
 int sandbox_config_load(const char *app_dir, struct sandbox_config *ret, struct err *err)
 {
+	return sandbox_config_load_noted(app_dir, NULL, ret, err);
+}
+
+int sandbox_config_load_noted(const char *app_dir, char ***notes, struct sandbox_config *ret,
+                              struct err *err)
+{
 	_cleanup_close_ int dfd = open(app_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
 
 	if (dfd < 0)
 		return err_errno(err, "cannot open the app directory %s", app_dir);
-	return sandbox_config_load_at(dfd, 0, ret, err);
+	return sandbox_config_load_at_noted(dfd, 0, notes, ret, err);
 }

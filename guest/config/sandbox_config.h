@@ -2,8 +2,8 @@
 /*
  * .activeagents/sandbox.yml: how a repository author customizes the boot
  * (docs/platform-contract.md, "sandbox.yml"). Parsed with libyaml; aliases refused; size capped;
- * unknown keys ignored. Error messages are the <problem> part of "Sandbox configuration failed:
- * <problem>", e.g.
+ * unknown keys ignored with a warning (docs/messages.md). Error messages are the <problem> part of
+ * "Sandbox configuration failed: <problem>", e.g.
  * ".activeagents/sandbox.yml is malformed: `setup` must be a list of commands (line 3, column 1)";
  * every refusal has class ERR_REFUSED.
  */
@@ -57,6 +57,19 @@ int sandbox_config_load(const char *app_dir, struct sandbox_config *ret, struct 
  */
 int sandbox_config_load_at(int app_dirfd, unsigned flags, struct sandbox_config *ret,
                            struct err *err);
+/*
+ * The same, adding to *notes (when notes is not NULL) the lines a repository author should
+ * read, compiler style: ".activeagents/sandbox.yml:3:1: warning: unknown setting `envs` is
+ * ignored; did you mean `env`?", a look-alike file when there is no file, and for a YAML syntax
+ * error "...:LINE:COL: error: PROBLEM", the line, a caret under the column and a "hint: ..."
+ * line. Notes are added on success and on failure alike; the caller frees them.
+ */
+int sandbox_config_parse_noted(const char *buf, size_t len, char ***notes,
+                               struct sandbox_config *ret, struct err *err);
+int sandbox_config_load_noted(const char *app_dir, char ***notes, struct sandbox_config *ret,
+                              struct err *err);
+int sandbox_config_load_at_noted(int app_dirfd, unsigned flags, char ***notes,
+                                 struct sandbox_config *ret, struct err *err);
 void sandbox_config_dispose(struct sandbox_config *c);
 
 #endif

@@ -16,4 +16,11 @@
 bool yaml_error_format(const yaml_parser_t *p, const char *buf, size_t len, bool with_context,
                        char *out, size_t size);
 
+/*
+ * Where a parser that failed on buf stopped, 0-based, the way yaml_error_format() counts: the
+ * problem's mark, or for a reader error the line and column of its byte offset.
+ */
+void yaml_error_position(const yaml_parser_t *p, const char *buf, size_t len, size_t *ret_line,
+                         size_t *ret_column);
+
 #endif

@@ -41,6 +41,15 @@
 #define READY_BACKOFF_MIN_MS 1
 #define READY_BACKOFF_MAX_MS 5
 #define WRONG_LISTENER_GRACE_MS 1500
+/*
+ * The server listens, but not on $PORT: it fails once that has lasted WRONG_PORT_GRACE_MS and
+ * none of the boot's processes has been running or in disk wait for WRONG_PORT_IDLE_MS (so a
+ * Procfile whose asset server listens first while the app server still loads is waited for).
+ * The ports and states are looked at every WRONG_PORT_CHECK_MS (that walks /proc).
+ */
+#define WRONG_PORT_GRACE_MS 2500
+#define WRONG_PORT_IDLE_MS 1500
+#define WRONG_PORT_CHECK_MS 250
 
 static void observe(const struct step_context *ctx, const char *step, const char *phase,
                     const char *detail)
@@ -337,9 +346,33 @@ static int server_exit_reason(const struct boot_plan *p, char *buf, size_t len)
 	return exited;
 }
 
+/* A port the boot's processes listen on other than the forwarder's, or 0. */
+static uint16_t server_other_port(const struct boot_plan *p, const pid_t *pids, size_t n)
+{
+	uint16_t ports[8];
+	size_t np = listen_check_ports_of(pids, n, ports, ELEMENTSOF(ports));
+
+	for (size_t i = 0; i < np; i++)
+		if (!(p->listen_addr && ports[i] == p->listen_port))
+			return ports[i];
+	return 0;
+}
+
+/* Whether any of the boot's processes (not this one) is running or waiting for the disk. */
+static bool procs_busy(const pid_t *pids, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct proc_stat st;
+		if (pids[i] != getpid() && proc_stat_read(pids[i], &st) == 0 &&
+		    (st.state == 'R' || st.state == 'D'))
+			return true;
+	}
+	return false;
+}
+
 /* Wait until the server's own listener answers the MCP path with 405, 401 or 200. */
 static int wait_ready(const struct step_context *ctx, const struct supervisor_info *sup,
-                      unsigned port, const char *mcp_path, struct err *err)
+                      char *const *env, unsigned port, const char *mcp_path, struct err *err)
 {
 	const struct boot_plan *p = ctx->plan;
 	_cleanup_close_ int pidfd = (int)syscall(SYS_pidfd_open, sup->server_pid, 0);
@@ -349,6 +382,8 @@ static int wait_ready(const struct step_context *ctx, const struct supervisor_in
 	enum listen_state last_state = LISTEN_NONE;
 	long last_status = 0;
 	char last_error[256] = "";
+	uint64_t other_port_since = 0, other_port_checked = 0, busy_at = 0;
+	uint16_t other_port = 0;
 
 	for (;;) {
 		_cleanup_free_ pid_t *pids = NULL;
@@ -358,27 +393,27 @@ static int wait_ready(const struct step_context *ctx, const struct supervisor_in
 		uint64_t now = clock_now_ms();
 
 		if (!proc_is(sup->server_pid, sup->server_start)) {
-			char how[256];
+			char how[256], why[512];
 			/* Give the supervisor a moment to record how it ended. */
 			for (int i = 0; i < 50 && server_exit_reason(p, how, sizeof(how)) != 1; i++)
 				usleep(10000);
-			return err_set(err, ERR_FAILED, ECHILD, "the server %s before it was ready",
-			               how);
+			boot_step_explain_exit(how, env, why, sizeof(why));
+			return err_set(err, ERR_FAILED, ECHILD,
+			               "the server %s before it was ready%s", how, why);
 		}
 		if (boot_step_interrupted(ctx, err))
 			return -1;
 		if (now >= ctx->deadline_ms) {
-			uint16_t ports[4];
-			size_t np = 0;
+			uint16_t other = 0;
 			if (procset_pids(ctx->procs, &pids, &n, &e) == 0)
-				np = listen_check_ports_of(pids, n, ports, 4);
-			if (last_state == LISTEN_NONE && np > 0)
+				other = server_other_port(p, pids, n);
+			if (last_state == LISTEN_NONE && other)
 				return err_set(
 				    err, ERR_FAILED, ETIMEDOUT,
 				    "the server did not listen on 127.0.0.1:%u within %u s "
 				    "(it listens on port %u instead; start must serve on "
 				    "$PORT)",
-				    port, p->timeout, ports[0]);
+				    port, p->timeout, other);
 			if (last_state == LISTEN_NONE)
 				return err_set(
 				    err, ERR_FAILED, ETIMEDOUT,
@@ -399,6 +434,26 @@ static int wait_ready(const struct step_context *ctx, const struct supervisor_in
 		if (listen_check((uint16_t)port, pids, n, &state, &e) < 0)
 			return err_set(err, ERR_FAILED, e.code, "%s", e.msg);
 		last_state = state;
+		if (state == LISTEN_NONE && now - other_port_checked >= WRONG_PORT_CHECK_MS) {
+			other_port_checked = now;
+			other_port = server_other_port(p, pids, n);
+			if (!other_port)
+				other_port_since = 0;
+			else if (!other_port_since)
+				other_port_since = busy_at = now;
+			if (other_port && procs_busy(pids, n))
+				busy_at = now;
+		} else if (state != LISTEN_NONE) {
+			other_port_since = 0;
+		}
+		/* Listening elsewhere, idle, and still not on $PORT after the grace: fail now,
+		 * not at the deadline. */
+		if (other_port_since && now - other_port_since >= WRONG_PORT_GRACE_MS &&
+		    now - busy_at >= WRONG_PORT_IDLE_MS)
+			return err_set(err, ERR_FAILED, EADDRNOTAVAIL,
+			               "the server did not listen on 127.0.0.1:%u (it listens on "
+			               "port %u instead; start must serve on $PORT)",
+			               port, other_port);
 		if (state == LISTEN_FOREIGN)
 			return err_set(err, ERR_FAILED, EADDRINUSE,
 			               "port %u is held by a process that is not part of this boot",
@@ -595,7 +650,7 @@ static int run_start(const struct step_context *ctx, char *const *env, unsigned 
 	procset_add_root(ctx->procs, info.supervisor_pid, info.supervisor_start);
 	observe(ctx, "start", "started", p->start.command);
 
-	if (wait_ready(ctx, &info, port, m->mcp_path, err) < 0)
+	if (wait_ready(ctx, &info, env, port, m->mcp_path, err) < 0)
 		return -1;
 	observe(ctx, "start", "answered", m->mcp_path);
 	if (check_start_url(p, port, err) < 0)
@@ -606,6 +661,50 @@ static int run_start(const struct step_context *ctx, char *const *env, unsigned 
 	return 0;
 }
 
+/* The logs of a boot and their sizes when it began (logs are appended to, boot after boot). */
+struct log_marks {
+	const char **paths;
+	uint64_t *sizes;
+	size_t n;
+	char *preflight;
+};
+
+static void log_marks_dispose(struct log_marks *m)
+{
+	free(m->paths);
+	free(m->sizes);
+	free(m->preflight);
+}
+
+static void log_marks_take(const struct boot_plan *p, struct log_marks *m)
+{
+	size_t cap = p->n_steps + 3;
+	struct stat st;
+
+	m->paths = calloc(cap, sizeof(*m->paths));
+	m->sizes = calloc(cap, sizeof(*m->sizes));
+	if (!m->paths || !m->sizes ||
+	    asprintf(&m->preflight, "%s/preflight.log", p->logs_dir) < 0) {
+		m->preflight = NULL;
+		return; /* then every tail shows the whole log, as before */
+	}
+	for (size_t i = 0; i < p->n_steps; i++)
+		m->paths[m->n++] = p->steps[i].log_path;
+	m->paths[m->n++] = p->manifest.log_path;
+	m->paths[m->n++] = p->start.log_path;
+	m->paths[m->n++] = m->preflight;
+	for (size_t i = 0; i < m->n; i++)
+		m->sizes[i] = m->paths[i] && stat(m->paths[i], &st) == 0 ? (uint64_t)st.st_size : 0;
+}
+
+static uint64_t log_marks_of(const struct log_marks *m, const char *path)
+{
+	for (size_t i = 0; path && i < m->n; i++)
+		if (m->paths[i] && strcmp(m->paths[i], path) == 0)
+			return m->sizes[i];
+	return 0;
+}
+
 int boot_engine_run(struct boot_plan *p, const struct boot_options *o,
                     const struct boot_observer *obs, struct boot_result *res, struct err *err)
 {
@@ -613,6 +712,7 @@ int boot_engine_run(struct boot_plan *p, const struct boot_options *o,
 	_cleanup_close_ int lock = -1;
 	_cleanup_strv_ char **port_env = NULL;
 	struct boot_state prev = {0}, st = {0};
+	_cleanup_(log_marks_dispose) struct log_marks marks = {0};
 	struct manifest m = {0};
 	struct step_context ctx = {
 	    .plan = p,
@@ -633,6 +733,7 @@ int boot_engine_run(struct boot_plan *p, const struct boot_options *o,
 		return -1;
 	if (refuse_other_app(p, err) < 0 || refuse_resume(p, o, err) < 0)
 		return -1;
+	log_marks_take(p, &marks);
 	/* TERM, INT and HUP stop the boot cleanly (its processes, state "failed"). */
 	sigfd_set(&stop_signals, SIGTERM, SIGINT, SIGHUP, 0);
 	signal_fd = sigfd_open(&stop_signals, &saved_mask, err);
@@ -748,6 +849,7 @@ int boot_engine_run(struct boot_plan *p, const struct boot_options *o,
 out:
 	if (r < 0) {
 		struct err stop_err;
+		res->log_from = log_marks_of(&marks, res->log_path);
 		err_scrub(p, err);
 		boot_state_set(&st.reason, err->msg);
 		st.kept = p->keep_on_failure;
@@ -827,6 +929,40 @@ int boot_engine_stop(const char *state_dir, unsigned grace_ms, struct err *err)
 	return r;
 }
 
+/* How a server that was ready ended: the supervisor's record, its time, the log's end. */
+static int status_of_crash(const char *state_dir, struct boot_state *st)
+{
+	_cleanup_free_ char *sup = NULL, *log = NULL, *tail = NULL, *reason = NULL;
+	char how[256], ended[32] = "";
+	struct stat sst;
+	struct err e;
+	int exited = 0;
+
+	if (asprintf(&sup, "%s/supervisor.json", state_dir) < 0 ||
+	    asprintf(&log, "%s/logs/server.log", state_dir) < 0)
+		return -ENOMEM;
+	if (supervisor_read_status(sup, &exited, how, sizeof(how), &e) < 0 || !exited)
+		snprintf(how, sizeof(how), "exited (how is not recorded)");
+	/* The supervisor writes its record once more when the server ends. */
+	if (exited && stat(sup, &sst) == 0) {
+		struct tm tm;
+		st->server_ended_at = (int64_t)sst.st_mtime;
+		if (gmtime_r(&sst.st_mtime, &tm))
+			strftime(ended, sizeof(ended), " at %Y-%m-%dT%H:%M:%SZ", &tm);
+	}
+	if (logfile_tail(log, 20, 500, &tail, &e) == 0 && tail && *tail)
+		st->server_log_tail = TAKE_PTR(tail);
+	if (boot_state_set(&st->server_exit, how) < 0 ||
+	    asprintf(&reason,
+	             "the server %s%s after it was ready; the app is not running (see "
+	             "logs/server.log)",
+	             how, ended) < 0) {
+		reason = NULL;
+		return -ENOMEM;
+	}
+	return boot_state_set(&st->reason, reason);
+}
+
 int boot_engine_status(const char *state_dir, char **ret_json, struct err *err)
 {
 	struct boot_state st;
@@ -838,10 +974,15 @@ int boot_engine_status(const char *state_dir, char **ret_json, struct err *err)
 		*ret_json = strdup("{\"status\":\"none\"}");
 		return 0;
 	}
-	/* A server that died since the last write is reported as such. */
+	/* A server that died since the last write is reported as such, with how and when. */
 	if (st.status && strcmp(st.status, "ready") == 0 && st.server_pid > 1 &&
-	    !proc_is(st.server_pid, st.server_start))
+	    !proc_is(st.server_pid, st.server_start)) {
 		boot_state_set(&st.status, "crashed");
+		if (status_of_crash(state_dir, &st) < 0) {
+			boot_state_dispose(&st);
+			return err_oom(err);
+		}
+	}
 	/* A boot whose process is gone without saying how it ended was killed. */
 	if (st.status && strcmp(st.status, "booting") == 0 &&
 	    !(st.boot_pid > 1 && proc_is(st.boot_pid, st.boot_start)))

@@ -18,6 +18,7 @@
 struct boot_result {
 	char step[64];           /* the failed step's name ("configuration", "setup", ...) */
 	char log_path[PATH_MAX]; /* its log, or "" */
+	uint64_t log_from;       /* the log's size when this boot began: its lines come after */
 	unsigned port;           /* the app's port once started */
 	char mcp_path[1024];
 };

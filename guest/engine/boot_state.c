@@ -358,6 +358,13 @@ static json_object *state_to_object(const struct boot_state *s)
 	json_object_object_add(o, "server_start", json_object_new_int64((int64_t)s->server_start));
 	json_object_object_add(o, "updated_at", json_object_new_int64(s->updated_at));
 	platform_fields(o, s);
+	if (s->server_exit) {
+		add_str(o, "server_exit", s->server_exit);
+		json_object_object_add(
+		    o, "server_ended_at",
+		    s->server_ended_at ? json_object_new_int64(s->server_ended_at) : NULL);
+		add_str(o, "server_log_tail", s->server_log_tail);
+	}
 	return o;
 }
 
@@ -417,6 +424,8 @@ void boot_state_dispose(struct boot_state *s)
 		free(s->phases[i].detail);
 	}
 	free(s->phases);
+	free(s->server_exit);
+	free(s->server_log_tail);
 	memset(s, 0, sizeof(*s));
 }
 

@@ -56,6 +56,10 @@ struct boot_state {
 	int64_t started_ms, finished_ms;
 	struct boot_phase *phases;
 	size_t n_phases;
+	/* Only in --status, when the server is found gone after it was ready (never saved): */
+	char *server_exit;       /* "exited with status 3", "was killed by signal SIGKILL" */
+	int64_t server_ended_at; /* unix seconds, 0 when unknown */
+	char *server_log_tail;   /* the last lines of its log */
 };
 
 /* Append a pending phase (name, log may be NULL). */

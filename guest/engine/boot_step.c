@@ -20,6 +20,7 @@
 #include "logfile.h"
 #include "proc.h"
 #include "scrub.h"
+#include "strv.h"
 
 #define CAPTURE_MAX (1024 * 1024)
 #define DRAIN_AFTER_EXIT_MS 2000
@@ -35,6 +36,22 @@ void boot_step_observe(const struct boot_plan *p, const struct boot_observer *ob
 	if (detail && p->scrub)
 		clean = scrub_string(p->scrub, detail, strlen(detail), &len);
 	obs->phase(obs->userdata, step, phase, clean ? clean : (p->scrub ? NULL : detail));
+}
+
+void boot_step_explain_exit(const char *how, char *const *env, char *buf, size_t len)
+{
+	const char *path = strv_env_get(env, "PATH");
+
+	buf[0] = '\0';
+	if (strcmp(how, "exited with status 127") == 0)
+		snprintf(buf, len,
+		         ": a program it runs was not found on PATH (%s); the log has the shell's "
+		         "message",
+		         path ? path : "not set");
+	else if (strcmp(how, "exited with status 126") == 0)
+		snprintf(buf, len,
+		         ": a program it runs is not executable (a file without its x bit, a "
+		         "directory, or a script whose #! line names a missing interpreter)");
 }
 
 bool boot_step_interrupted(const struct step_context *ctx, struct err *err)
@@ -255,11 +272,12 @@ static int step_execute(const struct step_context *ctx, const char *name, const 
 		return err_wrap(err, "step %s", name);
 	}
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-		char how[64];
+		char how[64], why[512];
 		proc_describe_status(status, how, sizeof(how));
+		boot_step_explain_exit(how, env, why, sizeof(why));
 		if (ret_out)
 			free(sink.capture);
-		return err_set(err, ERR_FAILED, 0, "`%s` %s", command, how);
+		return err_set(err, ERR_FAILED, 0, "`%s` %s%s", command, how, why);
 	}
 	if (ret_out)
 		*ret_out = sink.capture;

@@ -38,6 +38,13 @@ struct step_context {
  */
 bool boot_step_interrupted(const struct step_context *ctx, struct err *err);
 
+/*
+ * What an exit status of 126 or 127 means, for a command run with env: ": a program it runs
+ * was not found on PATH (PATH)" or ": ... is not executable ..."; "" for any other status. how
+ * is proc_describe_status()'s text ("exited with status 127").
+ */
+void boot_step_explain_exit(const char *how, char *const *env, char *buf, size_t len);
+
 /* Report a phase to the observer; detail passes through the plan's scrubber first. */
 void boot_step_observe(const struct boot_plan *p, const struct boot_observer *obs, const char *step,
                        const char *phase, const char *detail);

@@ -360,6 +360,7 @@ static int run_boot(struct runner *r)
 {
 	_cleanup_strv_ char **names = NULL;
 	_cleanup_strv_ char **allowed = NULL;
+	_cleanup_strv_ char **notes = NULL;
 	char **env = strv_copy(environ);
 	struct boot_observer obs = {.phase = on_phase, .output = on_output, .userdata = r};
 	struct boot_options o = {.shape = BOOT_SHAPE_DIRECTORY};
@@ -409,11 +410,18 @@ static int run_boot(struct runner *r)
 	o.restart = req_bool(r, "restart");
 	o.caller_env = env;
 
+	o.notes = &notes;
 	rc = boot_plan_build(&o, &plan, &err);
+	/* sandbox.yml's warnings (and where a syntax error is) reach the controller too. */
+	for (size_t i = 0; notes && notes[i]; i++)
+		on_phase(r, "configuration", "warning", notes[i]);
 	if (rc < 0) {
 		char reason[ERR_MSG_MAX + 64];
 		wipe_strv(env);
-		snprintf(reason, sizeof(reason), "Sandbox boot refused: %s", err.msg);
+		/* "Sandbox configuration failed: ..." is worded already: no second prefix. */
+		snprintf(
+		    reason, sizeof(reason), "%s%s",
+		    strncmp(err.msg, "Sandbox ", 8) == 0 ? "" : "Sandbox boot refused: ", err.msg);
 		on_phase(r, "configuration", "failed", err.msg);
 		boot_result(r, "failed", err.cls == ERR_REFUSED ? 2 : 1, reason, "configuration",
 		            NULL, NULL);

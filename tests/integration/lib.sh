@@ -140,3 +140,42 @@ ensure_sandbox_user() {
 		--shell /bin/sh sandbox >/dev/null 2>&1 || true
 	id sandbox >/dev/null 2>&1
 }
+
+# The smallest real app (tests/data/pyapp, python3's http.server), booted as the platform would.
+# pyapp_make NAME [KEY=VALUE...]: a workspace $TMP/NAME with the pyapp in app/; each KEY=VALUE
+# (setup, manifest, start, raw) replaces that line of the pyapp's sandbox.yml (raw: the whole file).
+# Needs LISTEN_PORT (pyapp_boot's forwarder).
+pyapp_make() {
+	local app=$TMP/$1/app kv
+	local setup='["echo setting up"]' manifest='/usr/bin/python3 manifest.py'
+	local start='exec /usr/bin/python3 server.py' raw=''
+	mkdir -p "$TMP/$1"
+	cp -a "$ROOT/tests/data/pyapp" "$app"
+	shift
+	for kv in "$@"; do
+		case $kv in
+		setup=*) setup=${kv#setup=} ;;
+		manifest=*) manifest=${kv#manifest=} ;;
+		start=*) start=${kv#start=} ;;
+		raw=*) raw=${kv#raw=} ;;
+		esac
+	done
+	if [ -n "$raw" ]; then
+		printf '%s\n' "$raw" >"$app/.activeagents/sandbox.yml"
+	else
+		printf 'setup: %s\nmanifest: %s\nstart: %s\n' "$setup" "$manifest" "$start" \
+			>"$app/.activeagents/sandbox.yml"
+	fi
+	on_exit "stop_boot $app"
+	echo "$app"
+}
+
+# pyapp_boot APP [args]: runs sandbox-app-boot as the platform would; sets RC, OUT, ERR.
+pyapp_boot() {
+	local app=$1
+	shift
+	OUT=$TMP/out.$$ ERR=$TMP/err.$$
+	$(platform_env) ${EXTRA_ENV:-} "$BOOT" --listen "127.0.0.1:$LISTEN_PORT" --grace 1000 \
+		--cache-root "$TMP/cache" "$@" "$app" >"$OUT" 2>"$ERR"
+	RC=$?
+}

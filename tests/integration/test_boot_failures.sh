@@ -10,49 +10,12 @@ ensure_sandbox_user || skip "cannot create the sandbox user"
 
 LISTEN_PORT=$(free_port)
 
-# mkapp NAME [KEY=VALUE...]: a workspace $TMP/NAME with the pyapp in app/; each KEY=VALUE
-# (setup, manifest, start, raw) replaces that line of the pyapp's sandbox.yml (raw: the whole file).
-mkapp() {
-	local app=$TMP/$1/app kv
-	local setup='["echo setting up"]' manifest='/usr/bin/python3 manifest.py'
-	local start='exec /usr/bin/python3 server.py' raw=''
-	mkdir -p "$TMP/$1"
-	cp -a "$ROOT/tests/data/pyapp" "$app"
-	shift
-	for kv in "$@"; do
-		case $kv in
-		setup=*) setup=${kv#setup=} ;;
-		manifest=*) manifest=${kv#manifest=} ;;
-		start=*) start=${kv#start=} ;;
-		raw=*) raw=${kv#raw=} ;;
-		esac
-	done
-	if [ -n "$raw" ]; then
-		printf '%s\n' "$raw" >"$app/.activeagents/sandbox.yml"
-	else
-		printf 'setup: %s\nmanifest: %s\nstart: %s\n' "$setup" "$manifest" "$start" \
-			>"$app/.activeagents/sandbox.yml"
-	fi
-	on_exit "stop_boot $app"
-	echo "$app"
-}
-
-# boot APP [args]: runs sandbox-app-boot as the platform would; sets RC, OUT, ERR.
-boot() {
-	local app=$1
-	shift
-	OUT=$TMP/out.$$ ERR=$TMP/err.$$
-	$(platform_env) ${EXTRA_ENV:-} "$BOOT" --listen "127.0.0.1:$LISTEN_PORT" --grace 1000 \
-		--cache-root "$TMP/cache" "$@" "$app" >"$OUT" 2>"$ERR"
-	RC=$?
-}
-
 last_line() { tail -n 1 "$ERR"; }
 no_procs_in() { [ -z "$(procs_in "$1")" ]; }
 
 echo "--- happy path"
-app=$(mkapp ok)
-boot "$app"
+app=$(pyapp_make ok)
+pyapp_boot "$app"
 check "exit 0" [ "$RC" -eq 0 ]
 [ "$RC" -eq 0 ] || cat "$ERR"
 rt=$TMP/ok/runtime.json
@@ -72,11 +35,11 @@ check "the model credential is in no log" ! grep -rqF sk-ant-test-0123456789abcd
 check "the server's log has the request lines" grep -q 'request: "GET /up' "$TMP/ok/.sandbox/logs/server.log"
 "$BOOT" --status "$app" >"$TMP/status.json"
 check "--status says ready" grep -q '"status":"ready"' "$TMP/status.json"
-boot "$app"
+pyapp_boot "$app"
 check "a second boot of a running app succeeds" [ "$RC" -eq 0 ]
 token2=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["mcp_token"])' "$rt" 2>/dev/null)
 check "the app reused its key on the second boot" [ "$token" = "$token2" ]
-boot "$app" --restart
+pyapp_boot "$app" --restart
 check "--restart succeeds" [ "$RC" -eq 0 ]
 "$BOOT" --stop --grace 1000 "$app"
 check "--stop exits 0" [ $? -eq 0 ]
@@ -85,8 +48,8 @@ check "--stop frees the port" port_is_free "$LISTEN_PORT"
 check "--stop keeps the checkout and logs" [ -f "$app/server.py" ] && [ -f "$TMP/ok/.sandbox/logs/setup.log" ]
 
 echo "--- a setup step fails"
-app=$(mkapp setupfail 'setup=["echo about to fail", "echo failing now; exit 3"]')
-boot "$app"
+app=$(pyapp_make setupfail 'setup=["echo about to fail", "echo failing now; exit 3"]')
+pyapp_boot "$app"
 check "exit 1" [ "$RC" -eq 1 ]
 check "cause last: the failing command and its status" \
 	[ "$(last_line)" = 'Sandbox setup failed: `echo failing now; exit 3` exited with status 3' ]
@@ -97,41 +60,41 @@ check "no process left" no_procs_in "$app"
 check "--status says failed at setup" grep -q '"status":"failed"' "$TMP/status.json"
 
 echo "--- the manifest writes nothing"
-app=$(mkapp nomanifest 'manifest="echo not writing it"')
-boot "$app"
+app=$(pyapp_make nomanifest 'manifest="echo not writing it"')
+pyapp_boot "$app"
 check "exit 1" [ "$RC" -eq 1 ]
 check "cause last" bash -c "tail -1 '$ERR' | grep -q '^Sandbox manifest failed: .*wrote no manifest'"
 
 echo "--- the manifest is invalid"
-app=$(mkapp badmanifest 'manifest="echo [1] > $ACTION_AGENT_SANDBOX_MANIFEST"')
-boot "$app"
+app=$(pyapp_make badmanifest 'manifest="echo [1] > $ACTION_AGENT_SANDBOX_MANIFEST"')
+pyapp_boot "$app"
 check "exit 1" [ "$RC" -eq 1 ]
 check "cause last" bash -c "tail -1 '$ERR' | grep -q '^Sandbox manifest failed: the manifest is invalid'"
 
 echo "--- the server exits early"
-app=$(mkapp crash 'start="echo crashing; exit 4"')
-boot "$app"
+app=$(pyapp_make crash 'start="echo crashing; exit 4"')
+pyapp_boot "$app"
 check "exit 1" [ "$RC" -eq 1 ]
 check "cause last: how it exited" \
 	bash -c "tail -1 '$ERR' | grep -q '^Sandbox start failed: the server exited with status 4 before it was ready'"
 check "the server's output is in the tail" grep -qx 'crashing' "$ERR"
 
 echo "--- the server never listens (deadline)"
-app=$(mkapp nolisten 'start="exec sleep 7777"')
-boot "$app" --timeout 4
+app=$(pyapp_make nolisten 'start="exec sleep 7777"')
+pyapp_boot "$app" --timeout 4
 check "exit 1" [ "$RC" -eq 1 ]
 check "cause last: it did not listen" bash -c "tail -1 '$ERR' | grep -q 'did not listen on 127.0.0.1'"
 check "the server was stopped" [ -z "$(pgrep -f 'sleep 7777')" ]
 
 echo "--- the server listens only on ::1"
-app=$(mkapp v6only 'start="BIND=::1 exec /usr/bin/python3 server.py"')
-boot "$app" --timeout 20
+app=$(pyapp_make v6only 'start="BIND=::1 exec /usr/bin/python3 server.py"')
+pyapp_boot "$app" --timeout 20
 check "exit 1" [ "$RC" -eq 1 ]
 check "cause last: only on [::1]" bash -c "tail -1 '$ERR' | grep -q 'listens only on \[::1\]'"
 check "no process left" no_procs_in "$app"
 
 echo "--- a foreign process holds the app's port"
-app=$(mkapp foreign)
+app=$(pyapp_make foreign)
 fport=$(free_port)
 python3 -m http.server --bind 127.0.0.1 "$fport" >/dev/null 2>&1 &
 fpid=$!
@@ -156,39 +119,39 @@ check "the foreign process was not touched" kill -0 "$fpid"
 kill "$fpid"
 
 echo "--- the server ignores SIGTERM"
-app=$(mkapp noterm 'start="trap \"\" TERM; exec /usr/bin/python3 server.py"')
-boot "$app"
+app=$(pyapp_make noterm 'start="trap \"\" TERM; exec /usr/bin/python3 server.py"')
+pyapp_boot "$app"
 check "boots" [ "$RC" -eq 0 ]
 "$BOOT" --stop --grace 500 "$app"
 check "--stop succeeds" [ $? -eq 0 ]
 check "--stop killed it after the grace" no_procs_in "$app"
 
 echo "--- a setup step leaves a daemon that double-forks and calls setsid"
-app=$(mkapp daemon 'setup=["(setsid sh -c \"exec sleep 6661\" &) ; echo daemon started"]')
-boot "$app"
+app=$(pyapp_make daemon 'setup=["(setsid sh -c \"exec sleep 6661\" &) ; echo daemon started"]')
+pyapp_boot "$app"
 check "boots" [ "$RC" -eq 0 ]
 check "the setup daemon was stopped" [ -z "$(pgrep -f 'sleep 6661')" ]
 stop_boot "$app"
 
 echo "--- a hostile sandbox.yml"
-app=$(mkapp bomb 'raw=a: &a ["x","x","x","x","x","x","x","x","x"]
+app=$(pyapp_make bomb 'raw=a: &a ["x","x","x","x","x","x","x","x","x"]
 b: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]
 c: [*b,*b,*b,*b,*b,*b,*b,*b,*b]')
-boot "$app"
+pyapp_boot "$app"
 check "exit 2" [ "$RC" -eq 2 ]
 check "cause last: malformed" bash -c "tail -1 '$ERR' | grep -q '^Sandbox configuration failed: .activeagents/sandbox.yml is malformed'"
-app=$(mkapp symlink)
+app=$(pyapp_make symlink)
 ln -sf /etc/shadow "$app/.activeagents/sandbox.yml"
-boot "$app"
+pyapp_boot "$app"
 check "a symlinked sandbox.yml: exit 2" [ "$RC" -eq 2 ]
 check "nothing of the link's target is shown" ! grep -q 'root:' "$ERR"
-app=$(mkapp notmap 'raw=- just a list')
-boot "$app"
+app=$(pyapp_make notmap 'raw=- just a list')
+pyapp_boot "$app"
 check "a list: the upstream text" bash -c "tail -1 '$ERR' | grep -q 'it must be a mapping of settings'"
 
 echo "--- a step prints secrets"
-app=$(mkapp leak 'setup=["echo key=$MY_API_KEY", "echo gh=ghp_abcdefghijklmnopqrstuvwxyz0123456789"]')
-EXTRA_ENV="MY_API_KEY=passed-secret-value-42" boot "$app" --pass-env MY_API_KEY
+app=$(pyapp_make leak 'setup=["echo key=$MY_API_KEY", "echo gh=ghp_abcdefghijklmnopqrstuvwxyz0123456789"]')
+EXTRA_ENV="MY_API_KEY=passed-secret-value-42" pyapp_boot "$app" --pass-env MY_API_KEY
 check "boots" [ "$RC" -eq 0 ]
 log=$TMP/leak/.sandbox/logs/setup.log
 check "the opted-in secret is masked in the log" grep -qx 'key=\[REDACTED\]' "$log"
@@ -197,7 +160,7 @@ check "the secret is nowhere in the workspace" ! grep -rqF passed-secret-value-4
 stop_boot "$app"
 
 echo "--- run under a pipe, as incus exec runs it"
-app=$(mkapp piped)
+app=$(pyapp_make piped)
 start=$(date +%s%N)
 timeout 60 bash -c "$(platform_env) '$BOOT' --listen 127.0.0.1:$LISTEN_PORT --grace 1000 --cache-root '$TMP/cache' '$app' 2>&1 | cat >/dev/null"
 RC=$?
@@ -206,7 +169,7 @@ check "the app still runs after the pipe closed" [ "$(http_status "http://127.0.
 stop_boot "$app"
 
 echo "--- --stop while a boot is in progress"
-app=$(mkapp interrupted 'setup=["exec sleep 8888"]')
+app=$(pyapp_make interrupted 'setup=["exec sleep 8888"]')
 $(platform_env) "$BOOT" --listen "127.0.0.1:$LISTEN_PORT" --grace 1000 --cache-root "$TMP/cache" \
 	"$app" >"$TMP/out.int" 2>"$TMP/err.int" &
 bootpid=$!
@@ -221,12 +184,12 @@ check "the interrupted step is gone" [ -z "$(pgrep -f 'sleep 8888')" ]
 check "--status says failed, interrupted" grep -q '"reason":"the boot was interrupted by SIGTERM"' "$TMP/status.json"
 
 echo "--- two apps with the same session id"
-app1=$(mkapp twin1)
-app2=$(mkapp twin2)
+app1=$(pyapp_make twin1)
+app2=$(pyapp_make twin2)
 P1=$(free_port)
 $(platform_env) "$BOOT" --listen "127.0.0.1:$P1" --grace 1000 --cache-root "$TMP/cache" "$app1" 2>/dev/null
 check "the first app boots" [ $? -eq 0 ]
-boot "$app2"
+pyapp_boot "$app2"
 check "the second app boots" [ "$RC" -eq 0 ]
 check "the first app still answers" [ "$(http_status "http://127.0.0.1:$P1/up")" = 200 ]
 stop_boot "$app1"
@@ -242,11 +205,11 @@ check "nothing was removed" [ -f "$TMP/home/projects/other/notes" ]
 echo "--- a symlink in the checkout never leads a root chown elsewhere"
 mkdir -p "$TMP/victim"
 touch "$TMP/victim/file"
-app=$(mkapp chown)
+app=$(pyapp_make chown)
 ln -s "$TMP/victim" "$app/tmp-link"
 mkdir -p "$app/sub"
 ln -s "$TMP/victim/file" "$app/sub/file-link"
-boot "$app"
+pyapp_boot "$app"
 check "boots" [ "$RC" -eq 0 ]
 check "the link's target stays root's" [ "$(stat -c %U "$TMP/victim" "$TMP/victim/file" | sort -u)" = root ]
 stop_boot "$app"

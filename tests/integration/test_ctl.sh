@@ -59,6 +59,19 @@ ctl keygen
 check "keygen exits 0" [ "$RC" -eq 0 ]
 check "the key is 0600" [ "$(stat -c %a "$HOME/.config/sandbox-ctl/key")" = 600 ]
 HOST_FP=$(json "$OUT" 'd["fingerprint"]')
+if command -v ssh-keygen >/dev/null; then
+	check "ssh-keygen -lf shows the same fingerprint for the secret key" \
+		[ "$(ssh-keygen -lf "$HOME/.config/sandbox-ctl/key" | cut -d' ' -f2)" = "$HOST_FP" ]
+	check "and for the public key" \
+		[ "$(ssh-keygen -lf "$HOME/.config/sandbox-ctl/key.pub" | cut -d' ' -f2)" = "$HOST_FP" ]
+	check "ssh-keygen reads the secret key (-y gives the .pub line)" \
+		[ "$(ssh-keygen -y -f "$HOME/.config/sandbox-ctl/key" | cut -d' ' -f1,2)" = "$(cut -d' ' -f1,2 "$HOME/.config/sandbox-ctl/key.pub")" ]
+	ssh-keygen -q -t ed25519 -N '' -C from-ssh-keygen -f "$TMP/ssh_made_key"
+	ctl --key "$TMP/ssh_made_key" --connect unix:/nonexistent.sock hello
+	check "a key made by ssh-keygen loads (the connection, not the key, fails: exit 3)" [ "$RC" -eq 3 ]
+else
+	log "no ssh-keygen: the OpenSSH interoperation is checked by the unit tests only"
+fi
 cp "$HOME/.config/sandbox-ctl/key.pub" "$TMP/authorized_keys"
 chmod 644 "$TMP/authorized_keys"
 serve agent "$TMP/guest_key"
@@ -199,6 +212,26 @@ check "a failing boot exits 1" [ "$RC" -eq 1 ]
 check "status failed" [ "$(json "$OUT" 'd["status"]')" = failed ]
 check "the step is named" [ -n "$(json "$OUT" 'd["step"]')" ]
 check "the cause is the last line" bash -c "tail -1 '$ERR' | grep -q '^sandbox-ctl: Sandbox .* failed: .*exit.* 3'"
+
+echo "--- sandbox.yml's warnings reach the controller"
+printf 'envs:\n  A: 1\nsetup: ["echo warned"]\nmanifest: /usr/bin/python3 manifest.py\nstart: exec /usr/bin/python3 server.py\n' \
+	>"$SRC/.activeagents/sandbox.yml"
+ctl push "$SRC" --app-dir "$APP" --connect "$A"
+ctl boot --app-dir "$APP" --wait --deadline 60 --connect "$A"
+check "a boot with a typo in sandbox.yml still boots" [ "$RC" -eq 0 ]
+check "the warning is on stderr, with the line and a near miss" \
+	grep -qF '.activeagents/sandbox.yml:1:1: warning: unknown setting `envs` is ignored; did you mean `env`?' "$ERR"
+ctl stop --app-dir "$APP" --grace 1 --connect "$A"
+
+echo "--- a refused boot: one prefix, the cause last"
+printf -- '- not a mapping\n' >"$SRC/.activeagents/sandbox.yml"
+ctl push "$SRC" --app-dir "$APP" --connect "$A"
+ctl boot --app-dir "$APP" --wait --deadline 60 --connect "$A"
+check "a refused boot exits 2" [ "$RC" -eq 2 ]
+check "the refused shape: status refused, error.reason invalid" \
+	[ "$(json "$OUT" 'd["status"] + " " + d["error"]["class"] + " " + d["error"]["reason"]')" = "refused refused invalid" ]
+check "its reason has one prefix" [ "$(json "$OUT" 'd["reason"]')" = 'Sandbox configuration failed: .activeagents/sandbox.yml is malformed: it must be a mapping of settings (line 1, column 1)' ]
+check "the cause is the last line" [ "$(tail -1 "$ERR")" = 'sandbox-ctl: Sandbox configuration failed: .activeagents/sandbox.yml is malformed: it must be a mapping of settings (line 1, column 1)' ]
 
 echo "--- a boot without --wait goes on after sandbox-ctl has left"
 # shellcheck disable=SC2016 # expanded by the app's shell, not this one

@@ -89,9 +89,11 @@ check "the sandbox user is uid 1000" test "$(chroot "$R" getent passwd sandbox |
 check "the cache root belongs to sandbox" \
 	test "$(stat -c '%u %a' "$R/var/cache/sandbox-app-runtime")" = "1000 755"
 check "machine-id is empty (each instance makes its own)" test ! -s "$R/etc/machine-id"
-check "the unit waits for udev's virtio-ports links (drop-in)" \
-	grep -qx 'After=systemd-udev-settle.service' \
-	"$R/etc/systemd/system/sandbox-agent.service.d/10-virtio-ports.conf"
+check "no drop-in orders the unit after the deprecated systemd-udev-settle" \
+	test ! -e "$R/etc/systemd/system/sandbox-agent.service.d/10-virtio-ports.conf"
+check "the port's udev rule pulls the unit in" \
+	grep -q 'ATTR{name}=="org.sandbox-app-runtime.agent".*ENV{SYSTEMD_WANTS}+="sandbox-agent.service"' \
+	"$R/usr/lib/udev/rules.d/60-sandbox-agent.rules"
 check "no policy-rc.d is left behind" test ! -e "$R/usr/sbin/policy-rc.d"
 check "the minimal profile has no PostgreSQL" test ! -e "$R/usr/lib/postgresql"
 

@@ -8,12 +8,14 @@
 #  2. `make install DESTDIR=... PREFIX=/usr/local` and `make uninstall`;
 #  3. `dpkg -i` of both packages into a Debian 12 minbase root without systemd running, as an
 #     image build does: the three commands run from their installed places, the unit is enabled
-#     and passes `systemd-analyze verify`, the cache root exists, a changed conffile survives a
-#     reinstall, tmpfiles.d makes /run/sandbox-agent 0700 and leaves a given cache root alone;
+#     and passes `systemd-analyze verify`, sysusers.d made the sandbox and claude users, a
+#     changed conffile survives a reinstall, tmpfiles.d makes the cache root and the homes and
+#     leaves a given cache root alone;
 #  4. that root booted with systemd-nspawn (systemd as PID 1, private network): the enabled unit
 #     started at boot; `systemctl restart`, an upgrade through dpkg (postinst restarts the unit)
 #     and `systemctl stop` leave an app started by the agent running; the same restart with
-#     KillMode=control-group kills it (so the check can fail); purge removes what it should.
+#     KillMode=control-group kills it (so the check can fail); RuntimeDirectory= and
+#     StateDirectory= are root 0700; purge removes what it should, the guest key included.
 #     `sandbox-agent serve` does not exist yet: a drop-in replaces only ExecStart with a
 #     stand-in that starts an "app" as the engine does (own session, detached; kept when it is
 #     already running) and sends READY=1 from the main process; every other setting of the
@@ -80,6 +82,9 @@ grep '^[WI]:' "$TMP/lintian.log" | sed 's/^/    /'
 field() { dpkg-deb -f "$1" "$2"; }
 check "both packages have version $VERSION" \
 	test "$(field "$GUEST_DEB" Version) $(field "$HOST_DEB" Version)" = "$VERSION $VERSION"
+check "sandbox-ctl's description says what it does today (no \"only the version query\")" \
+	bash -c "! dpkg-deb -f '$HOST_DEB' Description | grep -q 'version query' &&
+		dpkg-deb -f '$HOST_DEB' Description | grep -q 'boots the app'"
 mkdir -p "$TMP/x"
 dpkg-deb -x "$GUEST_DEB" "$TMP/x"
 dpkg-deb -e "$GUEST_DEB" "$TMP/x/DEBIAN"
@@ -87,6 +92,9 @@ check "sandbox-app-boot is a relative link to sandbox-agent" \
 	test "$(readlink "$TMP/x/usr/bin/sandbox-app-boot")" = ../sbin/sandbox-agent
 check "sandbox-claude is a relative link to sandbox-agent" \
 	test "$(readlink "$TMP/x/usr/bin/sandbox-claude")" = ../sbin/sandbox-agent
+check "the udev rule: the agent's virtio-serial port wants the unit" \
+	grep -q 'SUBSYSTEM=="virtio-ports", ATTR{name}=="org.sandbox-app-runtime.agent", TAG+="systemd", ENV{SYSTEMD_WANTS}+="sandbox-agent.service"' \
+	"$TMP/x/usr/lib/udev/rules.d/60-sandbox-agent.rules"
 check "authorized_keys is a conffile" grep -qx /etc/sandbox-agent/authorized_keys "$TMP/x/DEBIAN/conffiles"
 check "the authorized_keys.d directory is shipped" test -d "$TMP/x/etc/sandbox-agent/authorized_keys.d"
 check "postinst, prerm and postrm are shipped" \
@@ -118,7 +126,8 @@ if make -C "$ROOT" -s install DESTDIR="$inst" PREFIX=/usr/local >"$TMP/install.l
 		"$inst/usr/local/lib/systemd/system/sandbox-agent.service"
 	for f in share/man/man1/sandbox-app-boot.1 share/man/man1/sandbox-ctl.1 \
 		share/man/man5/sandbox.yml.5 share/man/man8/sandbox-agent.8 \
-		share/man/man8/sandbox-claude.8 lib/tmpfiles.d/sandbox-agent.conf; do
+		share/man/man8/sandbox-claude.8 lib/tmpfiles.d/sandbox-agent.conf lib/sysusers.d/sandbox-agent.conf \
+		lib/udev/rules.d/60-sandbox-agent.rules; do
 		check "make install: $f" test -s "$inst/usr/local/$f"
 	done
 	echo "sandbox-ed25519 local-key" >>"$inst/etc/sandbox-agent/authorized_keys"
@@ -199,9 +208,11 @@ if command -v systemd-analyze >/dev/null; then
 else
 	log "systemd-analyze is not installed here: verify not run"
 fi
-check "postinst made the cache root, root-owned 0755" \
-	test "$(stat -c '%U %a' "$R/var/cache/sandbox-app-runtime" 2>/dev/null)" = "root 755"
-check "postinst left /run alone (no systemd running)" test ! -e "$R/run/sandbox-agent"
+check "postinst made the sandbox user (sysusers.d), uid 1000" test "$(in_root id -u sandbox)" = 1000
+check "postinst made the claude user, in the sandbox group" \
+	bash -c "chroot '$R' id -nG claude | tr ' ' '\n' | grep -qx sandbox"
+check "postinst made no directory itself (tmpfiles.d and the unit do)" \
+	test ! -e "$R/var/cache/sandbox-app-runtime" -a ! -e "$R/run/sandbox-agent" -a ! -e "$R/var/lib/sandbox-agent"
 
 echo "sandbox-ed25519 image-key baked-in" >>"$R/etc/sandbox-agent/authorized_keys"
 in_root dpkg -i "/root/$(basename "$GUEST_DEB")" >"$TMP/dpkg2.log" 2>&1 || cat "$TMP/dpkg2.log"
@@ -209,17 +220,17 @@ check "a reinstall keeps a changed authorized_keys" grep -q image-key "$R/etc/sa
 
 if command -v systemd-tmpfiles >/dev/null; then
 	systemd-tmpfiles --root="$R" --create sandbox-agent.conf
-	check "tmpfiles.d: /run/sandbox-agent root 0700" \
-		test "$(stat -c '%U %a' "$R/run/sandbox-agent" 2>/dev/null)" = "root 700"
+	check "tmpfiles.d: the cache root, root 0755" \
+		test "$(stat -c '%U %a' "$R/var/cache/sandbox-app-runtime" 2>/dev/null)" = "root 755"
+	check "tmpfiles.d: /home/sandbox, the sandbox user's, 0755" \
+		test "$(stat -c '%u %a' "$R/home/sandbox" 2>/dev/null)" = "1000 755"
+	check "tmpfiles.d: /home/claude, the claude user's, 0700" \
+		test "$(stat -c '%u %a' "$R/home/claude" 2>/dev/null)" = "$(in_root id -u claude) 700"
 	chown 4321:4321 "$R/var/cache/sandbox-app-runtime"
 	chmod 0750 "$R/var/cache/sandbox-app-runtime"
-	chmod 0755 "$R/run/sandbox-agent"
 	systemd-tmpfiles --root="$R" --create sandbox-agent.conf
 	check "tmpfiles.d: the cache root keeps the owner and mode the engine gave it" \
 		test "$(stat -c '%u %a' "$R/var/cache/sandbox-app-runtime")" = "4321 750"
-	check "tmpfiles.d: /run/sandbox-agent is reset to 0700" \
-		test "$(stat -c '%a' "$R/run/sandbox-agent")" = 700
-	rm -rf "${R:?}/run/sandbox-agent"
 	chown 0:0 "$R/var/cache/sandbox-app-runtime"
 	chmod 0755 "$R/var/cache/sandbox-app-runtime"
 fi
@@ -297,8 +308,10 @@ app_id() {
 alive() { [ -n "$1" ] && [ "$(inside sh -c "cut -d' ' -f22 /proc/${1% *}/stat 2>/dev/null")" = "${1#* }" ]; }
 
 check "the enabled unit was started at boot" test "$(unit_prop ActiveState)" = active
-check "/run/sandbox-agent is root 0700 after boot" \
+check "/run/sandbox-agent (RuntimeDirectory=) is root 0700 after boot" \
 	test "$(inside stat -c '%U %a' /run/sandbox-agent)" = "root 700"
+check "/var/lib/sandbox-agent (StateDirectory=) is root 0700 after boot" \
+	test "$(inside stat -c '%U %a' /var/lib/sandbox-agent)" = "root 700"
 app=
 for ((i = 0; i < 100; i++)); do
 	app=$(app_id)
@@ -346,11 +359,14 @@ rm -f "$R/etc/systemd/system/sandbox-agent.service.d/zz-killmode.conf"
 inside systemctl daemon-reload
 
 rm -rf "$R/etc/systemd/system/sandbox-agent.service.d" "$R/usr/local/sbin/agent-standin"
+# A guest key, as the real daemon makes at its first start.
+inside sh -c 'echo key >/var/lib/sandbox-agent/guest_key && echo pub >/var/lib/sandbox-agent/guest_key.pub'
 inside dpkg --purge sandbox-agent sandbox-ctl >"$TMP/purge.log" 2>&1 || cat "$TMP/purge.log"
 check "purge: the daemon was stopped" test "$(unit_prop ActiveState)" != active
 check "purge: the enable link is gone" test ! -e "$wants" -a ! -L "$wants"
 check "purge: /etc/sandbox-agent is gone" test ! -e "$R/etc/sandbox-agent"
 check "purge: the cache root is gone" test ! -e "$R/var/cache/sandbox-app-runtime"
+check "purge: the guest key is gone" test ! -e "$R/var/lib/sandbox-agent"
 check "purge: the binaries are gone" \
 	test ! -e "$R/usr/sbin/sandbox-agent" -a ! -L "$R/usr/bin/sandbox-app-boot" -a ! -e "$R/usr/bin/sandbox-ctl"
 

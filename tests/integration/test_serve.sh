@@ -13,7 +13,7 @@ ensure_sandbox_user || skip "cannot create the sandbox user"
 echo "--- keygen"
 out=$("$AGENT" keygen --key "$TMP/guest_key" 2>"$TMP/keygen.err")
 check "keygen exits 0" [ $? -eq 0 ]
-check "prints a public key line" [ "${out%% *}" = sandbox-ed25519 ]
+check "prints a public key line" [ "${out%% *}" = ssh-ed25519 ]
 check "the key file is 0600" [ "$(stat -c %a "$TMP/guest_key")" = 600 ]
 check "the public half is beside it" grep -qF "${out%% sandbox-agent@*}" "$TMP/guest_key.pub"
 check "says it made a key" grep -q "made a new key" "$TMP/keygen.err"

@@ -428,6 +428,46 @@ START_TEST(test_identity)
 }
 END_TEST
 
+START_TEST(test_run_user_path)
+{
+	char *caller[] = {"HOME=/root",
+	                  "PATH=/root/.local/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:"
+	                  "/sbin:/bin:.::bin:/opt/mise/shims:/root",
+	                  NULL};
+	char *file[] = {"PATH=/app/bin:/usr/sbin", NULL};
+	struct child_env_request req = {
+	    .caller_env = caller, .home = "/home/sandbox", .user = "sandbox"};
+	_cleanup_strv_ char **env = NULL, **own = NULL, **same = NULL;
+	_cleanup_free_ char *p = NULL;
+	struct err e;
+
+	err_clear(&e);
+	ck_assert_int_eq(child_env_build(&req, &env, &e), 0);
+	ck_assert_str_eq(strv_env_get(env, "PATH"), "/usr/local/bin:/usr/bin:/bin:/opt/mise/shims");
+	/* the file's own PATH is the author's choice */
+	req.file_env = file;
+	ck_assert_int_eq(child_env_build(&req, &own, &e), 0);
+	ck_assert_str_eq(strv_env_get(own, "PATH"), "/app/bin:/usr/sbin");
+	/* no other user: the caller's PATH as it is */
+	req.file_env = NULL;
+	req.home = NULL;
+	ck_assert_int_eq(child_env_build(&req, &same, &e), 0);
+	ck_assert_str_eq(strv_env_get(same, "PATH"), caller[1] + 5);
+	/* nothing left, or no PATH at all: the usual one */
+	ck_assert_int_eq(child_env_path_for_user("/root/bin:/sbin", "/root", &p), 0);
+	ck_assert_str_eq(p, CHILD_ENV_USER_PATH);
+	free(p);
+	p = NULL;
+	ck_assert_int_eq(child_env_path_for_user(NULL, NULL, &p), 0);
+	ck_assert_str_eq(p, CHILD_ENV_USER_PATH);
+	free(p);
+	p = NULL;
+	/* a folder that merely starts like /root stays */
+	ck_assert_int_eq(child_env_path_for_user("/rootless/bin:/home/me/bin", "/home/me", &p), 0);
+	ck_assert_str_eq(p, "/rootless/bin");
+}
+END_TEST
+
 START_TEST(test_caches)
 {
 	char *caller[] = {"npm_config_cache=/caller/npm", "GEM_HOME=/usr/local/gems", NULL};
@@ -654,6 +694,7 @@ static Suite *child_env_suite(void)
 	tcase_add_test(build, test_empty_request);
 	tcase_add_test(build, test_port_only_via_with_port);
 	tcase_add_test(build, test_identity);
+	tcase_add_test(build, test_run_user_path);
 	tcase_add_test(build, test_caches);
 	suite_add_tcase(s, build);
 

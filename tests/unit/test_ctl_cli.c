@@ -407,6 +407,72 @@ START_TEST(test_usage_errors)
 	/* Nobody there. */
 	r = CTL_RUN(&env, NULL, "hello", "--connect", "unix:/nonexistent.sock");
 	ck_assert_int_eq(r.rc, 3);
+	ck_assert_str_eq(json_object_get_string(ctl_obj(ctl_obj(r.json, "error"), "reason")),
+	                 "unreachable");
+	ctl_run_dispose(&r);
+}
+END_TEST
+
+START_TEST(test_usage_helps)
+{
+	struct ctl_run r;
+
+	/* "did you mean" for a command, with a stable reason */
+	r = CTL_RUN(&env, NULL, "boto");
+	ck_assert_int_eq(r.rc, 2);
+	ck_assert_str_eq(ctl_last_line(&r), "sandbox-ctl: unknown command 'boto'; did you mean "
+	                                    "'boot'? (sandbox-ctl --help)");
+	ck_assert_str_eq(json_object_get_string(ctl_obj(ctl_obj(r.json, "error"), "reason")),
+	                 "invalid");
+	ctl_run_dispose(&r);
+	/* an option that is not ours is named as an option, not as a command */
+	r = CTL_RUN(&env, NULL, "--json", "hello");
+	ck_assert_int_eq(r.rc, 2);
+	ck_assert_ptr_nonnull(strstr(ctl_last_line(&r), "unknown option --json (see"));
+	ctl_run_dispose(&r);
+	r = CTL_RUN(&env, NULL, "--conect=unix:/x", "hello");
+	ck_assert_ptr_nonnull(strstr(ctl_last_line(&r), "unknown option --conect; did you mean "
+	                                                "--connect?"));
+	ctl_run_dispose(&r);
+	/* --connect exec -- before the command swallows it: said so */
+	r = CTL_RUN(&env, NULL, "--connect", "exec", "--", "incus", "exec", "x", "--",
+	            "sandbox-agent", "serve", "--stdio", "status");
+	ck_assert_int_eq(r.rc, 2);
+	ck_assert_ptr_nonnull(strstr(ctl_last_line(&r), "so 'status' became part of the exec "
+	                                                "command; put the command first"));
+	ctl_run_dispose(&r);
+	/* a command's option values are its own, even when they look like global options */
+	r = CTL_RUN(&env, NULL, "publish", "--message", "-q", "--spec", "/nonexistent/spec",
+	            "--branch", "b");
+	ck_assert_ptr_nonnull(strstr(ctl_last_line(&r), "/nonexistent/spec: No such file"));
+	ctl_run_dispose(&r);
+	/* per-command help, both ways, on stdout with exit 0 */
+	r = CTL_RUN(&env, NULL, "boot", "--help");
+	ck_assert_int_eq(r.rc, 0);
+	ck_assert_ptr_nonnull(strstr(r.out, "usage: sandbox-ctl [OPTIONS] boot [--app-dir DIR"));
+	ck_assert_ptr_nonnull(strstr(r.out, "\n  --wait  "));
+	ck_assert_ptr_nonnull(strstr(r.out, "Example:\n  sandbox-ctl --incus sbx-42 boot --wait"));
+	ctl_run_dispose(&r);
+	r = CTL_RUN(&env, NULL, "help", "logs");
+	ck_assert_int_eq(r.rc, 0);
+	ck_assert_ptr_nonnull(strstr(r.out, "  --follow "));
+	ctl_run_dispose(&r);
+	r = CTL_RUN(&env, NULL, "help");
+	ck_assert_int_eq(r.rc, 0);
+	ck_assert_ptr_nonnull(strstr(r.out, "  help [COMMAND]"));
+	ctl_run_dispose(&r);
+	r = CTL_RUN(&env, NULL, "help", "stpo");
+	ck_assert_int_eq(r.rc, 2);
+	ck_assert_ptr_nonnull(strstr(ctl_last_line(&r), "did you mean 'stop'?"));
+	ctl_run_dispose(&r);
+	/* bash completion */
+	r = CTL_RUN(&env, NULL, "completion", "bash");
+	ck_assert_int_eq(r.rc, 0);
+	ck_assert_ptr_nonnull(strstr(r.out, "complete -F _sandbox_ctl sandbox-ctl\n"));
+	ck_assert_ptr_nonnull(strstr(r.out, " --wait"));
+	ctl_run_dispose(&r);
+	r = CTL_RUN(&env, NULL, "completion", "fish");
+	ck_assert_int_eq(r.rc, 2);
 	ctl_run_dispose(&r);
 }
 END_TEST
@@ -429,6 +495,7 @@ static Suite *ctl_cli_suite(void)
 	tcase_add_test(tc, test_exec_failures);
 	tcase_add_test(tc, test_incus_falls_back_to_exec);
 	tcase_add_test(tc, test_usage_errors);
+	tcase_add_test(tc, test_usage_helps);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -236,6 +236,14 @@ START_TEST(test_push_refusals)
 	r = RUN(NULL, "push", src, "--app-dir", "relative/app");
 	ck_assert_int_eq(r.rc, 2);
 	ctl_run_dispose(&r);
+	/* A boot in progress: refused before a byte of the tree is sent. */
+	r = RUN(NULL, "push", src, "--app-dir", "/workspace/busy");
+	ck_assert_int_eq(r.rc, 2);
+	ck_assert_ptr_nonnull(strstr(ctl_last_line(&r), "a boot of /workspace/busy is in progress: "
+	                                                "push when it has finished"));
+	ck_assert_str_eq(json_object_get_string(ctl_obj(ctl_obj(r.json, "error"), "reason")),
+	                 "busy");
+	ctl_run_dispose(&r);
 	report = ctl_report(&env);
 	ck_assert_uint_eq(ctl_count(report, "push-begin"), 1);
 }
@@ -298,6 +306,15 @@ START_TEST(test_boot_wait_failed_and_refused)
 	ck_assert_str_eq(json_object_get_string(ctl_obj(ctl_obj(r.json, "error"), "class")),
 	                 "refused");
 	ck_assert_ptr_nonnull(strstr(ctl_last_line(&r), "already in progress"));
+	ck_assert_str_eq(json_object_get_string(ctl_obj(ctl_obj(r.json, "error"), "reason")),
+	                 "busy");
+	/* one shape for every refused boot: status refused, exit 2, the reason, an error */
+	ck_assert_str_eq(ctl_str(&r, "status"), "refused");
+	ck_assert_int_eq(ctl_int(r.json, "exit"), 2);
+	ck_assert_str_eq(ctl_str(&r, "reason"), "Sandbox boot refused: a boot of /workspace/app is "
+	                                        "already in progress");
+	ck_assert_str_eq(ctl_last_line(&r), "sandbox-ctl: Sandbox boot refused: a boot of "
+	                                    "/workspace/app is already in progress");
 	ctl_run_dispose(&r);
 
 	r = RUN(NULL, "boot", "--app-dir", "/a", "--spec", "/b");
@@ -419,6 +436,29 @@ START_TEST(test_logs_follow_until_interrupted)
 }
 END_TEST
 
+START_TEST(test_boot_wait_interrupted)
+{
+	char *const argv[] = {"--connect",       addr, "boot", "--wait", "--app-dir",
+	                      "/workspace/slow", NULL};
+	_cleanup_free_ char *report = NULL;
+	int out_fd, err_fd;
+	struct ctl_run r;
+	pid_t pid;
+
+	pid = ctl_spawn(&env, NULL, argv, NULL, &out_fd, &err_fd);
+	report = ctl_report_wait(&env, "boot {");
+	ck_assert_ptr_nonnull(report);
+	usleep(100000); /* the events reach sandbox-ctl */
+	kill(pid, SIGINT);
+	r = ctl_finish(pid, out_fd, err_fd);
+	/* 128 + SIGINT, after saying that the boot goes on */
+	ck_assert_int_eq(r.rc, 130);
+	ck_assert_str_eq(ctl_str(&r, "status"), "interrupted");
+	ck_assert_ptr_nonnull(strstr(ctl_last_line(&r), "the boot goes on in the agent"));
+	ctl_run_dispose(&r);
+}
+END_TEST
+
 /*
  * A guest that ignores max and never ends the stream: sandbox-ctl keeps --max bytes (or its own
  * cap) and stops reading; a guest that trickles a line every 100 ms meets the command's
@@ -488,6 +528,7 @@ static Suite *ctl_ops_suite(void)
 	tcase_add_test(tc, test_boot_wait_ready);
 	tcase_add_test(tc, test_boot_wait_failed_and_refused);
 	tcase_add_test(tc, test_boot_without_wait_and_spec);
+	tcase_add_test(tc, test_boot_wait_interrupted);
 	tcase_add_test(tc, test_logs_from_offset);
 	tcase_add_test(tc, test_logs_follow_until_interrupted);
 	tcase_add_test(tc, test_logs_hostile_guest);

@@ -22,7 +22,23 @@ static const uint8_t rfc_pk[32] = {
 };
 #define RFC_PK_B64 "11qYAYKxCrfVS/7TyWQHOg7hcvPapiMlrwIaaPcHURo="
 #define RFC_SEED_B64 "nWGxne/9WmC6hEr0kuwsxERJxWl7MmkZcDusAxyuf2A="
-#define RFC_FP "SHA256:If4x36FUomFia/hUBG/SJxt77UtqvkWqWId+9H+XIbk"
+/* OpenSSH's wire form of the key, and SHA-256 over it (what ssh-keygen -l prints). */
+#define RFC_SSH_B64 "AAAAC3NzaC1lZDI1NTE5AAAAINdamAGCsQq31Uv+08lkBzoO4XLz2qYjJa8CGmj3B1Ea"
+#define RFC_FP "SHA256:bbXpuKG6zhzdmnxq256TlqzFBzRl2f6OOg722cYNbU8"
+/* A key made by ssh-keygen -t ed25519 -N '' (OpenSSH 9.2), and its fingerprint by ssh-keygen -l. */
+#define SSH_KEYGEN_SECRET                                                                          \
+	"-----BEGIN OPENSSH PRIVATE KEY-----\n"                                                    \
+	"b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW\n"                 \
+	"QyNTUxOQAAACACc7LuAfhZS+eIZYRg/xtFQUY+cfLAb5DM9YqEoCZ5rwAAAJh7yqq+e8qq\n"                 \
+	"vgAAAAtzc2gtZWQyNTUxOQAAACACc7LuAfhZS+eIZYRg/xtFQUY+cfLAb5DM9YqEoCZ5rw\n"                 \
+	"AAAEAb/d6dJGSADUMCCcAvVZ34tsulKk/VNJCboRCpw33qnwJzsu4B+FlL54hlhGD/G0VB\n"                 \
+	"Rj5x8sBvkMz1ioSgJnmvAAAAEm1hZGUgYnkgc3NoLWtleWdlbgECAw==\n"                               \
+	"-----END OPENSSH PRIVATE KEY-----\n"
+#define SSH_KEYGEN_PUBLIC                                                                          \
+	"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIAJzsu4B+FlL54hlhGD/G0VBRj5x8sBvkMz1ioSgJnmv made "   \
+	"by "                                                                                      \
+	"ssh-keygen"
+#define SSH_KEYGEN_FP "SHA256:4mH9qm9qSopnnst+XiDKfh9yyWibZCBc0Nyn/lvXUP0"
 /* RFC 8032 TEST 1: the signature of the empty message */
 static const uint8_t rfc_sig[64] = {
     0xe5, 0x56, 0x43, 0x00, 0xc3, 0x60, 0xac, 0x72, 0x90, 0x86, 0xe2, 0xcc, 0x80, 0x6e, 0x82, 0x8a,
@@ -114,12 +130,18 @@ START_TEST(test_save_and_load)
 	ck_assert_uint_eq(st.st_mode & 07777, 0600);
 	ck_assert_int_eq(file_read_capped(AT_FDCWD, path("host_key"), 4096, 0, &secret, NULL, &e),
 	                 0);
-	ck_assert_str_eq(secret, "sandbox-ed25519-secret " RFC_SEED_B64 " root@build-host\n");
+	/* OpenSSH's private key format (its check numbers are random: compare the frame). */
+	ck_assert_msg(
+	    strncmp(secret, "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEA", 56) == 0,
+	    "%s", secret);
+	ck_assert_ptr_nonnull(strstr(secret, "\n-----END OPENSSH PRIVATE KEY-----\n"));
+	for (const char *l = strchr(secret, '\n') + 1; *l != '-'; l = strchr(l, '\n') + 1)
+		ck_assert_uint_le(strcspn(l, "\n"), 70);
 	ck_assert_int_eq(stat(path("host_key.pub"), &st), 0);
 	ck_assert_uint_eq(st.st_mode & 07777, 0644);
 	ck_assert_int_eq(file_read_capped(AT_FDCWD, path("host_key.pub"), 4096, 0, &pub, NULL, &e),
 	                 0);
-	ck_assert_str_eq(pub, "sandbox-ed25519 " RFC_PK_B64 " root@build-host\n");
+	ck_assert_str_eq(pub, "ssh-ed25519 " RFC_SSH_B64 " root@build-host\n");
 	/* No temporary file left behind. */
 	d = opendir(tmpdir);
 	while ((de = readdir(d)))
@@ -176,7 +198,7 @@ START_TEST(test_load_refusals)
 	write_file("group", "sandbox-ed25519-secret " RFC_SEED_B64 "\n", 0640);
 	load_refused("group", EACCES, "chmod 600");
 	write_file("public", "sandbox-ed25519 " RFC_PK_B64 "\n", 0600);
-	load_refused("public", EINVAL, "is not a sandbox-ed25519-secret key file");
+	load_refused("public", EINVAL, "is not an OpenSSH private key");
 	write_file("short", "sandbox-ed25519-secret AAAA\n", 0600);
 	load_refused("short", EINVAL, "malformed key");
 	write_file("junk", "sandbox-ed25519-secret " RFC_SEED_B64 "x\n", 0600);
@@ -193,15 +215,56 @@ START_TEST(test_load_refusals)
 	}
 	load_refused("link", ELOOP, "symbolic link");
 	load_refused("missing", ENOENT, "cannot open");
+	/* OpenSSH keys that are not for us */
+	write_file("cut",
+	           "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ"
+	           "AAAAAAAAABAAAAMwAAAAtzc2gtZW\n-----END OPENSSH PRIVATE KEY-----\n",
+	           0600);
+	load_refused("cut", EINVAL, "malformed key");
+	/* "openssh-key-v1", cipher aes256-ctr */
+	write_file("encrypted",
+	           "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAACmFlczI1"
+	           "Ni1jdHIAAAAGYmNyeXB0\n-----END OPENSSH PRIVATE KEY-----\n",
+	           0600);
+	load_refused("encrypted", EINVAL, "protected by a passphrase");
+}
+END_TEST
+
+/* Keys ssh-keygen made are read, and their fingerprints are ssh-keygen's. */
+START_TEST(test_openssh_interop)
+{
+	_cleanup_keypair_ struct keypair *kp = NULL;
+	_cleanup_free_ char *line = NULL;
+	char fp[KEYS_FINGERPRINT_MAX];
+	uint8_t pk[32];
+	struct err e;
+
+	write_file("ssh_key", SSH_KEYGEN_SECRET, 0600);
+	ck_assert_int_eq(keys_load(path("ssh_key"), &kp, &e), 0);
+	ck_assert_str_eq(kp->comment, "made by ssh-keygen");
+	keys_fingerprint(kp->pk, fp);
+	ck_assert_str_eq(fp, SSH_KEYGEN_FP);
+	line = keys_format_public(kp->pk, kp->comment);
+	ck_assert_str_eq(line, SSH_KEYGEN_PUBLIC);
+	ck_assert_int_eq(keys_parse_public(SSH_KEYGEN_PUBLIC, pk, NULL, &e), 0);
+	ck_assert_mem_eq(pk, kp->pk, 32);
+	/* the format of earlier versions is still read */
+	write_file("old", "sandbox-ed25519-secret " RFC_SEED_B64 " old host\n", 0600);
+	keys_free(kp);
+	kp = NULL;
+	ck_assert_int_eq(keys_load(path("old"), &kp, &e), 0);
+	ck_assert_mem_eq(kp->pk, rfc_pk, 32);
+	ck_assert_str_eq(kp->comment, "old host");
 }
 END_TEST
 
 START_TEST(test_parse_public)
 {
-	_cleanup_free_ char *comment = NULL, *line = NULL;
+	_cleanup_free_ char *comment = NULL, *comment2 = NULL, *line = NULL;
 	uint8_t pk[32];
 	struct err e;
 
+	/* the format of earlier versions */
 	ck_assert_int_eq(keys_parse_public("sandbox-ed25519 " RFC_PK_B64, pk, &comment, &e), 0);
 	ck_assert_mem_eq(pk, rfc_pk, 32);
 	ck_assert_str_eq(comment, "");
@@ -210,7 +273,22 @@ START_TEST(test_parse_public)
 	                                   pk, &comment, &e),
 	                 0);
 	ck_assert_str_eq(comment, "ci runner #3");
+	ck_assert_int_eq(keys_parse_public("ssh-ed25519 " RFC_SSH_B64 " x", pk, &comment2, &e), 0);
+	ck_assert_mem_eq(pk, rfc_pk, 32);
+	ck_assert_str_eq(comment2, "x");
+	/* the raw key under the OpenSSH type, another key type under it, another type */
 	ck_assert_int_eq(keys_parse_public("ssh-ed25519 " RFC_PK_B64, pk, NULL, &e), -EINVAL);
+	ck_assert_int_eq(
+	    keys_parse_public(
+	        "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAINdamAGCsQq31Uv+08lkBzoO4XLz2qYjJa8", pk, NULL,
+	        &e),
+	    -EINVAL);
+	ck_assert_int_eq(
+	    keys_parse_public("ssh-ed25519 AAAAC3NzaC1lZDI1NTE4AAAAINdamAGCsQq31Uv+08lkBz"
+	                      "oO4XLz2qYjJa8CGmj3B1Ea",
+	                      pk, NULL, &e),
+	    -EINVAL);
+	ck_assert_int_eq(keys_parse_public("ssh-rsa " RFC_SSH_B64, pk, NULL, &e), -EINVAL);
 	ck_assert_int_eq(e.cls, ERR_REFUSED);
 	ck_assert_int_eq(keys_parse_public("sandbox-ed25519", pk, NULL, &e), -EINVAL);
 	ck_assert_int_eq(keys_parse_public("sandbox-ed25519 AAAA", pk, NULL, &e), -EINVAL);
@@ -225,10 +303,10 @@ START_TEST(test_parse_public)
 	                 -EINVAL);
 
 	line = keys_format_public(rfc_pk, "a comment");
-	ck_assert_str_eq(line, "sandbox-ed25519 " RFC_PK_B64 " a comment");
+	ck_assert_str_eq(line, "ssh-ed25519 " RFC_SSH_B64 " a comment");
 	free(line);
 	line = keys_format_public(rfc_pk, NULL);
-	ck_assert_str_eq(line, "sandbox-ed25519 " RFC_PK_B64);
+	ck_assert_str_eq(line, "ssh-ed25519 " RFC_SSH_B64);
 }
 END_TEST
 
@@ -255,6 +333,7 @@ static Suite *keys_suite(void)
 	tcase_add_test(tc, test_save_random_key_round_trip);
 	tcase_add_test(tc, test_load_refusals);
 	tcase_add_test(tc, test_parse_public);
+	tcase_add_test(tc, test_openssh_interop);
 	tcase_add_test(tc, test_comment_single_line);
 	suite_add_tcase(s, tc);
 	return s;

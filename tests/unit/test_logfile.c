@@ -288,6 +288,25 @@ START_TEST(test_tail_lines)
 }
 END_TEST
 
+START_TEST(test_tail_since)
+{
+	const char *log = "earlier boot 1\nearlier boot 2\n$ cmd\nthis boot\n";
+	const char *p = tpath("since.log");
+	_cleanup_free_ char *a = NULL, *b = NULL, *c = NULL;
+	struct err e;
+
+	write_file(p, log, strlen(log));
+	ck_assert_int_eq(logfile_tail_since(p, 30, 20, 500, &a, &e), 0);
+	ck_assert_str_eq(a, "$ cmd\nthis boot\n");
+	/* nothing written since: nothing shown */
+	ck_assert_int_eq(logfile_tail_since(p, strlen(log), 20, 500, &b, &e), 0);
+	ck_assert_str_eq(b, "");
+	/* an offset past the end: the file was rotated since, all of it is new */
+	ck_assert_int_eq(logfile_tail_since(p, 10000, 2, 500, &c, &e), 0);
+	ck_assert_str_eq(c, "$ cmd\nthis boot\n");
+}
+END_TEST
+
 START_TEST(test_tail_long_lines)
 {
 	char line[2000];
@@ -364,6 +383,7 @@ static Suite *logfile_suite(void)
 	tcase_add_test(tc, test_tmpfs_full);
 	tcase_add_test(tc, test_scrubbed_stream_into_log);
 	tcase_add_test(tc, test_tail_lines);
+	tcase_add_test(tc, test_tail_since);
 	tcase_add_test(tc, test_tail_long_lines);
 	tcase_add_test(tc, test_tail_reads_only_the_end);
 	tcase_add_test(tc, test_tail_missing);

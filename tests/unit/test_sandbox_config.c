@@ -6,6 +6,7 @@
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -686,6 +687,117 @@ START_TEST(test_load_size_capped)
 }
 END_TEST
 
+/* Notes of parsing doc (which must parse, or not, as ok says), joined by newlines. */
+static char *notes_of(const char *doc, bool ok)
+{
+	_cleanup_strv_ char **notes = NULL;
+	struct sandbox_config c = {0};
+	struct err e = {0};
+	char *joined = NULL;
+	size_t len = 0;
+	FILE *f;
+	int r = sandbox_config_parse_noted(doc, strlen(doc), &notes, &c, &e);
+
+	ck_assert_msg((r == 0) == ok, "%s: %s", doc, e.msg);
+	if (r == 0)
+		sandbox_config_dispose(&c);
+	f = open_memstream(&joined, &len);
+	ck_assert_ptr_nonnull(f);
+	for (size_t i = 0; notes && notes[i]; i++)
+		fprintf(f, "%s\n", notes[i]);
+	fclose(f);
+	return joined;
+}
+
+START_TEST(test_notes_unknown_keys)
+{
+	_cleanup_free_ char *n = notes_of(
+	    "start: x\nenvs:\n  A: 1\nsetpu: [a]\n  # c\nstrat: y\nother: 1\n1: 2\n", true);
+
+	ck_assert_str_eq(n, ".activeagents/sandbox.yml:2:1: warning: unknown setting `envs` is "
+	                    "ignored; did you mean `env`?\n"
+	                    ".activeagents/sandbox.yml:4:1: warning: unknown setting `setpu` is "
+	                    "ignored; did you mean `setup`?\n"
+	                    ".activeagents/sandbox.yml:6:1: warning: unknown setting `strat` is "
+	                    "ignored; did you mean `start`?\n"
+	                    ".activeagents/sandbox.yml:7:1: warning: unknown setting `other` is "
+	                    "ignored (the settings are env, setup, manifest and start)\n"
+	                    ".activeagents/sandbox.yml:8:1: warning: a setting whose key is not a "
+	                    "string is ignored\n");
+	free(n);
+	n = notes_of("env: {A: 1}\nsetup: x\nmanifest: m\nstart: s\n", true);
+	ck_assert_str_eq(n, "");
+}
+END_TEST
+
+START_TEST(test_notes_yaml_syntax)
+{
+	char *n = notes_of("setup:\n\t- x\n", false);
+
+	ck_assert_str_eq(n, ".activeagents/sandbox.yml:2:1: error: found character that cannot "
+	                    "start any token\n"
+	                    "    2 | \t- x\n"
+	                    "      | ^\n"
+	                    "hint: tabs cannot indent YAML; indent with spaces\n");
+	free(n);
+	n = notes_of("setup: [a]\nstart: bin/rails s -b: 0\n", false);
+	ck_assert_str_eq(n, ".activeagents/sandbox.yml:2:22: error: mapping values are not "
+	                    "allowed in this context\n"
+	                    "    2 | start: bin/rails s -b: 0\n"
+	                    "      |                      ^\n"
+	                    "hint: quote a command that holds \": \" (a colon and a space), e.g. "
+	                    "start: \"bin/server --bind: 0.0.0.0\"\n");
+	free(n);
+	n = notes_of("setup:\n  - \"x\nstart: y\n", false);
+	ck_assert_str_eq(n, ".activeagents/sandbox.yml:2:5: error: this quote is never closed "
+	                    "(found unexpected end of stream)\n"
+	                    "    2 |   - \"x\n"
+	                    "      |     ^\n"
+	                    "hint: an unclosed quote started at 2:5; close it or quote the whole "
+	                    "command with the other kind of quote\n");
+	free(n);
+	/* A GitHub token on the line shown is masked. */
+	n = notes_of("start: ghp_abcdefghijklmnopqrstuvwxyz0123456789: x\n", false);
+	ck_assert_ptr_null(strstr(n, "ghp_abcdefghij"));
+	ck_assert_ptr_nonnull(strstr(n, "[REDACTED]"));
+	free(n);
+}
+END_TEST
+
+START_TEST(test_notes_look_alikes)
+{
+	const char *cases[][2] = {
+	    {".activeagents/sandbox.yaml", ".activeagents/sandbox.yaml was found: rename it to "
+	                                   ".activeagents/sandbox.yml"},
+	    {"sandbox.yml", "sandbox.yml was found: rename it to .activeagents/sandbox.yml"},
+	    {"sub/.activeagents/sandbox.yml",
+	     "sub/.activeagents/sandbox.yml was found: the file must be at the checkout's root "
+	     "(commands may `cd sub` first)"},
+	};
+
+	for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+		_cleanup_strv_ char **notes = NULL;
+		struct sandbox_config c = {0};
+		struct err e = {0};
+		struct app a;
+
+		app_make(&a);
+		mkdirat(a.fd, ".activeagents", 0755);
+		mkdirat(a.fd, "sub", 0755);
+		mkdirat(a.fd, "sub/.activeagents", 0755);
+		app_write(&a, cases[i][0], "start: x\n", 9);
+		ck_assert_int_eq(sandbox_config_load_at_noted(a.fd, 0, &notes, &c, &e), 0);
+		ck_assert(!c.has_file);
+		ck_assert_uint_eq(strv_length(notes), 1);
+		ck_assert_msg(strstr(notes[0], cases[i][1]), "%s", notes[0]);
+		ck_assert_ptr_nonnull(strstr(notes[0], ".activeagents/sandbox.yml: warning: there "
+		                                       "is no such file"));
+		sandbox_config_dispose(&c);
+		app_free(&a);
+	}
+}
+END_TEST
+
 static Suite *sandbox_config_suite(void)
 {
 	Suite *s = suite_create("sandbox_config");
@@ -709,6 +821,8 @@ static Suite *sandbox_config_suite(void)
 	tcase_add_test(tc, test_env_values_converted);
 	tcase_add_test(tc, test_env_refused);
 	tcase_add_test(tc, test_messages_never_echo_values);
+	tcase_add_test(tc, test_notes_unknown_keys);
+	tcase_add_test(tc, test_notes_yaml_syntax);
 	suite_add_tcase(s, tc);
 
 	tcase_add_test(tl, test_load_missing_gives_defaults);
@@ -717,6 +831,7 @@ static Suite *sandbox_config_suite(void)
 	tcase_add_test(tl, test_load_refuses_symlinks);
 	tcase_add_test(tl, test_load_refuses_special_files);
 	tcase_add_test(tl, test_load_size_capped);
+	tcase_add_test(tl, test_notes_look_alikes);
 	suite_add_tcase(s, tl);
 	return s;
 }

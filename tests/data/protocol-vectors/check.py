@@ -55,9 +55,11 @@ def main():
     s_h, s_g = raw_public(host), raw_public(guest)
     check("host identity", s_h, x("host_identity_public"))
     check("guest identity", s_g, x("guest_identity_public"))
-    check("public line", "sandbox-ed25519 " + base64.b64encode(s_h).decode() + " host",
+    # OpenSSH's wire form of a key: string "ssh-ed25519", string key.
+    blob = lambda pk: struct.pack(">I", 11) + b"ssh-ed25519" + struct.pack(">I", 32) + pk
+    check("public line", "ssh-ed25519 " + base64.b64encode(blob(s_h)).decode() + " host",
           v["host_public_line"])
-    fp = lambda pk: "SHA256:" + base64.b64encode(hashlib.sha256(pk).digest()).decode().rstrip("=")
+    fp = lambda pk: "SHA256:" + base64.b64encode(hashlib.sha256(blob(pk)).digest()).decode().rstrip("=")
     check("host fingerprint", fp(s_h), v["host_fingerprint"])
     check("guest fingerprint", fp(s_g), v["guest_fingerprint"])
     check("marker", MARKER, x("marker"))

@@ -163,6 +163,8 @@ int fg_boot(struct channel *ch, struct fg_state *st, const struct msg *m)
 	fg_event(ch, s, "setup", "echo", "started");
 	fg_send(ch, MSG_BOOT_LOG, 0, s, fg_obj("{\"log\": \"setup\", \"offset\": 0}"), log,
 	        sizeof(log) - 1);
+	if (strstr(app, "slow"))
+		return 0; /* no result: the boot goes on until the controller gives up waiting */
 	if (strstr(app, "fail")) {
 		fg_event(ch, s, "setup", "echo", "failed");
 		return fg_send(ch, MSG_BOOT_RESULT, MSG_F_END, s,
@@ -294,6 +296,10 @@ int fg_message(struct channel *ch, struct fg_state *st, const struct msg *m)
 	case MSG_STATUS:
 		fg_report(cfg, "status %s",
 		          json_object_to_json_string_ext(m->json, JSON_C_TO_STRING_PLAIN));
+		if (strstr(msg_get_string(m, "app_dir") ?: "", "busy"))
+			return fg_send(ch, MSG_OK, MSG_F_END, m->stream,
+			               fg_obj("{\"state\": \"booting\", \"phase\": \"setup\"}"),
+			               NULL, 0);
 		return fg_send(ch, MSG_OK, MSG_F_END, m->stream,
 		               fg_obj("{\"state\": \"ready\", \"phase\": \"ready\", \"since\": 1, "
 		                      "\"logs\": {\"setup\": 162000}}"),
