@@ -155,6 +155,10 @@ slow() { # slow N EXTRA: a session whose reply is held back; checks while it run
 	tr '\0' ' ' <"/proc/$sup/cmdline" >"$CASE/sup.cmdline"
 	awk '/^VmRSS/ {print $2}' "/proc/$sup/status" >"$CASE/sup.rss"
 	if [ "${3:-}" = cancel ]; then
+		# A second session-start while this one runs.
+		request $(($1 + 50)) "" "Say hello"
+		"$HELPER" session-start --dir "$SANDBOX_CLAUDE_ROOT/sessions/$(($1 + 50))" >"$CASE/second.out" 2>/dev/null
+		echo $? >"$CASE/second.rc"
 		local t=$(date +%s%N)
 		"$HELPER" session-cancel --dir "$d" >"$CASE/cancel.out"
 		echo $? >"$CASE/cancel.rc"
@@ -282,6 +286,8 @@ check "d: the CLI's does" [ "$(cat "$TMP/cases/d/cli.env.key")" = 1 ]
 check "d: the supervisor shows as 'sandbox-claude session'" \
 	[ "$(cat "$TMP/cases/d/sup.cmdline" | tr -d ' ')" = "sandbox-claudesession" ]
 log "d: the supervisor's resident memory while the CLI runs: $(cat "$TMP/cases/d/sup.rss") KiB"
+check "d: a second session-start while it runs: refused, another session running" \
+	[ "$(cat "$TMP/cases/d/second.rc"):$(answer d second.out)" = '2:{"error":"another session of this sandbox is still running"}' ]
 check "d: session-cancel answers cancelling" [ "$(answer d cancel.out)" = '{"status":"cancelling"}' ]
 py "d: finished, cancelled, exit 143" d 4 \
 	'S["status"] == "finished" and S["cancelled"] is True and S["exit_status"] == 143 and S["timed_out"] is False'
