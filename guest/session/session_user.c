@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -90,6 +91,12 @@ int session_user_call(const struct run_user *u, session_user_fn fn, void *arg, s
 		err_clear(&child_err);
 		signal(SIGPIPE, SIG_DFL);
 		rc = is_caller(u) ? 0 : session_user_become(u, groups, n_groups);
+		/*
+		 * This copy of the caller's memory holds what the caller holds (a session's
+		 * credential): never readable through ptrace or /proc/PID/mem by the user it now
+		 * runs as (the kernel clears the flag on the user switch too; this says so).
+		 */
+		(void)prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 		if (rc < 0)
 			err_set(&child_err, ERR_FAILED, -rc, "cannot become user %s: %s", u->name,
 			        strerror(-rc));

@@ -25,7 +25,8 @@ int session_user_become(const struct run_user *u, const gid_t *groups, size_t n_
  * Run fn in a forked child as u (NULL or uid -1: as the caller): fn writes its answer to out_fd,
  * which the parent reads, up to max bytes (more: the child is killed, ERR_FAILED E2BIG), into
  * *ret_out (NUL-terminated; ret_out may be NULL to discard). A failure of fn comes back in err,
- * with its message. The child never returns.
+ * with its message. The child never returns, never execs and is not dumpable: the user it runs
+ * as cannot read the caller's memory through it.
  */
 typedef int (*session_user_fn)(void *arg, int out_fd, struct err *err);
 int session_user_call(const struct run_user *u, session_user_fn fn, void *arg, size_t max,

@@ -88,6 +88,10 @@ check "dpkg knows sandbox-agent $VERSION" \
 check "the sandbox user is uid 1000" test "$(chroot "$R" getent passwd sandbox | cut -d: -f3)" = 1000
 check "the cache root belongs to sandbox" \
 	test "$(stat -c '%u %a' "$R/var/cache/sandbox-app-runtime")" = "1000 755"
+check "the claude user is in the sandbox group, its home 0700" \
+	test "$(chroot "$R" id -nG claude | tr ' ' '\n' | grep -cx sandbox):$(stat -c %a "$R/home/claude")" = "1:700"
+check "/usr/local/bin/sandbox-claude is sandbox-agent" \
+	test "$(chroot "$R" readlink -f /usr/local/bin/sandbox-claude)" = /usr/sbin/sandbox-agent
 check "machine-id is empty (each instance makes its own)" test ! -s "$R/etc/machine-id"
 check "no drop-in orders the unit after the deprecated systemd-udev-settle" \
 	test ! -e "$R/etc/systemd/system/sandbox-agent.service.d/10-virtio-ports.conf"

@@ -17,7 +17,10 @@
 #   f. an API 500 with CLAUDE_CODE_MAX_RETRIES=1: an error result, exit 1
 #   g. a checkout whose config defines a filter driver: the fixed sentence instead of a diff
 #   h. sandbox_login mode: no ANTHROPIC_* reaches the CLI ("Not logged in", no request made)
+#   m. api_key mode with CLAUDE_CODE_OAUTH_TOKEN instead of ANTHROPIC_API_KEY
 #   i. refusals of session-start, of sandbox_login mode and of session-cancel
+#   k. the login verbs against a stand-in claude (tests/claude/stand-in-claude.sh)
+#   l. the platform's sequence around an app booted from a spec, then --restart
 #   j. the credential in no file under the workspace
 # The test makes its own app and claude users (in the app user's group) and removes them.
 source "$(dirname "$0")/lib.sh"
@@ -80,7 +83,11 @@ export SANDBOX_CLAUDE_ROOT=$CROOT SANDBOX_APP_DIR=$APP SANDBOX_CLAUDE_USER=$CL_U
 cat >"$TMP/case.sh" <<'EOF'
 set -u
 KEY=$(cat "$TMP/key")
-export ANTHROPIC_API_KEY=$KEY
+if [ -n "${USE_OAUTH:-}" ]; then
+	export CLAUDE_CODE_OAUTH_TOKEN=$KEY
+else
+	export ANTHROPIC_API_KEY=$KEY
+fi
 mount --bind "$CLI_SRC" "$TMP/cli" || exit 125
 ARGV='["claude","-p","--output-format","stream-json","--verbose","--permission-mode","acceptEdits","--no-session-persistence"]'
 # request N EXTRA_JSON_MEMBERS PROMPT: the platform's two files
@@ -148,6 +155,10 @@ slow() { # slow N EXTRA: a session whose reply is held back; checks while it run
 	tr '\0' ' ' <"/proc/$sup/cmdline" >"$CASE/sup.cmdline"
 	awk '/^VmRSS/ {print $2}' "/proc/$sup/status" >"$CASE/sup.rss"
 	if [ "${3:-}" = cancel ]; then
+		# A second session-start while this one runs.
+		request $(($1 + 50)) "" "Say hello"
+		"$HELPER" session-start --dir "$SANDBOX_CLAUDE_ROOT/sessions/$(($1 + 50))" >"$CASE/second.out" 2>/dev/null
+		echo $? >"$CASE/second.rc"
 		local t=$(date +%s%N)
 		"$HELPER" session-cancel --dir "$d" >"$CASE/cancel.out"
 		echo $? >"$CASE/cancel.rc"
@@ -168,7 +179,7 @@ in_ns() {
 	mkdir -p "$c"
 	printf '%s\n' "$script" >"$c/script.json"
 	"$CL/run-in-netns.sh" env -i PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin LANG=C.UTF-8 \
-		HOME=/root TMP="$TMP" CLI_SRC="$CLI_SRC" \
+		HOME=/root TMP="$TMP" CLI_SRC="$CLI_SRC" USE_OAUTH="${USE_OAUTH:-}" \
 		HELPER="$HELPER" CASE="$c" SANDBOX_CLAUDE_ROOT="$CROOT" SANDBOX_APP_DIR="${IN_APP-$APP}" \
 		SANDBOX_CLAUDE_USER="$CL_USER" SANDBOX_APP_USER="${IN_APP_USER-$APP_USER}" \
 		SANDBOX_CLAUDE_HOME="$CHOME" SANDBOX_CLAUDE_BIN="$CLI_BIN" \
@@ -275,6 +286,8 @@ check "d: the CLI's does" [ "$(cat "$TMP/cases/d/cli.env.key")" = 1 ]
 check "d: the supervisor shows as 'sandbox-claude session'" \
 	[ "$(cat "$TMP/cases/d/sup.cmdline" | tr -d ' ')" = "sandbox-claudesession" ]
 log "d: the supervisor's resident memory while the CLI runs: $(cat "$TMP/cases/d/sup.rss") KiB"
+check "d: a second session-start while it runs: refused, another session running" \
+	[ "$(cat "$TMP/cases/d/second.rc"):$(answer d second.out)" = '2:{"error":"another session of this sandbox is still running"}' ]
 check "d: session-cancel answers cancelling" [ "$(answer d cancel.out)" = '{"status":"cancelling"}' ]
 py "d: finished, cancelled, exit 143" d 4 \
 	'S["status"] == "finished" and S["cancelled"] is True and S["exit_status"] == 143 and S["timed_out"] is False'
@@ -312,6 +325,13 @@ in_ns h '[{"text": "nobody should ask"}]' simple 8 ', "mode": "sandbox_login"'
 py "h: the CLI saw no credential and no base URL: Not logged in, nothing sent" h 8 \
 	'S["exit_status"] == 1 and E[0]["apiKeySource"] == "none" and "Not logged in" in of("result")[-1]["result"] and R == []'
 check "h: its config directory is HOME/login" [ -d "$CHOME/login" ]
+
+echo "--- m. api_key mode with CLAUDE_CODE_OAUTH_TOKEN in the helper's environment"
+USE_OAUTH=1 in_ns m '[{"text": "auth={{header:authorization}} key={{header:x-api-key}}"}]' simple 9
+py "m: the token went as authorization: Bearer, no x-api-key" m 9 \
+	'[r for r in R if r["method"] == "POST"][0]["headers"]["authorization"] == "Bearer " + KEY and "x-api-key" not in [r for r in R if r["method"] == "POST"][0]["headers"]'
+py "m: finished 0; the model's echo of it masked" m 9 \
+	'S["exit_status"] == 0 and "auth=Bearer [REDACTED] key=" in raw and KEY not in raw'
 
 echo "--- i. refusals"
 # refused N DESCRIPTION EXPECTED_TEXT [VERB]: exit 2, {"error": ...} as the last line
