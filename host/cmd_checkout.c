@@ -192,8 +192,8 @@ static int guest_fetch(struct ctl *ctl, struct checkout_spec *sp, const char *ap
 		return r;
 	json_object_object_add(put, "name", json_object_new_string(SECRET_NAME));
 	json_object_object_add(put, "scope", json_object_new_string("fetch"));
-	r = connect_session_request(s, MSG_SECRETS_PUT, json_object_get(put), sp->token,
-	                            sp->token_len, &reply, &ctl->err);
+	r = connect_session_request(s, MSG_SECRETS_PUT, put, sp->token, sp->token_len, &reply,
+	                            &ctl->err);
 	sodium_memzero((char *)sp->token, sp->token_len);
 	json_object_put(reply);
 	if (r != 0)
@@ -207,8 +207,7 @@ static int guest_fetch(struct ctl *ctl, struct checkout_spec *sp, const char *ap
 	json_object_object_add(req, "secret", json_object_new_string(SECRET_NAME));
 	output_note(&ctl->out, "the guest fetches %s %s", sp->clone_url,
 	            sp->ref ? sp->ref : "HEAD");
-	r = connect_session_request(s, MSG_CHECKOUT_FETCH, json_object_get(req), NULL, 0, ret,
-	                            &ctl->err);
+	r = connect_session_request(s, MSG_CHECKOUT_FETCH, req, NULL, 0, ret, &ctl->err);
 	if (r != 0 && ctl->err.code == EACCES)
 		return fetch_failed(&ctl->err);
 	return r;

@@ -191,8 +191,7 @@ static int publish_run(struct ctl *ctl, struct checkout_spec *sp, const struct p
 	                                       .max_object_size = PUBLISH_MAX_OBJECT_SIZE,
 	                                   });
 	stream = connect_session_new_stream(s);
-	r = connect_session_send(s, MSG_PUBLISH_COMMIT, MSG_F_END, stream, json_object_get(req),
-	                         NULL, 0, &ctl->err);
+	r = connect_session_send(s, MSG_PUBLISH_COMMIT, MSG_F_END, stream, req, NULL, 0, &ctl->err);
 	if (r == 0)
 		r = pack_receive(s, stream, recv, &reply, &ctl->err);
 	if (r == 0 && (reply_commit(reply, "commit", &commit, &ctl->err) < 0 ||

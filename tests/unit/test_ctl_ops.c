@@ -488,6 +488,43 @@ START_TEST(test_logs_hostile_guest)
 }
 END_TEST
 
+/*
+ * A guest that answers publish with a 167-byte pack whose delta resolves into a 1 GiB blob:
+ * sandbox-ctl refuses it while it arrives (exit 2, the limit named) and pushes nothing. The
+ * spec's repository is a local bare one (file://, no token), so the fetch needs no server.
+ */
+START_TEST(test_publish_hostile_pack)
+{
+	char spec[PATH_MAX + 256], cmd[2 * PATH_MAX + 256];
+	struct ctl_run r;
+	FILE *f;
+
+	snprintf(cmd, sizeof(cmd),
+	         "cd '%s' && git init -q -b main src && cd src && git -c user.name=t -c "
+	         "user.email=t@example.com commit -q --allow-empty -m base && cd .. && git clone "
+	         "-q --bare src origin.git",
+	         env.dir);
+	ck_assert_int_eq(system(cmd), 0);
+	snprintf(spec, sizeof(spec), "%s/spec.json", env.dir);
+	f = fopen(spec, "w");
+	ck_assert_ptr_nonnull(f);
+	fprintf(f,
+	        "{\"repository\": \"t/app\", \"ref\": \"main\", \"clone_url\": "
+	        "\"file://%s/origin.git\"}",
+	        env.dir);
+	fclose(f);
+	chmod(spec, 0600);
+	r = RUN(NULL, "publish", "--spec", spec, "--branch", "sandbox/bomb");
+	ck_assert_msg(r.rc == 2, "exit %d: %s", r.rc, r.err);
+	ck_assert_msg(strstr(r.err, "resolved from a delta (1073741824) is over the limit"), "%s",
+	              r.err);
+	ctl_run_dispose(&r);
+	snprintf(cmd, sizeof(cmd),
+	         "git --git-dir='%s/origin.git' rev-parse -q --verify sandbox/bomb", env.dir);
+	ck_assert_int_ne(system(cmd), 0);
+}
+END_TEST
+
 START_TEST(test_status_stop_runtime)
 {
 	_cleanup_free_ char *report = NULL;
@@ -532,6 +569,7 @@ static Suite *ctl_ops_suite(void)
 	tcase_add_test(tc, test_logs_from_offset);
 	tcase_add_test(tc, test_logs_follow_until_interrupted);
 	tcase_add_test(tc, test_logs_hostile_guest);
+	tcase_add_test(tc, test_publish_hostile_pack);
 	tcase_add_test(tc, test_status_stop_runtime);
 	suite_add_tcase(s, tc);
 	return s;

@@ -246,6 +246,30 @@ int fg_logs(struct channel *ch, struct fg_state *st, const struct msg *m)
 	return r;
 }
 
+/*
+ * A hostile guest's publish: the pack is tests/data/hostile/delta-bomb.pack (167 bytes whose
+ * delta resolves into a 1 GiB blob), then ok with made-up commit ids.
+ */
+int fg_publish(struct channel *ch, const struct msg *m)
+{
+	static char pack[4096];
+	FILE *f = fopen("tests/data/hostile/delta-bomb.pack", "rb");
+	size_t n = f ? fread(pack, 1, sizeof(pack), f) : 0;
+	int r;
+
+	if (f)
+		fclose(f);
+	if (n == 0)
+		return fg_error(ch, m->stream, ENOENT, "failed", "no delta-bomb.pack here");
+	r = fg_send(ch, MSG_PUBLISH_DATA, 0, m->stream, NULL, pack, n);
+	if (r == 0)
+		r = fg_send(ch, MSG_OK, MSG_F_END, m->stream,
+		            fg_obj("{\"commit\": \"1111111111111111111111111111111111111111\", "
+		                   "\"base\": \"2222222222222222222222222222222222222222\"}"),
+		            NULL, 0);
+	return r;
+}
+
 int fg_message(struct channel *ch, struct fg_state *st, const struct msg *m)
 {
 	const struct fg_config *cfg = st->cfg;
@@ -314,6 +338,9 @@ int fg_message(struct channel *ch, struct fg_state *st, const struct msg *m)
 		          json_object_to_json_string_ext(m->json, JSON_C_TO_STRING_PLAIN));
 		return fg_send(ch, MSG_OK, MSG_F_END, m->stream, fg_obj("{\"stopped\": true}"),
 		               NULL, 0);
+	case MSG_PUBLISH_COMMIT:
+		fg_report(cfg, "publish");
+		return fg_publish(ch, m);
 	case MSG_RUNTIME_READ:
 		return fg_send(ch, MSG_OK, MSG_F_END, m->stream,
 		               fg_obj("{\"runtime\": {\"mcp_url\": \"http://10.0.0.2:8080/mcp\", "
@@ -330,12 +357,13 @@ void fg_session(struct channel *ch, struct fg_state *st)
 {
 	struct err e;
 
-	fg_send(ch, MSG_HELLO, 0, 0,
-	        fg_obj("{\"agent\": \"sandbox-agent\", \"version\": \"0.1.0-test\", "
-	               "\"capabilities\": [\"secrets\", \"tree.push\", \"boot\", \"status\", "
-	               "\"logs\", \"stop\", \"runtime.read\"], \"max_payload\": 1048576, "
-	               "\"instance\": \"fake\"}"),
-	        NULL, 0);
+	fg_send(
+	    ch, MSG_HELLO, 0, 0,
+	    fg_obj("{\"agent\": \"sandbox-agent\", \"version\": \"0.1.0-test\", "
+	           "\"capabilities\": [\"secrets\", \"tree.push\", \"boot\", \"status\", "
+	           "\"logs\", \"stop\", \"runtime.read\", \"publish\"], \"max_payload\": 1048576, "
+	           "\"instance\": \"fake\"}"),
+	    NULL, 0);
 	for (;;) {
 		struct msg m;
 		int r = channel_recv(ch, &m, -1, &e);

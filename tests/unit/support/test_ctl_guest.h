@@ -104,6 +104,7 @@ int fg_event(struct channel *ch, uint32_t stream, const char *phase, const char 
 int fg_boot(struct channel *ch, struct fg_state *st, const struct msg *m);
 int fg_logs_hostile(struct channel *ch, const struct msg *m, bool trickle);
 int fg_logs(struct channel *ch, struct fg_state *st, const struct msg *m);
+int fg_publish(struct channel *ch, const struct msg *m);
 int fg_message(struct channel *ch, struct fg_state *st, const struct msg *m);
 void fg_session(struct channel *ch, struct fg_state *st);
 void fg_serve_fd(int fd, const struct fg_config *cfg, int sessions);
