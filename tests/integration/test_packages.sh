@@ -308,6 +308,10 @@ app_id() {
 alive() { [ -n "$1" ] && [ "$(inside sh -c "cut -d' ' -f22 /proc/${1% *}/stat 2>/dev/null")" = "${1#* }" ]; }
 
 check "the enabled unit was started at boot" test "$(unit_prop ActiveState)" = active
+# In a container the daemon serves its unix socket alone: vsock there is the machine's own.
+check "in the container the daemon serves its unix socket alone (no vsock)" \
+	inside sh -c 'journalctl -u sandbox-agent.service --no-pager -o cat | grep -q "in a container: serving" &&
+		! journalctl -u sandbox-agent.service --no-pager -o cat | grep -q "listening on vsock"'
 check "/run/sandbox-agent (RuntimeDirectory=) is root 0700 after boot" \
 	test "$(inside stat -c '%U %a' /run/sandbox-agent)" = "root 700"
 check "/var/lib/sandbox-agent (StateDirectory=) is root 0700 after boot" \
