@@ -20,7 +20,7 @@
 int connect_open(const struct connect_addr *a, int64_t deadline, struct connect_stream *ret,
                  struct err *err)
 {
-	struct connect_stream s = {.fd = -1};
+	struct connect_stream s = {.fd = -1, .said_fd = -1};
 	int r = 0;
 
 	s.what = connect_addr_format(a);
@@ -40,7 +40,7 @@ int connect_open(const struct connect_addr *a, int64_t deadline, struct connect_
 		r = connect_fc(a->path, a->port, deadline, &s.fd, err);
 		break;
 	case CONNECT_EXEC:
-		r = connect_exec(a->argv, &s.fd, &s.child, &s.filter, err);
+		r = connect_exec(a->argv, &s.fd, &s.child, &s.filter, &s.said_fd, err);
 		break;
 	}
 	if (r < 0) {
@@ -109,24 +109,50 @@ int connect_stream_dispose(struct connect_stream *s, int grace_ms)
 		}
 		s->filter = 0;
 	}
+	if (s->said_fd >= 0)
+		close(TAKE_FD(s->said_fd));
 	free(s->what);
 	s->what = NULL;
 	return status;
 }
 
+/* The last line the exec command wrote to stderr (filtered), once the filter has ended. */
+static bool last_said(struct connect_stream *s, char *buf, size_t size)
+{
+	int64_t deadline = frame_io_deadline(200);
+	ssize_t n;
+
+	if (s->said_fd < 0 || s->filter <= 0)
+		return false;
+	while (waitpid(s->filter, NULL, WNOHANG) == 0)
+		if (!clock_pause_until(deadline, 10))
+			return false;
+	s->filter = 0;
+	n = read(s->said_fd, buf, size - 1);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	return buf[0] != '\0';
+}
+
 void connect_stream_explain(struct connect_stream *s, struct err *err)
 {
-	size_t n = strlen(err->msg);
+	char said[CONNECT_EXEC_SAID_MAX], was[ERR_MSG_MAX];
 	int st;
 
 	/* The command may still be on its way out after closing its end: a moment's grace. */
 	if (s->child <= 0 || !reap_within(s, 200))
 		return;
 	st = s->wait_status;
+	snprintf(was, sizeof(was), "%s", err->msg);
 	if (WIFEXITED(st))
-		snprintf(err->msg + n, sizeof(err->msg) - n,
-		         " (the exec command exited with status %d)", WEXITSTATUS(st));
+		err_reword(err, "%s (the exec command exited with status %d)", was,
+		           WEXITSTATUS(st));
 	else if (WIFSIGNALED(st))
-		snprintf(err->msg + n, sizeof(err->msg) - n,
-		         " (the exec command was killed by signal %d)", WTERMSIG(st));
+		err_reword(err, "%s (the exec command was killed by signal %d)", was, WTERMSIG(st));
+	/* What the command said last is most often the cause ("Instance not found"): last. */
+	if (last_said(s, said, sizeof(said))) {
+		snprintf(was, sizeof(was), "%s", err->msg);
+		err_reword(err, "%s; it said: %s", was, said);
+	}
 }

@@ -66,12 +66,16 @@ char *connect_addr_format(const struct connect_addr *a);
 int connect_addr_instance(const struct connect_addr *a, char **ret, struct err *err);
 
 /* An open stream to the agent. */
+/* The last line of an exec command's stderr kept for its error (bytes, cleaned). */
+#define CONNECT_EXEC_SAID_MAX 512
+
 struct connect_stream {
 	int fd;          /* O_NONBLOCK, O_CLOEXEC; -1 when closed */
 	pid_t child;     /* exec: the command, else 0 */
 	pid_t filter;    /* exec: the process filtering its stderr onto ours, else 0 */
 	bool reaped;     /* exec: the command was waited for; its status is in wait_status */
 	int wait_status; /* exec: as waitpid() gives it */
+	int said_fd;     /* exec: the filter's last line of the command's stderr, or -1 */
 	char *what;      /* connect_addr_format() of the address, for messages */
 };
 
@@ -98,7 +102,7 @@ int connect_unix_serial(const char *path, int64_t deadline, int *ret_fd, struct 
 int connect_fc(const char *path, uint32_t port, int64_t deadline, int *ret_fd, struct err *err);
 int connect_vsock(uint32_t cid, uint32_t port, int64_t deadline, int *ret_fd, struct err *err);
 int connect_exec(char *const *argv, int *ret_fd, pid_t *ret_pid, pid_t *ret_filter,
-                 struct err *err);
+                 int *ret_said_fd, struct err *err);
 
 /*
  * Firecracker's reply, parsed by hand (it is the one piece of the transports that is not the

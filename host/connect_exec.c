@@ -51,6 +51,23 @@ static void emit_line(const char *line, size_t len)
 	(void)file_write_all(STDERR_FILENO, out, n);
 }
 
+/* The last line emitted, cleaned: handed to sandbox-ctl on fd 3 at the end (CONNECT_EXEC_SAID_MAX).
+ */
+static char said[CONNECT_EXEC_SAID_MAX];
+
+static void keep_said(const char *line, size_t len)
+{
+	size_t n;
+
+	while (len && (line[len - 1] == '\r' || line[len - 1] == ' '))
+		len--;
+	if (len == 0)
+		return;
+	n = output_clean(said, line,
+	                 len < CONNECT_EXEC_SAID_MAX / 4 ? len : CONNECT_EXEC_SAID_MAX / 4);
+	said[n < sizeof(said) ? n : sizeof(said) - 1] = '\0';
+}
+
 /* The filter: reads the command's stderr on fd 0 until end-of-file. */
 _noreturn_ static void filter(void)
 {
@@ -72,6 +89,7 @@ _noreturn_ static void filter(void)
 				line[len++] = buf[i];
 			if (buf[i] == '\n' || len == sizeof(line)) {
 				emit_line(line, len);
+				keep_said(line, len);
 				len = 0;
 			}
 		}
@@ -83,23 +101,30 @@ _noreturn_ static void filter(void)
 			emit_line(more, sizeof(more) - 1);
 		}
 	}
-	if (len)
+	if (len) {
 		emit_line(line, len);
+		keep_said(line, len);
+	}
+	(void)file_write_all(3, said, strlen(said));
 	_exit(0);
 }
 
-/* Fork the filter with the pipe's read end as its stdin and nothing else of ours. */
-static pid_t filter_start(int read_fd)
+/*
+ * Fork the filter with the pipe's read end as its stdin, said_fd as its fd 3 (where its last
+ * line goes) and nothing else of ours.
+ */
+static pid_t filter_start(int read_fd, int said_fd)
 {
 	pid_t pid = fork();
 
 	if (pid != 0)
 		return pid;
 	/* Our stdout is not its business: a caller waiting for its end must not wait for us. */
-	if (dup2(read_fd, STDIN_FILENO) < 0 || dup2(STDERR_FILENO, STDOUT_FILENO) < 0)
+	if (dup2(read_fd, STDIN_FILENO) < 0 || dup2(STDERR_FILENO, STDOUT_FILENO) < 0 ||
+	    dup2(said_fd, 3) < 0)
 		_exit(1);
-	if (syscall(SYS_close_range, 3U, ~0U, 0U) < 0)
-		for (int fd = 3; fd < 65536; fd++)
+	if (syscall(SYS_close_range, 4U, ~0U, 0U) < 0)
+		for (int fd = 4; fd < 65536; fd++)
 			close(fd);
 	filter();
 }
@@ -110,6 +135,11 @@ _noreturn_ static void child(char *const *argv, int fd, int err_fd, int report_f
 	sigset_t none;
 	int e;
 
+	/*
+	 * A group of its own: a Ctrl-C at the terminal reaches sandbox-ctl, which ends the session
+	 * cleanly, and not the command under it, which would cut the session first.
+	 */
+	setpgid(0, 0);
 	/* What the caller blocked or ignored is not the command's business. */
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
@@ -128,11 +158,12 @@ _noreturn_ static void child(char *const *argv, int fd, int err_fd, int report_f
 	_exit(127);
 }
 
-int connect_exec(char *const *argv, int *ret_fd, pid_t *ret_pid, pid_t *ret_filter, struct err *err)
+int connect_exec(char *const *argv, int *ret_fd, pid_t *ret_pid, pid_t *ret_filter,
+                 int *ret_said_fd, struct err *err)
 {
 	_cleanup_close_ int ours = -1, theirs = -1, report_r = -1, report_w = -1;
-	_cleanup_close_ int err_r = -1, err_w = -1;
-	int sv[2], rp[2], ep[2], e = 0, flags;
+	_cleanup_close_ int err_r = -1, err_w = -1, said_r = -1, said_w = -1;
+	int sv[2], rp[2], ep[2], sp[2], e = 0, flags;
 	pid_t pid, filter_pid;
 	ssize_t n;
 
@@ -148,10 +179,15 @@ int connect_exec(char *const *argv, int *ret_fd, pid_t *ret_pid, pid_t *ret_filt
 		return err_errno(err, "cannot make a pipe");
 	err_r = ep[0];
 	err_w = ep[1];
-	filter_pid = filter_start(err_r);
+	if (pipe2(sp, O_CLOEXEC) < 0)
+		return err_errno(err, "cannot make a pipe");
+	said_r = sp[0];
+	said_w = sp[1];
+	filter_pid = filter_start(err_r, said_w);
 	if (filter_pid < 0)
 		return err_errno(err, "cannot fork to filter the stderr of %s", argv[0]);
 	close(TAKE_FD(err_r));
+	close(TAKE_FD(said_w));
 	pid = fork();
 	if (pid < 0) {
 		e = errno;
@@ -193,5 +229,6 @@ int connect_exec(char *const *argv, int *ret_fd, pid_t *ret_pid, pid_t *ret_filt
 	*ret_fd = TAKE_FD(ours);
 	*ret_pid = pid;
 	*ret_filter = filter_pid;
+	*ret_said_fd = TAKE_FD(said_r);
 	return 0;
 }

@@ -208,6 +208,11 @@ fi
 if ! in_root getent passwd claude >/dev/null; then
 	in_root useradd --user-group --create-home --shell /bin/bash -G sandbox claude
 fi
+# The package's sysusers.d makes the users without their homes: make them, each its owner's.
+for u in sandbox claude; do
+	home=$(in_root getent passwd "$u" | cut -d: -f6)
+	[ -n "$home" ] && [ ! -d "$R$home" ] && mkdir -p "$R$home" && in_root chown "$u:$u" "$home"
+done
 chmod 0700 "$R/home/claude"
 ln -sfn /usr/sbin/sandbox-agent "$R/usr/local/bin/sandbox-claude"
 if [ "$CLAUDE_CODE" = 1 ]; then

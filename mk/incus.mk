@@ -4,7 +4,7 @@
 # tests/incus/README.md): Incus 6.0 from bookworm-backports through a private apt state, a
 # private incusd in its own network and mount namespaces, the directory and spec shapes of the
 # boot and `sandbox-ctl --incus` against one container. Runs as root.
-#   make test-incus [INCUS_KNOWN_FAULTS=1]    with the checks of the faults known today
+#   make test-incus [INCUS_FULL=1]    INCUS_FULL=1 builds the full image when it is not cached
 #   make incus-install                        only install Incus 6.0 (tests/incus/install.sh)
 
 .PHONY: test-incus incus-install

@@ -322,6 +322,42 @@ START_TEST(test_exec_stderr_filtered)
 }
 END_TEST
 
+/*
+ * An exec command that fails before any channel (`incus exec` on a missing instance): its
+ * last line of stderr, cleaned, ends the error, so a controller keeping the tail sees why.
+ */
+START_TEST(test_exec_failure_says_why)
+{
+	char *failing[] = {
+	    "sh", "-c",
+	    "echo 'first line' >&2; printf 'Error: Instance not found\033[2J\n' >&2; "
+	    "exit 1",
+	    NULL};
+	struct connect_addr a = {.kind = CONNECT_EXEC, .argv = failing};
+	struct connect_stream s;
+	char buf[16];
+	struct err e;
+	int saved, devnull;
+
+	devnull = open("/dev/null", O_WRONLY | O_CLOEXEC);
+	saved = dup(STDERR_FILENO);
+	dup2(devnull, STDERR_FILENO);
+	ck_assert_int_eq(connect_open(&a, frame_io_deadline(5000), &s, &e), 0);
+	/* The command is gone: reading its end sees EOF, as a handshake would. */
+	while (read(s.fd, buf, sizeof(buf)) < 0 && errno == EAGAIN)
+		usleep(10000);
+	err_set(&e, ERR_FAILED, ECONNRESET, "the agent closed the connection during the handshake");
+	connect_stream_explain(&s, &e);
+	connect_stream_dispose(&s, 2000);
+	dup2(saved, STDERR_FILENO);
+	close(saved);
+	close(devnull);
+	ck_assert_msg(strstr(e.msg, "(the exec command exited with status 1)"), "%s", e.msg);
+	ck_assert_msg(strstr(e.msg, "; it said: Error: Instance not found?[2J"), "%s", e.msg);
+	ck_assert_ptr_null(strchr(e.msg, '\033'));
+}
+END_TEST
+
 START_TEST(test_serial_pty)
 {
 	struct connect_stream s;
@@ -383,6 +419,7 @@ static Suite *connect_suite(void)
 	tcase_add_test(tc, test_incus_resolve);
 	tcase_add_test(tc, test_exec_stream);
 	tcase_add_test(tc, test_exec_stderr_filtered);
+	tcase_add_test(tc, test_exec_failure_says_why);
 	tcase_add_test(tc, test_serial_pty);
 	tcase_add_test(tc, test_string_lossy);
 	suite_add_tcase(s, tc);
