@@ -29,6 +29,7 @@
 #include "session_request.h"
 #include "session_status.h"
 #include "strv.h"
+#include "toolchain.h"
 
 extern char **environ;
 
@@ -204,6 +205,10 @@ static int start_prepare(struct start_ctx *c, struct err *err)
 		return err_oom(err);
 
 	{
+		_cleanup_strv_ char **tool_env = NULL;
+		_cleanup_free_ char *path = NULL;
+		struct toolchain_choice choice = {0};
+		struct err e;
 		struct session_env_spec es = {
 		    .mode = c->req.mode,
 		    .spec_env = c->have_spec ? c->spec.env : NULL,
@@ -213,6 +218,25 @@ static int start_prepare(struct start_ctx *c, struct err *err)
 		    .user = c->claude.name,
 		    .checkout = c->checkout,
 		};
+
+		/*
+		 * The toolchain's PATH, as the app's commands get it: the Ruby, Node or Bun the
+		 * checkout (or the spec) names comes first. Without one, the plain PATH.
+		 */
+		if (asprintf(&path, "%s/.local/bin:%s", c->home, SESSION_ENV_DEFAULT_PATH) < 0 ||
+		    strv_env_set(&tool_env, "PATH", path) < 0)
+			return err_oom(err);
+		if (toolchain_select(c->checkout, c->have_spec ? &c->spec.toolchain : NULL, environ,
+		                     c->home, &tool_env, &choice, &e) == 0) {
+			free(path);
+			path = strdup(strv_env_get(tool_env, "PATH"));
+			if (!path)
+				return err_oom(err);
+		} else {
+			log_debug("no toolchain for the session: %s", e.msg);
+		}
+		toolchain_choice_dispose(&choice);
+		es.path = path;
 		if (session_env_build(&es, &c->env, err) < 0)
 			return err_ret(err);
 	}

@@ -469,7 +469,7 @@ static _noreturn_ void child_fail(int report_fd, int stage)
  * across exec. An all-zero kernel sigaction is SIG_DFL with no flags and an empty mask on every
  * architecture, whatever the field order.
  */
-static void reset_signal_dispositions(void)
+void proc_reset_signals(void)
 {
 	unsigned long zero[8] = {0};
 
@@ -494,7 +494,7 @@ static _noreturn_ void child_run(const struct child_args *a)
 	if (rfd < 0)
 		child_fail(a->report_fd, STAGE_STDIO);
 
-	reset_signal_dispositions();
+	proc_reset_signals();
 
 	if (spec->new_session) {
 		if (setsid() < 0)
@@ -556,8 +556,7 @@ static _noreturn_ void child_run(const struct child_args *a)
 	child_fail(rfd, STAGE_EXEC);
 }
 
-/* Supplementary groups of a user, looked up before fork (reads /etc/group). */
-static int user_groups(const struct run_user *u, gid_t **ret, size_t *ret_n, struct err *err)
+int proc_user_groups(const struct run_user *u, gid_t **ret, size_t *ret_n, struct err *err)
 {
 	int n = 32;
 
@@ -650,7 +649,7 @@ int proc_spawn(const struct proc_spec *spec, pid_t *ret_pid, struct err *err)
 		/* Already that user and not root: nothing to switch (and no right to). */
 		if (!(geteuid() != 0 && getuid() == u->uid && geteuid() == u->uid &&
 		      getgid() == u->gid && getegid() == u->gid)) {
-			if (user_groups(u, &groups, &a.n_groups, err) < 0)
+			if (proc_user_groups(u, &groups, &a.n_groups, err) < 0)
 				return err_wrap(err, "cannot run %s as %s", spec->command, u->name);
 			a.switch_user = true;
 			a.uid = u->uid;

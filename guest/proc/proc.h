@@ -97,4 +97,13 @@ void proc_close_inherited(int keep);
  */
 int proc_hide_caller(const char *title);
 
+/* Supplementary groups of a user, looked up before fork (reads /etc/group); free() *ret. */
+int proc_user_groups(const struct run_user *u, gid_t **ret, size_t *ret_n, struct err *err);
+
+/*
+ * In a child before exec: every signal back to SIG_DFL through the system call (the C library
+ * refuses to touch the signals it reserves, yet an ignored one would survive exec).
+ */
+void proc_reset_signals(void);
+
 #endif

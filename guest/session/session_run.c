@@ -23,6 +23,7 @@
 #include "procset.h"
 #include "session_lines.h"
 #include "session_user.h"
+#include "proc.h"
 
 #define DRAIN_AFTER_EXIT_MS 2000
 #define TICK_MS 100
@@ -51,16 +52,6 @@ static _noreturn_ void child_fail(int fd, int stage, int error)
 		n = write(fd, &rep, sizeof(rep));
 	while (n < 0 && errno == EINTR);
 	_exit(127);
-}
-
-/* Every disposition back to SIG_DFL through the system call (proc.c explains why). */
-static void reset_signals(void)
-{
-	unsigned long zero[8] = {0};
-
-	for (int sig = 1; sig <= 64; sig++)
-		if (sig != SIGKILL && sig != SIGSTOP)
-			syscall(SYS_rt_sigaction, sig, zero, NULL, (size_t)8);
 }
 
 #ifndef SYS_clone3
@@ -106,7 +97,7 @@ static _noreturn_ void child_run(const struct child_args *a)
 	int rfd = a->report;
 	int rc;
 
-	reset_signals();
+	proc_reset_signals();
 	if (sp->ctty ? setsid() < 0 : setpgid(0, 0) < 0)
 		child_fail(rfd, STAGE_PGRP, errno);
 	if (!a->joined && sp->procs_fd >= 0 && write(sp->procs_fd, "0\n", 2) != 2)
@@ -178,7 +169,7 @@ int session_run_spawn(const struct session_spawn *sp, pid_t *ret_pid, struct err
 	if (!sp->argv || !sp->argv[0])
 		return err_set(err, ERR_FAILED, EINVAL, "session_run_spawn: no program");
 	if (who && !(getuid() == sp->user->uid && geteuid() == sp->user->uid)) {
-		if (session_user_groups(sp->user, &groups, &a.n_groups, err) < 0)
+		if (proc_user_groups(sp->user, &groups, &a.n_groups, err) < 0)
 			return err_wrap(err, "cannot run %s as %s", sp->argv[0], who);
 		a.switch_user = true;
 		a.groups = groups;

@@ -12,27 +12,7 @@
 #include <unistd.h>
 
 #include "file.h"
-
-int session_user_groups(const struct run_user *u, gid_t **ret, size_t *ret_n, struct err *err)
-{
-	int n = 32;
-
-	for (int tries = 0; tries < 8; tries++) {
-		gid_t *g = calloc((size_t)n, sizeof(gid_t));
-		int want = n;
-
-		if (!g)
-			return err_oom(err);
-		if (getgrouplist(u->name, u->gid, g, &want) >= 0) {
-			*ret = g;
-			*ret_n = (size_t)want;
-			return 0;
-		}
-		free(g);
-		n = want > n ? want : n * 2;
-	}
-	return err_set(err, ERR_FAILED, E2BIG, "look up the groups of user %s: too many", u->name);
-}
+#include "proc.h"
 
 int session_user_become(const struct run_user *u, const gid_t *groups, size_t n_groups)
 {
@@ -67,7 +47,7 @@ int session_user_call(const struct run_user *u, session_user_fn fn, void *arg, s
 	struct err child_err;
 	pid_t pid;
 
-	if (!is_caller(u) && session_user_groups(u, &groups, &n_groups, err) < 0)
+	if (!is_caller(u) && proc_user_groups(u, &groups, &n_groups, err) < 0)
 		return err_ret(err);
 	if (pipe2(out_p, O_CLOEXEC) < 0)
 		return err_errno(err, "cannot create a pipe");

@@ -12,9 +12,6 @@
 #include "err.h"
 #include "proc.h"
 
-/* The user's groups (primary first, then supplementary), looked up before any fork. */
-int session_user_groups(const struct run_user *u, gid_t **ret, size_t *ret_n, struct err *err);
-
 /*
  * Become u for good (groups, gid, uid; checked; root not reachable again). Only system calls:
  * safe between fork and exec. Returns 0 or -errno.

@@ -25,8 +25,15 @@ if ! make -C "$ROOT" -s deb >"$TMP/deb.log" 2>&1; then
 fi
 
 OUT=$TMP/out
+# A host key baked in with --authorized-key (and a file that is no key, refused at once).
+"$BUILD/sandbox-ctl" keygen --out "$TMP/host_key" >/dev/null
+echo "not a key" >"$TMP/junk.pub"
+"$ROOT/image-build/build.sh" --profile minimal --authorized-key "$TMP/junk.pub" --out "$TMP/junk" >/dev/null 2>"$TMP/junk.err"
+check "--authorized-key with a file that is no public key is refused" \
+	grep -q "not a public key" "$TMP/junk.err"
 start=$(date +%s)
-if ! "$ROOT/image-build/build.sh" --profile minimal --out "$OUT" >"$TMP/build.out" 2>"$TMP/build.err"; then
+if ! "$ROOT/image-build/build.sh" --profile minimal --authorized-key "$TMP/host_key.pub" --out "$OUT" \
+	>"$TMP/build.out" 2>"$TMP/build.err"; then
 	tail -30 "$TMP/build.err"
 	fail "image-build/build.sh --profile minimal"
 	finish
@@ -47,6 +54,10 @@ for f in rootfs/usr/sbin/sandbox-agent rootfs/usr/bin/sandbox-app-boot rootfs/us
 done
 mkdir -p "$TMP/meta"
 tar -C "$TMP/meta" -xzf "$image" metadata.yaml templates
+check "the baked host key is in authorized_keys.d" \
+	sh -c "tar -xzOf '$image' rootfs/etc/sandbox-agent/authorized_keys.d/image-host_key.pub | cmp -s - '$TMP/host_key.pub'"
+check "the Incus configuration's keys are read at start (sandbox-agent-incus-keys.service enabled)" \
+	grep -qx rootfs/etc/systemd/system/multi-user.target.wants/sandbox-agent-incus-keys.service "$TMP/list"
 
 # metadata.yaml through Ruby's YAML (a real parser): the mandatory keys and their types, the
 # properties naming the variant and our version, and each template's file present.

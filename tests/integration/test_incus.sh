@@ -255,6 +255,13 @@ check "--from setup_2: exit $rc, {\"status\":\"ready\"} on stdout" \
 inc exec "$CT" -- cat /workspace/boot/state.json >"$TMP/state2.json"
 check "state.json: ready, setup kept from the failed boot" \
 	test "$(json "$TMP/state2.json" 'd["status"] + " " + ",".join(d["completed"])')" = "ready setup,setup_2,manifest"
+# What the platform reads as progress, in its schema (docs/boot-spec.md, "state.json").
+check "state.json in the platform's schema: the failed boot's failed_step, resumable_steps" \
+	test "$(json "$TMP/state1.json" 'd["version"], d["failed_step"], d["resumable_steps"], d["mode"], d["kind"]')" = \
+	"(1, 'setup_2', ['setup', 'setup_2'], 'preview', 'python')"
+check "state.json: each phase with status, ISO times and a duration, resumed_from" \
+	test "$(json "$TMP/state2.json" '(d["resumed_from"], [(s["name"], s["status"]) for s in d["steps"]], all(s["started_at"].endswith("Z") and s["duration_ms"] >= 0 for s in d["steps"]), d["finished_at"] >= d["started_at"])')" = \
+	"('setup_2', [('preflight', 'succeeded'), ('toolchain', 'succeeded'), ('setup', 'succeeded'), ('setup_2', 'succeeded'), ('manifest', 'succeeded'), ('start', 'succeeded')], True, True)"
 check "GET /up through the proxy device answers 200" \
 	test "$(http_status http://localhost/up --unix-socket "$WEB")" = 200
 inc exec "$CT" -- cat /workspace/run/runtime.json >"$TMP/runtime2.json"
