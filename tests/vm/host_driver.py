@@ -212,7 +212,9 @@ def ctl_scenario(ctl, port, app_dir):
     answer = port.line()
     if answer != "CHECKED ok":
         raise Failed(f"the guest's checks with the app running: {answer}")
-    ctl.run("stop", "--app-dir", app_dir)
+    # Discarded, not only stopped: the guest's next app (over vsock) may then boot alone, since
+    # a guest holds one app unless the caller accepts one user for all.
+    ctl.run("stop", "--app-dir", app_dir, "--discard")
 
 
 def do_ctl(port, ctl, app_dir):
