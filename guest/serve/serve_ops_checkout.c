@@ -104,11 +104,9 @@ static void pack_op_free(void *data)
 
 static int pack_fail(struct conn *c, struct stream *st, struct pack_op *op, struct err *err)
 {
-	log_info("connection %" PRIu64 ": checkout into %s refused: %s", c->id,
-	         op && op->target.app_dir ? op->target.app_dir : "?", err->msg);
 	if (op)
 		pack_op_release(op);
-	return serve_stream_error(c, st, err);
+	return serve_target_refuse(c, st, op ? &op->target : NULL, "checkout", err);
 }
 
 static int pack_end(struct conn *c, struct stream *st, struct pack_op *op)

@@ -50,11 +50,9 @@ static void tree_op_free(void *data)
 
 static int fail(struct conn *c, struct stream *st, struct tree_op *op, struct err *err)
 {
-	log_info("connection %" PRIu64 ": tree push into %s refused: %s", c->id,
-	         op && op->target.app_dir ? op->target.app_dir : "?", err->msg);
 	if (op)
 		tree_op_release(op);
-	return serve_stream_error(c, st, err);
+	return serve_target_refuse(c, st, op ? &op->target : NULL, "tree push", err);
 }
 
 static int on_entry(struct conn *c, struct stream *st, struct tree_op *op, const struct msg *m)

@@ -2,6 +2,7 @@
 #include "serve_target.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <pwd.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -9,6 +10,7 @@
 #include "boot_plan.h"
 #include "boot_state.h"
 #include "file.h"
+#include "log.h"
 #include "proc.h"
 #include "serve_apps.h"
 #include "serve_jobs.h"
@@ -75,4 +77,14 @@ bool serve_target_server_running(const struct serve_target *t)
 	running = s.server_pid > 1 && proc_is(s.server_pid, s.server_start);
 	boot_state_dispose(&s);
 	return running;
+}
+
+int serve_target_refuse(struct conn *c, struct stream *st, struct serve_target *t, const char *what,
+                        struct err *err)
+{
+	log_info("connection %" PRIu64 ": %s into %s refused: %s", c->id, what,
+	         t && t->app_dir ? t->app_dir : "?", err->msg);
+	if (t)
+		serve_target_unlock(t);
+	return serve_stream_error(c, st, err);
 }

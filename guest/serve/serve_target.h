@@ -34,6 +34,12 @@ void serve_target_unlock(struct serve_target *t);
 void serve_target_dispose(struct serve_target *t);
 /* The user a new tree is given to: the daemon's run user ((uid_t)-1 when there is none). */
 void serve_target_owner(const struct serve *srv, uid_t *ret_uid, gid_t *ret_gid);
+/*
+ * A push or checkout into t refused: logged with what ("tree push", "checkout"), the lock given
+ * back, the error sent as the stream's final reply.
+ */
+int serve_target_refuse(struct conn *c, struct stream *st, struct serve_target *t, const char *what,
+                        struct err *err);
 /* The boot's server still runs (on the tree just swapped out: the host restarts it). */
 bool serve_target_server_running(const struct serve_target *t);
 
