@@ -538,6 +538,19 @@ static void full_boot(struct client *c)
 	ck_assert_int_eq(got_int(g, "code"), ENOENT);
 	ck_assert_str_eq(got_string(g, "msg"), "the app's runtime is gone: its server is not "
 	                                       "running (last boot: stopped)");
+	/* A tail reaches back into the rotated part; a last line without its newline counts. */
+	sh("printf 'a\\nb\\n' >%s/ws/.sandbox/logs/rot.log.1 && printf 'c\\nd' "
+	   ">%s/ws/.sandbox/logs/rot.log",
+	   tmp, tmp);
+	{
+		static const char *const want[] = {"",        "d",          "c\nd",
+		                                   "b\nc\nd", "a\nb\nc\nd", "a\nb\nc\nd"};
+		for (size_t i = 0; i < ELEMENTSOF(want); i++) {
+			char *got = logs_tail(c, "rot", (int64_t)i, 7 - (int64_t)strlen(want[i]));
+			ck_assert_msg(strcmp(got, want[i]) == 0, "tail %zu: \"%s\"", i, got);
+			free(got);
+		}
+	}
 }
 
 START_TEST(test_unix_full_boot)
