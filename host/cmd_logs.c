@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * sandbox-ctl logs --log NAME [--app-dir DIR] [--offset N] [--max N] [--follow] [--raw]
+ * sandbox-ctl logs --log NAME [--app-dir DIR] [--offset N | --tail N] [--max N] [--follow]
+ *                  [--raw]
  *
  * A boot's log from a byte offset (docs/protocol.md §7.5). Offsets count the scrubbed bytes the
  * agent keeps, so a controller that lost its connection asks again from the last next_offset
- * it printed and misses nothing still kept.
+ * it printed and misses nothing still kept. --tail N starts at the log's last N lines instead (the
+ * agent finds their offset; at most LOGS_TAIL_MAX).
  *
  * Output: one JSON document {"log", "offset", "next_offset", "skipped", "data"} (data as a
  * string, invalid UTF-8 bytes as U+FFFD; offsets count the original bytes). With --follow, one
@@ -31,7 +33,10 @@
 /* What a collected (not followed, not raw) read keeps at most without --max. */
 #define LOGS_COLLECT_MAX (16LL * 1024 * 1024)
 
-#define USAGE "logs --log NAME [--app-dir DIR] [--offset N] [--max N] [--follow] [--raw]"
+/* The most lines --tail takes (the agent caps it there too). */
+#define LOGS_TAIL_MAX 10000
+
+#define USAGE "logs --log NAME [--app-dir DIR] [--offset N | --tail N] [--max N] [--follow] [--raw]"
 
 struct logs_view {
 	struct ctl *ctl;
@@ -201,19 +206,17 @@ static int receive(struct logs_view *v, struct session *s, uint32_t stream)
 int cmd_logs(struct ctl *ctl, int argc, char **argv)
 {
 	static const struct option opts[] = {
-	    {"log", required_argument, NULL, 'l'},
-	    {"app-dir", required_argument, NULL, 'a'},
-	    {"offset", required_argument, NULL, 'o'},
-	    {"max", required_argument, NULL, 'm'},
-	    {"follow", no_argument, NULL, 'f'},
-	    {"raw", no_argument, NULL, 'r'},
-	    {0},
+	    {"log", required_argument, NULL, 'l'},    {"app-dir", required_argument, NULL, 'a'},
+	    {"offset", required_argument, NULL, 'o'}, {"max", required_argument, NULL, 'm'},
+	    {"tail", required_argument, NULL, 't'},   {"follow", no_argument, NULL, 'f'},
+	    {"raw", no_argument, NULL, 'r'},          {0},
 	};
 	_cleanup_session_ struct session *s = NULL;
 	_cleanup_json_ struct json_object *req = json_object_new_object();
 	struct logs_view v = {.ctl = ctl};
 	const char *app_dir = CTL_DEFAULT_APP_DIR;
-	int64_t offset = 0, max = -1;
+	int64_t offset = 0, max = -1, tail = -1;
+	bool have_offset = false;
 	uint32_t stream;
 	int c, r;
 
@@ -230,6 +233,14 @@ int cmd_logs(struct ctl *ctl, int argc, char **argv)
 		case 'o':
 			if (parse_count(optarg, &offset) < 0)
 				return cmd_usage(ctl, USAGE, "--offset wants a byte count");
+			have_offset = true;
+			break;
+		case 't':
+			if (parse_count(optarg, &tail) < 0)
+				return cmd_usage(ctl, USAGE, "--tail wants a number of lines");
+			if (tail > LOGS_TAIL_MAX)
+				return cmd_usage(ctl, USAGE, "--tail takes at most %d lines",
+				                 LOGS_TAIL_MAX);
 			break;
 		case 'm':
 			if (parse_count(optarg, &max) < 0)
@@ -249,11 +260,17 @@ int cmd_logs(struct ctl *ctl, int argc, char **argv)
 		return cmd_usage(ctl, USAGE, "unexpected argument '%s'", argv[optind]);
 	if (!v.log || !v.log[0])
 		return cmd_usage(ctl, USAGE, "name the log: --log setup, manifest, server, ...");
+	if (have_offset && tail >= 0)
+		return cmd_usage(ctl, USAGE,
+		                 "--offset and --tail both say where to start: give one");
 	v.next_offset = offset;
 	v.max = max >= 0 ? max : v.follow || v.raw ? -1 : LOGS_COLLECT_MAX;
 	json_object_object_add(req, "app_dir", json_object_new_string(app_dir));
 	json_object_object_add(req, "log", json_object_new_string(v.log));
-	json_object_object_add(req, "offset", json_object_new_int64(offset));
+	if (tail >= 0)
+		json_object_object_add(req, "tail", json_object_new_int64(tail));
+	else
+		json_object_object_add(req, "offset", json_object_new_int64(offset));
 	json_object_object_add(req, "follow", json_object_new_boolean(v.follow));
 	if (v.max >= 0)
 		json_object_object_add(req, "max", json_object_new_int64(v.max));

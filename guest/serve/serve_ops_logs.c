@@ -7,6 +7,7 @@
  */
 #include "serve_ops_logs.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -23,6 +24,9 @@
 #include "serve_apps.h"
 #include "serve_jobs.h"
 #include "serve_stream.h"
+
+/* The most lines a tail asks for; more is capped to it. */
+#define LOGS_TAIL_MAX 10000
 
 struct logs_op {
 	char *state_dir;
@@ -71,6 +75,98 @@ static uint64_t file_size(const char *path, ino_t *ret_ino)
 	if (ret_ino)
 		*ret_ino = st.st_ino;
 	return (uint64_t)st.st_size;
+}
+
+static int name_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/*
+ * The error for a log that does not exist: its name, and the names of the logs that do (from
+ * state_dir/logs, "NAME.log" or a rotated "NAME.log.1"), sorted.
+ */
+static int log_missing(const char *state_dir, const char *app_dir, const char *log, struct err *err)
+{
+	char path[PATH_MAX], list[512] = "";
+	_cleanup_closedir_ DIR *d = NULL;
+	char *names[64];
+	size_t n = 0, used = 0;
+	struct dirent *de;
+
+	snprintf(path, sizeof(path), "%s/logs", state_dir);
+	d = opendir(path);
+	while (d && (de = readdir(d)) && n < ELEMENTSOF(names)) {
+		size_t len = strlen(de->d_name);
+		bool dup = false;
+
+		if (len > 6 && strcmp(de->d_name + len - 6, ".log.1") == 0)
+			len -= 6;
+		else if (len > 4 && strcmp(de->d_name + len - 4, ".log") == 0)
+			len -= 4;
+		else
+			continue;
+		if (de->d_name[0] == '.')
+			continue;
+		for (size_t i = 0; i < n; i++)
+			dup |= strlen(names[i]) == len && strncmp(names[i], de->d_name, len) == 0;
+		if (!dup && (names[n] = strndup(de->d_name, len)))
+			n++;
+	}
+	qsort(names, n, sizeof(names[0]), name_cmp);
+	for (size_t i = 0; i < n; i++) {
+		int w = snprintf(list + used, sizeof(list) - used, "%s%s", i ? ", " : "", names[i]);
+		if (w > 0 && (size_t)w < sizeof(list) - used)
+			used += (size_t)w;
+		free(names[i]);
+	}
+	if (n == 0)
+		return err_set(err, ERR_REFUSED, ENOENT,
+		               "no log named '%s' for %s: it has no logs yet", log, app_dir);
+	return err_set(err, ERR_REFUSED, ENOENT, "no log named '%s' for %s: its logs are %s", log,
+	               app_dir, list);
+}
+
+/*
+ * The offset of the start of the last `lines` lines of the log (path.1 then path, as one), so
+ * reading from it to the end gives them. A last line without its newline counts as a line.
+ */
+static uint64_t tail_offset(const struct logs_op *op, uint64_t lines)
+{
+	uint64_t s1 = file_size(op->path1, NULL), s0 = file_size(op->path, NULL);
+	uint64_t pos = s1 + s0, found = 0;
+	uint8_t buf[8192];
+
+	if (lines == 0)
+		return pos;
+	/* Backwards, the current file first, then the rotated part. */
+	for (int part = 0; part < 2; part++) {
+		const char *path = part == 0 ? op->path : op->path1;
+		uint64_t base = part == 0 ? s1 : 0, end = part == 0 ? s0 : s1;
+		int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+
+		if (fd < 0)
+			continue;
+		while (end > 0) {
+			size_t want = end > sizeof(buf) ? sizeof(buf) : (size_t)end;
+			ssize_t n = pread(fd, buf, want, (off_t)(end - want));
+			if (n != (ssize_t)want)
+				break;
+			for (size_t i = want; i-- > 0;) {
+				if (buf[i] != '\n')
+					continue;
+				if (base + end - want + i + 1 == s1 + s0)
+					continue; /* the newline that ends the last line */
+				if (++found == lines) {
+					close(fd);
+					return base + end - want + i + 1;
+				}
+			}
+			end -= want;
+		}
+		close(fd);
+	}
+	return 0;
 }
 
 /* Whoever writes this log is done: the boot is over (and, for the server's, the server). */
@@ -184,7 +280,7 @@ int serve_ops_logs(struct conn *c, struct stream *st, const struct msg *m)
 	const char *dir, *log;
 	json_object *v;
 	struct err err;
-	int64_t offset = 0, max = 0;
+	int64_t offset = 0, max = 0, tail = -1;
 
 	err_clear(&err);
 	dir = serve_stream_field_string(m, "app_dir", true, &err);
@@ -200,6 +296,10 @@ int serve_ops_logs(struct conn *c, struct stream *st, const struct msg *m)
 	if ((msg_get_int64(m, "offset", &offset) && offset < 0) ||
 	    (msg_get_int64(m, "max", &max) && max < 0)) {
 		err_set(&err, ERR_REFUSED, EINVAL, "logs: offset and max count bytes from 0");
+		return serve_stream_error(c, st, &err);
+	}
+	if (msg_get_int64(m, "tail", &tail) && tail < 0) {
+		err_set(&err, ERR_REFUSED, EINVAL, "logs: tail counts lines from 0");
 		return serve_stream_error(c, st, &err);
 	}
 	op = calloc(1, sizeof(*op));
@@ -223,7 +323,14 @@ int serve_ops_logs(struct conn *c, struct stream *st, const struct msg *m)
 	op->max = (uint64_t)max;
 	op->follow = m->json && json_object_object_get_ex(m->json, "follow", &v) &&
 	             json_object_get_boolean(v);
-	log_debug("connection %" PRIu64 ": logs %s of %s from %" PRId64 "%s", c->id, log, app_dir,
-	          offset, op->follow ? ", following" : "");
+	/* A log that is not there, and that no running boot or server may still write. */
+	if (access(op->path, F_OK) < 0 && access(op->path1, F_OK) < 0 && writer_done(c, op)) {
+		log_missing(op->state_dir, app_dir, log, &err);
+		return serve_stream_error(c, st, &err);
+	}
+	if (tail >= 0)
+		op->offset = tail_offset(op, tail > LOGS_TAIL_MAX ? LOGS_TAIL_MAX : (uint64_t)tail);
+	log_debug("connection %" PRIu64 ": logs %s of %s from %" PRIu64 "%s", c->id, log, app_dir,
+	          op->offset, op->follow ? ", following" : "");
 	return 0;
 }

@@ -110,6 +110,35 @@ int serve_ops_query_status(struct conn *c, struct stream *st, const struct msg *
 	return serve_stream_ok(c, st, o);
 }
 
+/*
+ * Whether the boot's runtime is gone (-1, err set, ENOENT): no boot holds it ready with its
+ * server running. A boot in progress has no runtime yet.
+ */
+static int runtime_gone(struct conn *c, const char *state_dir, const struct boot_state *s,
+                        struct err *err)
+{
+	const char *status = s->status ? s->status : "none";
+
+	if (serve_jobs_find(c->srv, JOB_BOOT, state_dir) ||
+	    (strcmp(status, "booting") == 0 && s->boot_pid > 1 &&
+	     proc_is(s->boot_pid, s->boot_start)))
+		return err_set(
+		    err, ERR_FAILED, ENOENT,
+		    "the app's runtime is not there yet: a boot is in progress (step %s)",
+		    s->step ? s->step : "none yet");
+	if (strcmp(status, "booting") == 0)
+		status = "interrupted";
+	if (strcmp(status, "ready") != 0)
+		return err_set(
+		    err, ERR_FAILED, ENOENT,
+		    "the app's runtime is gone: its server is not running (last boot: %s)", status);
+	if (s->server_pid > 1 && !proc_is(s->server_pid, s->server_start))
+		return err_set(err, ERR_FAILED, ENOENT,
+		               "the app's runtime is gone: its server is not running (last boot: "
+		               "ready, then the server exited)");
+	return 0;
+}
+
 int serve_ops_query_runtime(struct conn *c, struct stream *st, const struct msg *m)
 {
 	_cleanup_free_ char *app_dir = NULL;
@@ -128,9 +157,20 @@ int serve_ops_query_runtime(struct conn *c, struct stream *st, const struct msg 
 	if (!dir || serve_apps_normalize(dir, &app_dir, &err) < 0 ||
 	    serve_apps_state_dir(c->srv, app_dir, &state_dir, &err) < 0)
 		return serve_stream_error(c, st, &err);
-	if (boot_state_load(state_dir, &s, &err) == 0 && s.runtime_path)
-		path = strdup(s.runtime_path);
-	boot_state_dispose(&s);
+	r = boot_state_load(state_dir, &s, &err);
+	if (r < 0) {
+		boot_state_dispose(&s);
+		return serve_stream_error(c, st, &err);
+	}
+	if (r == 0) {
+		/* runtime.json describes a running server: without one it is stale. */
+		r = runtime_gone(c, state_dir, &s, &err);
+		if (r == 0 && s.runtime_path)
+			path = strdup(s.runtime_path);
+		boot_state_dispose(&s);
+		if (r < 0)
+			return serve_stream_error(c, st, &err);
+	}
 	if (!path) {
 		char *slash = strrchr(app_dir, '/');
 		if (asprintf(&path, "%.*s/runtime.json", (int)(slash - app_dir), app_dir) < 0)
@@ -143,7 +183,8 @@ int serve_ops_query_runtime(struct conn *c, struct stream *st, const struct msg 
 	r = file_read_capped(AT_FDCWD, path, RUNTIME_MAX, READ_NOFOLLOW | READ_MISSING_OK, &buf,
 	                     &len, &err);
 	if (r == 1 || (r == 0 && !buf))
-		err_set(&err, ERR_FAILED, ENOENT, "%s does not exist: the app is not ready", path);
+		err_set(&err, ERR_FAILED, ENOENT, "the app's runtime is gone: %s does not exist",
+		        path);
 	if (r != 0 || !buf)
 		return serve_stream_error(c, st, &err);
 	rt = json_tokener_parse(buf);

@@ -145,6 +145,16 @@ check "the secret is masked in the log the host reads" [ "$(json "$OUT" '"key=[R
 NEXT=$(json "$OUT" 'd["next_offset"]')
 ctl logs --log setup --app-dir "$APP" --offset "$NEXT" --connect "$A"
 check "nothing after the last offset" [ "$(json "$OUT" 'd["data"]')" = "" ]
+ctl logs --log setup --app-dir "$APP" --tail 1 --connect "$A"
+check "logs --tail 1 exits 0" [ "$RC" -eq 0 ]
+check "--tail 1 is the log's last line" \
+	[ "$(json "$OUT" 'd["data"]')" = "$(tail -n 1 "$APP/../.sandbox/logs/setup.log")" ]
+check "--tail 1 starts where that line starts" [ "$(json "$OUT" 'd["next_offset"] - d["offset"] == len(d["data"].encode())')" = True ]
+ctl logs --log setpu --app-dir "$APP" --connect "$A"
+check "a log that does not exist: exit 2" [ "$RC" -eq 2 ]
+check "its reason is not_found" [ "$(json "$OUT" 'd["error"]["reason"]')" = not_found ]
+check "the last line names it and the logs there are" \
+	grep -q "no log named 'setpu' for $APP: its logs are .*setup" <(tail -n 1 "$ERR")
 
 echo "--- the secrets went nowhere else"
 # only_app_procs PIDS...: every pid is a process of the app (its working directory is the app's)
@@ -202,6 +212,11 @@ echo "--- stop, and a failing boot"
 ctl stop --app-dir "$APP" --grace 1 --connect "$A"
 check "stop exits 0" [ "$RC" -eq 0 ]
 check "it stopped" [ "$(json "$OUT" 'd["stopped"]')" = True ]
+ctl runtime --app-dir "$APP" --connect "$A"
+check "runtime after stop: exit 1" [ "$RC" -eq 1 ]
+check "its reason is not_found" [ "$(json "$OUT" 'd["error"]["reason"]')" = not_found ]
+check "the last line says the runtime is gone" [ "$(tail -n 1 "$ERR")" = \
+	"sandbox-ctl: the app's runtime is gone: its server is not running (last boot: stopped)" ]
 check "the port is free" port_is_free "$LISTEN_PORT"
 printf 'setup: ["echo about to fail", "exit 3"]\nmanifest: /usr/bin/python3 manifest.py\nstart: exec /usr/bin/python3 server.py\n' \
 	>"$SRC/.activeagents/sandbox.yml"

@@ -398,6 +398,65 @@ START_TEST(test_logs_from_offset)
 }
 END_TEST
 
+/* --tail N: the agent is asked for the last N lines, and the document starts at them. */
+START_TEST(test_logs_tail)
+{
+	static char text[FG_LOG_LINES * FG_LOG_LINE_LEN + 1];
+	size_t total = FG_LOG_LINES * FG_LOG_LINE_LEN;
+	_cleanup_free_ char *report = NULL;
+	struct ctl_run r;
+
+	fg_log_text(text);
+	r = RUN(NULL, "logs", "--log", "setup", "--tail", "2");
+	ck_assert_msg(r.rc == 0, "%s", r.err);
+	ck_assert_int_eq(ctl_int(r.json, "offset"), (int64_t)(total - 2 * FG_LOG_LINE_LEN));
+	ck_assert_int_eq(ctl_int(r.json, "next_offset"), (int64_t)total);
+	ck_assert_str_eq(ctl_str(&r, "data"), text + total - 2 * FG_LOG_LINE_LEN);
+	ctl_run_dispose(&r);
+	report = ctl_report(&env);
+	ck_assert_ptr_nonnull(strstr(report, "logs {\"app_dir\":\"\\/workspace\\/app\","
+	                                     "\"log\":\"setup\",\"tail\":2,\"follow\":false,"));
+
+	/* --raw too; then the refusals before connecting. */
+	r = RUN(NULL, "logs", "--log", "setup", "--tail", "1", "--raw");
+	ck_assert_int_eq(r.rc, 0);
+	ck_assert_str_eq(r.out, text + total - FG_LOG_LINE_LEN);
+	ctl_run_dispose(&r);
+	r = RUN(NULL, "logs", "--log", "setup", "--tail", "10001");
+	ck_assert_int_eq(r.rc, 2);
+	ck_assert_ptr_nonnull(strstr(ctl_last_line(&r), "--tail takes at most 10000 lines"));
+	ctl_run_dispose(&r);
+	r = RUN(NULL, "logs", "--log", "setup", "--tail", "3", "--offset", "5");
+	ck_assert_int_eq(r.rc, 2);
+	ck_assert_str_eq(json_object_get_string(ctl_obj(ctl_obj(r.json, "error"), "reason")),
+	                 "invalid");
+	ctl_run_dispose(&r);
+	r = RUN(NULL, "logs", "--log", "setup", "--tail", "many");
+	ck_assert_int_eq(r.rc, 2);
+	ctl_run_dispose(&r);
+	/* The per-command help names it. */
+	r = CTL_RUN(&env, NULL, "logs", "--help");
+	ck_assert_int_eq(r.rc, 0);
+	ck_assert_ptr_nonnull(strstr(r.out, "  --tail N "));
+	ctl_run_dispose(&r);
+}
+END_TEST
+
+/* A log that does not exist: the agent's refusal, whole, with reason not_found (exit 2). */
+START_TEST(test_logs_not_found)
+{
+	struct ctl_run r;
+
+	r = RUN(NULL, "logs", "--log", "setpu");
+	ck_assert_int_eq(r.rc, 2);
+	ck_assert_str_eq(ctl_last_line(&r), "sandbox-ctl: no log named 'setpu' for /workspace/app: "
+	                                    "its logs are setup");
+	ck_assert_str_eq(json_object_get_string(ctl_obj(ctl_obj(r.json, "error"), "reason")),
+	                 "not_found");
+	ctl_run_dispose(&r);
+}
+END_TEST
+
 START_TEST(test_logs_follow_until_interrupted)
 {
 	_cleanup_free_ char *report = NULL;
@@ -540,6 +599,14 @@ START_TEST(test_status_stop_runtime)
 	ck_assert_str_eq(json_object_get_string(ctl_obj(ctl_obj(r.json, "runtime"), "mcp_token")),
 	                 "aa_token");
 	ctl_run_dispose(&r);
+	/* A runtime that is gone says so: exit 1, reason not_found. */
+	r = RUN(NULL, "runtime", "--app-dir", "/workspace/gone");
+	ck_assert_int_eq(r.rc, 1);
+	ck_assert_str_eq(ctl_last_line(&r), "sandbox-ctl: the app's runtime is gone: its server is "
+	                                    "not running (last boot: stopped)");
+	ck_assert_str_eq(json_object_get_string(ctl_obj(ctl_obj(r.json, "error"), "reason")),
+	                 "not_found");
+	ctl_run_dispose(&r);
 	r = RUN(NULL, "stop", "--discard", "--grace", "2.5");
 	ck_assert_int_eq(r.rc, 0);
 	ck_assert(json_object_get_boolean(ctl_obj(r.json, "stopped")));
@@ -567,6 +634,8 @@ static Suite *ctl_ops_suite(void)
 	tcase_add_test(tc, test_boot_without_wait_and_spec);
 	tcase_add_test(tc, test_boot_wait_interrupted);
 	tcase_add_test(tc, test_logs_from_offset);
+	tcase_add_test(tc, test_logs_tail);
+	tcase_add_test(tc, test_logs_not_found);
 	tcase_add_test(tc, test_logs_follow_until_interrupted);
 	tcase_add_test(tc, test_logs_hostile_guest);
 	tcase_add_test(tc, test_publish_hostile_pack);

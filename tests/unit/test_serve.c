@@ -280,18 +280,14 @@ static struct got *boot(struct client *c, json_object *req, uint32_t *ret_stream
 	return &c->inbox[i];
 }
 
-/* The whole of a log, or from offset, as the daemon sends it. */
-static char *logs_read(struct client *c, const char *log, int64_t offset, bool follow)
+/* What the daemon sends for req, the first message at offset expect. */
+static char *logs_read_req(struct client *c, json_object *req, int64_t expect)
 {
-	json_object *req = jobj("app_dir", ws_app, "log", log, NULL);
 	uint32_t st;
 	ssize_t end;
 	size_t len = 0;
 	char *out = malloc(1);
-	int64_t expect = offset;
 
-	json_object_object_add(req, "offset", json_object_new_int64(offset));
-	json_object_object_add(req, "follow", json_object_new_boolean(follow));
 	st = client_send(c, MSG_LOGS, 0, NEW_STREAM, req, NULL, 0);
 	end = client_wait_end(c, st, CLIENT_TIMEOUT_MS);
 	ck_assert_msg(end >= 0, "logs never ended: %s", c->err.msg);
@@ -309,6 +305,25 @@ static char *logs_read(struct client *c, const char *log, int64_t offset, bool f
 	}
 	out[len] = '\0';
 	return out;
+}
+
+/* The whole of a log, or from offset, as the daemon sends it. */
+static char *logs_read(struct client *c, const char *log, int64_t offset, bool follow)
+{
+	json_object *req = jobj("app_dir", ws_app, "log", log, NULL);
+
+	json_object_object_add(req, "offset", json_object_new_int64(offset));
+	json_object_object_add(req, "follow", json_object_new_boolean(follow));
+	return logs_read_req(c, req, offset);
+}
+
+/* The last lines of a log: what the daemon sends for "tail", which must start at expect. */
+static char *logs_tail(struct client *c, const char *log, int64_t lines, int64_t expect)
+{
+	json_object *req = jobj("app_dir", ws_app, "log", log, NULL);
+
+	json_object_object_add(req, "tail", json_object_new_int64(lines));
+	return logs_read_req(c, req, expect);
 }
 
 /* Every regular file below dir, searched for needle. */
@@ -450,7 +465,36 @@ static void full_boot(struct client *c)
 	tail = logs_read(c, "setup", (int64_t)half, false);
 	ck_assert_str_eq(tail, all + half);
 	free(tail);
+	/* The last two lines, and more lines than the log has: all of it. */
+	{
+		size_t n = strlen(all), start;
+		ck_assert(n > 2 && all[n - 1] == '\n');
+		start = n - 1;
+		for (int lines = 0; start > 0; start--)
+			if (all[start - 1] == '\n' && ++lines == 2)
+				break;
+		tail = logs_tail(c, "setup", 2, (int64_t)start);
+		ck_assert_str_eq(tail, all + start);
+		free(tail);
+		tail = logs_tail(c, "setup", 100000, 0);
+		ck_assert_str_eq(tail, all);
+		free(tail);
+		tail = logs_tail(c, "setup", 0, (int64_t)n);
+		ck_assert_str_eq(tail, "");
+		free(tail);
+	}
 	free(all);
+	/* A log that does not exist: refused, naming the ones that do. */
+	{
+		json_object *req = jobj("app_dir", ws_app, "log", "setpu", NULL);
+		char want[700];
+		g = client_request(c, MSG_LOGS, req, NULL, 0);
+		expect_refused(g);
+		ck_assert_int_eq(got_int(g, "code"), ENOENT);
+		snprintf(want, sizeof(want), "no log named 'setpu' for %s: its logs are ", ws_app);
+		ck_assert_msg(strstr(got_string(g, "msg"), want), "%s", got_string(g, "msg"));
+		ck_assert_msg(strstr(got_string(g, "msg"), "setup"), "%s", got_string(g, "msg"));
+	}
 
 	ck_assert_str_eq(status_of(c, &g), "ready");
 	ck_assert_int_eq(got_int(g, "port") > 0, 1);
@@ -488,6 +532,25 @@ static void full_boot(struct client *c)
 	ck_assert_str_eq(got_string(g, "stopped"), "true");
 	ck_assert_str_eq(status_of(c, NULL), "stopped");
 	ck_assert(!found_in_procs("SERVE_BOOT_TOKEN=", "environ", -1));
+	/* Its runtime.json is stale now: the runtime is gone, and the reply says why. */
+	g = client_request(c, MSG_RUNTIME_READ, app_req(), NULL, 0);
+	ck_assert_int_eq(g->type, MSG_ERROR);
+	ck_assert_int_eq(got_int(g, "code"), ENOENT);
+	ck_assert_str_eq(got_string(g, "msg"), "the app's runtime is gone: its server is not "
+	                                       "running (last boot: stopped)");
+	/* A tail reaches back into the rotated part; a last line without its newline counts. */
+	sh("printf 'a\\nb\\n' >%s/ws/.sandbox/logs/rot.log.1 && printf 'c\\nd' "
+	   ">%s/ws/.sandbox/logs/rot.log",
+	   tmp, tmp);
+	{
+		static const char *const want[] = {"",        "d",          "c\nd",
+		                                   "b\nc\nd", "a\nb\nc\nd", "a\nb\nc\nd"};
+		for (size_t i = 0; i < ELEMENTSOF(want); i++) {
+			char *got = logs_tail(c, "rot", (int64_t)i, 7 - (int64_t)strlen(want[i]));
+			ck_assert_msg(strcmp(got, want[i]) == 0, "tail %zu: \"%s\"", i, got);
+			free(got);
+		}
+	}
 }
 
 START_TEST(test_unix_full_boot)

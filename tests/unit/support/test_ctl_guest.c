@@ -212,7 +212,7 @@ int fg_logs_hostile(struct channel *ch, const struct msg *m, bool trickle)
 int fg_logs(struct channel *ch, struct fg_state *st, const struct msg *m)
 {
 	static char text[FG_LOG_LINES * FG_LOG_LINE_LEN + 1];
-	int64_t offset = 0, max = -1, total = FG_LOG_LINES * FG_LOG_LINE_LEN;
+	int64_t offset = 0, max = -1, tail, total = FG_LOG_LINES * FG_LOG_LINE_LEN;
 	struct json_object *follow_j = NULL;
 	bool follow = false;
 	int r;
@@ -228,6 +228,17 @@ int fg_logs(struct channel *ch, struct fg_state *st, const struct msg *m)
 		follow = json_object_get_boolean(follow_j);
 	fg_report(st->cfg, "logs %s",
 	          json_object_to_json_string_ext(m->json, JSON_C_TO_STRING_PLAIN));
+	if (strcmp(msg_get_string(m, "log") ?: "", "setup") != 0) {
+		char text_err[256];
+		snprintf(text_err, sizeof(text_err),
+		         "no log named '%.64s' for %.64s: its logs are setup",
+		         msg_get_string(m, "log") ?: "", msg_get_string(m, "app_dir") ?: "");
+		return fg_error(ch, m->stream, ENOENT, "refused", text_err);
+	}
+	if (msg_get_int64(m, "tail", &tail)) {
+		/* The start of the last tail lines (every line is FG_LOG_LINE_LEN bytes). */
+		offset = tail >= FG_LOG_LINES ? 0 : total - tail * FG_LOG_LINE_LEN;
+	}
 	if (offset > total)
 		offset = total;
 	if (max >= 0 && offset + max < total)
@@ -342,6 +353,11 @@ int fg_message(struct channel *ch, struct fg_state *st, const struct msg *m)
 		fg_report(cfg, "publish");
 		return fg_publish(ch, m);
 	case MSG_RUNTIME_READ:
+		if (strstr(msg_get_string(m, "app_dir") ?: "", "gone"))
+			return fg_error(
+			    ch, m->stream, ENOENT, "failed",
+			    "the app's runtime is gone: its server is not running (last "
+			    "boot: stopped)");
 		return fg_send(ch, MSG_OK, MSG_F_END, m->stream,
 		               fg_obj("{\"runtime\": {\"mcp_url\": \"http://10.0.0.2:8080/mcp\", "
 		                      "\"mcp_token\": \"aa_token\"}}"),
