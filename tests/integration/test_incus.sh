@@ -77,8 +77,8 @@ else
 	mkdir -p "$IMG_CACHE"
 	mv "$TMP/image/sandbox-app-runtime-minimal-$VERSION-amd64.tar.gz" "$IMAGE.tmp.$$" &&
 		mv "$IMAGE.tmp.$$" "$IMAGE"
-	# Keep the two most recently used.
-	find "$IMG_CACHE" -maxdepth 1 -name '*.tar.gz' -printf '%T@ %p\n' | sort -rn | tail -n +3 |
+	# Keep the two most recently used minimal images (the full one is kept apart, below).
+	find "$IMG_CACHE" -maxdepth 1 -name 'sandbox-app-runtime-minimal-*.tar.gz' -printf '%T@ %p\n' | sort -rn | tail -n +3 |
 		cut -d' ' -f2- | xargs -r rm -f
 	log "image built ($(grep -c 'reusing the cached root' "$TMP/image.log") cached package layer reused)"
 fi
