@@ -35,12 +35,13 @@ app() {
 		"$2" >"$src/.activeagents/sandbox.yml"
 	mkdir -p "$TMP/$1"
 	"$CTL" $C push "$src" --app-dir "$dir" >/dev/null 2>"$TMP/push.err" || die "push failed: $(cat "$TMP/push.err")"
-	on_exit "'$BOOT' --stop --grace 500 '$dir'"
 	echo "$dir"
 }
 
 echo "--- app A, with a passed secret"
 A=$(app a '["echo a"]')
+# Registered here, not in app(): a command substitution's on_exit would be lost with its subshell.
+on_exit "'$BOOT' --stop --grace 500 '$A'"
 printf '{"ANTHROPIC_API_KEY": "%s"}' "$SECRET" | "$CTL" $C secrets put --scope boot ANTHROPIC_API_KEY >/dev/null 2>&1 ||
 	die "secrets put failed"
 "$CTL" $C boot --app-dir "$A" --pass-env ANTHROPIC_API_KEY --wait >"$TMP/a.out" 2>"$TMP/a.err"
@@ -49,6 +50,7 @@ check "A's server holds the secret (the caller passed it)" [ -n "$(procs_holding
 
 echo "--- app B searches the guest for A's secret"
 B=$(app b "[\"sh find_secret.sh $SECRET >found.txt\"]")
+on_exit "'$BOOT' --stop --grace 500 '$B'"
 "$CTL" $C boot --app-dir "$B" --wait >"$TMP/b.out" 2>"$TMP/b.err"
 RC=$?
 log "app B: exit $RC, $(tail -1 "$TMP/b.err")"
@@ -68,4 +70,7 @@ echo "--- after A is discarded, B needs no --shared-user"
 RC=$?
 check "B boots alone" [ "$RC" -eq 0 ]
 [ "$RC" -eq 0 ] || cat "$TMP/b.err"
+"$CTL" $C stop --app-dir "$B" >/dev/null 2>&1
+check "nothing of B runs after its stop" [ -z "$(pgrep -f "sandbox-agent supervise" | while read -r p; do
+	readlink "/proc/$(pgrep -P "$p" | head -1)/cwd" 2>/dev/null; done | grep -F "$B")" ]
 finish
