@@ -17,6 +17,11 @@ cleanup() {
 	for ((i = ${#CLEANUPS[@]} - 1; i >= 0; i--)); do
 		eval "${CLEANUPS[$i]}" >/dev/null 2>&1 || true
 	done
+	# Every app still booted below $TMP/NAME/app is stopped too: an on_exit made inside a
+	# command substitution (app=$(pyapp_make ...)) dies with its subshell.
+	for i in "$TMP"/*/app; do
+		[ -d "${i%/app}/.sandbox" ] && "$BOOT" --stop --grace 1000 "$i" >/dev/null 2>&1
+	done
 	rm -rf "$TMP"
 }
 trap cleanup EXIT
@@ -166,8 +171,7 @@ pyapp_make() {
 		printf 'setup: %s\nmanifest: %s\nstart: %s\n' "$setup" "$manifest" "$start" \
 			>"$app/.activeagents/sandbox.yml"
 	fi
-	on_exit "stop_boot $app"
-	echo "$app"
+	echo "$app" # stopped by cleanup() at the end (an on_exit here would die with $(...))
 }
 
 # pyapp_boot APP [args]: runs sandbox-app-boot as the platform would; sets RC, OUT, ERR.
