@@ -434,11 +434,6 @@ enum spawn_stage {
 	STAGE_EXEC,
 };
 
-struct spawn_report {
-	int stage;
-	int error;
-};
-
 struct child_args {
 	const struct proc_spec *spec;
 	char *const *argv;
@@ -452,15 +447,40 @@ struct child_args {
 	size_t n_groups;
 };
 
-static _noreturn_ void child_fail(int report_fd, int stage)
+void proc_child_fail(int report_fd, int stage, int error)
 {
-	struct spawn_report rep = {.stage = stage, .error = errno ? errno : EIO};
+	struct proc_spawn_report rep = {.stage = stage, .error = error ? error : EIO};
 	ssize_t n;
 
 	do
 		n = write(report_fd, &rep, sizeof(rep));
 	while (n < 0 && errno == EINTR);
 	_exit(127);
+}
+
+int proc_spawn_wait_exec(int report_fd, pid_t pid, struct proc_spawn_report *ret)
+{
+	struct proc_spawn_report rep;
+	size_t got = 0;
+
+	while (got < sizeof(rep)) {
+		ssize_t n = read(report_fd, (char *)&rep + got, sizeof(rep) - got);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+	}
+	if (got == 0)
+		return 0;
+	/* The child reported a failure and exits 127: reap it (a reaper of the caller may win). */
+	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+		;
+	if (got != sizeof(rep))
+		return -EIO;
+	*ret = rep;
+	return 1;
 }
 
 /*
@@ -492,15 +512,15 @@ static _noreturn_ void child_run(const struct child_args *a)
 	/* The report pipe must not sit on 0..2, which are replaced below. */
 	rfd = a->report_fd >= 3 ? a->report_fd : dup_high(a->report_fd);
 	if (rfd < 0)
-		child_fail(a->report_fd, STAGE_STDIO);
+		proc_child_fail(a->report_fd, STAGE_STDIO, errno);
 
 	proc_reset_signals();
 
 	if (spec->new_session) {
 		if (setsid() < 0)
-			child_fail(rfd, STAGE_SESSION);
+			proc_child_fail(rfd, STAGE_SESSION, errno);
 	} else if (setpgid(0, 0) < 0) {
-		child_fail(rfd, STAGE_PGRP);
+		proc_child_fail(rfd, STAGE_PGRP, errno);
 	}
 
 	if (spec->procs_fd >= 0) {
@@ -510,50 +530,50 @@ static _noreturn_ void child_run(const struct child_args *a)
 			n = write(spec->procs_fd, "0\n", 2);
 		while (n < 0 && errno == EINTR);
 		if (n != 2)
-			child_fail(rfd, STAGE_JOIN);
+			proc_child_fail(rfd, STAGE_JOIN, errno);
 	}
 
 	nul = dup_high(a->devnull);
 	out = dup_high(spec->output_fd >= 0 ? spec->output_fd : a->devnull);
 	if (nul < 0 || out < 0 || dup2(nul, STDIN_FILENO) < 0 || dup2(out, STDOUT_FILENO) < 0 ||
 	    dup2(out, STDERR_FILENO) < 0)
-		child_fail(rfd, STAGE_STDIO);
+		proc_child_fail(rfd, STAGE_STDIO, errno);
 
 	if (a->switch_user) {
 		uid_t ru, eu, su;
 		gid_t rg, eg, sg;
 
 		if (setgroups(a->n_groups, a->groups) < 0)
-			child_fail(rfd, STAGE_GROUPS);
+			proc_child_fail(rfd, STAGE_GROUPS, errno);
 		if (setresgid(a->gid, a->gid, a->gid) < 0)
-			child_fail(rfd, STAGE_GID);
+			proc_child_fail(rfd, STAGE_GID, errno);
 		if (setresuid(a->uid, a->uid, a->uid) < 0)
-			child_fail(rfd, STAGE_UID);
+			proc_child_fail(rfd, STAGE_UID, errno);
 		errno = EPERM;
 		if (getresuid(&ru, &eu, &su) < 0 || getresgid(&rg, &eg, &sg) < 0)
-			child_fail(rfd, STAGE_VERIFY);
+			proc_child_fail(rfd, STAGE_VERIFY, errno);
 		if (ru != a->uid || eu != a->uid || su != a->uid || rg != a->gid || eg != a->gid ||
 		    sg != a->gid)
-			child_fail(rfd, STAGE_VERIFY);
+			proc_child_fail(rfd, STAGE_VERIFY, errno);
 		/* Dropped for good: root must not be reachable again. */
 		if (a->uid != 0 && (setuid(0) == 0 || seteuid(0) == 0)) {
 			errno = EPERM;
-			child_fail(rfd, STAGE_VERIFY);
+			proc_child_fail(rfd, STAGE_VERIFY, errno);
 		}
 	}
 
 	if (spec->cwd && chdir(spec->cwd) < 0)
-		child_fail(rfd, STAGE_CHDIR);
+		proc_child_fail(rfd, STAGE_CHDIR, errno);
 
 	/* Everything >= 3 closes at exec, except keep_fd; the report pipe stays open until then. */
 	fds_release(spec->keep_fd, true);
 	if (spec->keep_fd >= 3 && fcntl(spec->keep_fd, F_SETFD, 0) < 0)
-		child_fail(rfd, STAGE_KEEP_FD);
+		proc_child_fail(rfd, STAGE_KEEP_FD, errno);
 
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	execve("/bin/sh", a->argv, a->env);
-	child_fail(rfd, STAGE_EXEC);
+	proc_child_fail(rfd, STAGE_EXEC, errno);
 }
 
 int proc_user_groups(const struct run_user *u, gid_t **ret, size_t *ret_n, struct err *err)
@@ -625,10 +645,10 @@ int proc_spawn(const struct proc_spec *spec, pid_t *ret_pid, struct err *err)
 	_cleanup_free_ gid_t *groups = NULL;
 	int pipefd[2] = {-1, -1};
 	struct child_args a = {0};
-	struct spawn_report rep;
+	struct proc_spawn_report rep;
 	sigset_t all, old;
 	char stage_buf[512];
-	size_t got = 0;
+	int r;
 	pid_t pid;
 
 	if (!spec->command)
@@ -685,24 +705,13 @@ int proc_spawn(const struct proc_spec *spec, pid_t *ret_pid, struct err *err)
 	if (!spec->new_session)
 		(void)setpgid(pid, pid);
 
-	while (got < sizeof(rep)) {
-		ssize_t n = read(pipefd[0], (char *)&rep + got, sizeof(rep) - got);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		got += (size_t)n;
-	}
+	r = proc_spawn_wait_exec(pipefd[0], pid, &rep);
 	close(pipefd[0]);
-	if (got == 0) {
+	if (r == 0) {
 		*ret_pid = pid;
 		return 0;
 	}
-	/* The child reported a failure and exits 127: reap it (a reaper of the caller may win). */
-	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
-		;
-	if (got != sizeof(rep))
+	if (r < 0)
 		return spawn_error(err, spec, EIO, "the child died before exec");
 	return spawn_error(err, spec, rep.error,
 	                   stage_text(spec, rep.stage, stage_buf, sizeof(stage_buf)));

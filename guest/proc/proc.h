@@ -97,6 +97,23 @@ void proc_close_inherited(int keep);
  */
 int proc_hide_caller(const char *title);
 
+/*
+ * How a forked child tells its parent that it could not exec: one {stage, error} record on a
+ * close-on-exec pipe; a successful exec closes the pipe with nothing written.
+ */
+struct proc_spawn_report {
+	int stage; /* the spawner's own step numbers */
+	int error; /* errno */
+};
+/* In the child: report the failed stage (error 0 reads as EIO) and _exit(127). */
+_noreturn_ void proc_child_fail(int report_fd, int stage, int error);
+/*
+ * In the parent, with the child's end closed: read the report from report_fd. 0 when the
+ * child exec'd; 1 with *ret filled when it reported a failure (it is reaped); -EIO when it
+ * died before exec without a word (reaped too).
+ */
+int proc_spawn_wait_exec(int report_fd, pid_t pid, struct proc_spawn_report *ret);
+
 /* Supplementary groups of a user, looked up before fork (reads /etc/group); free() *ret. */
 int proc_user_groups(const struct run_user *u, gid_t **ret, size_t *ret_n, struct err *err);
 

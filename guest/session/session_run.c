@@ -38,22 +38,6 @@ enum {
 	STAGE_EXEC,
 };
 
-struct spawn_report {
-	int stage;
-	int error;
-};
-
-static _noreturn_ void child_fail(int fd, int stage, int error)
-{
-	struct spawn_report rep = {.stage = stage, .error = error ? error : EIO};
-	ssize_t n;
-
-	do
-		n = write(fd, &rep, sizeof(rep));
-	while (n < 0 && errno == EINTR);
-	_exit(127);
-}
-
 #ifndef SYS_clone3
 #define SYS_clone3 435
 #endif
@@ -99,34 +83,34 @@ static _noreturn_ void child_run(const struct child_args *a)
 
 	proc_reset_signals();
 	if (sp->ctty ? setsid() < 0 : setpgid(0, 0) < 0)
-		child_fail(rfd, STAGE_PGRP, errno);
+		proc_child_fail(rfd, STAGE_PGRP, errno);
 	if (!a->joined && sp->procs_fd >= 0 && write(sp->procs_fd, "0\n", 2) != 2)
-		child_fail(rfd, STAGE_JOIN, errno);
+		proc_child_fail(rfd, STAGE_JOIN, errno);
 	/* Above 2 first, so one target never overwrites another's source. */
 	for (int i = 0; i < 3; i++) {
 		high[i] = fcntl(fds[i] >= 0 ? fds[i] : a->devnull, F_DUPFD_CLOEXEC, 3);
 		if (high[i] < 0)
-			child_fail(rfd, STAGE_STDIO, errno);
+			proc_child_fail(rfd, STAGE_STDIO, errno);
 	}
 	for (int i = 0; i < 3; i++)
 		if (dup2(high[i], i) < 0)
-			child_fail(rfd, STAGE_STDIO, errno);
+			proc_child_fail(rfd, STAGE_STDIO, errno);
 	if (sp->ctty && ioctl(STDIN_FILENO, TIOCSCTTY, 0) < 0)
-		child_fail(rfd, STAGE_STDIO, errno);
+		proc_child_fail(rfd, STAGE_STDIO, errno);
 	if (a->switch_user) {
 		rc = session_user_become(sp->user, a->groups, a->n_groups);
 		if (rc < 0)
-			child_fail(rfd, STAGE_USER, -rc);
+			proc_child_fail(rfd, STAGE_USER, -rc);
 	}
 	umask(002);
 	if (sp->mkdir_as_user && mkdir(sp->mkdir_as_user, 0700) < 0 && errno != EEXIST)
-		child_fail(rfd, STAGE_MKDIR, errno);
+		proc_child_fail(rfd, STAGE_MKDIR, errno);
 	if (sp->cwd && chdir(sp->cwd) < 0)
-		child_fail(rfd, STAGE_CHDIR, errno);
+		proc_child_fail(rfd, STAGE_CHDIR, errno);
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	execve(sp->argv[0], sp->argv, sp->env ? sp->env : empty_env);
-	child_fail(rfd, STAGE_EXEC, errno);
+	proc_child_fail(rfd, STAGE_EXEC, errno);
 }
 
 static const char *stage_text(const struct session_spawn *sp, int stage, char *buf, size_t len)
@@ -158,12 +142,12 @@ int session_run_spawn(const struct session_spawn *sp, pid_t *ret_pid, struct err
 	_cleanup_close_ int devnull = -1;
 	_cleanup_free_ gid_t *groups = NULL;
 	struct child_args a = {.sp = sp};
-	struct spawn_report rep;
+	struct proc_spawn_report rep;
 	const char *who = sp->user && sp->user->uid != (uid_t)-1 ? sp->user->name : NULL;
 	char stage_buf[PATH_MAX + 16];
 	int pipefd[2];
 	sigset_t all, old;
-	size_t got = 0;
+	int r;
 	pid_t pid;
 
 	if (!sp->argv || !sp->argv[0])
@@ -208,23 +192,13 @@ int session_run_spawn(const struct session_spawn *sp, pid_t *ret_pid, struct err
 	}
 	if (!sp->ctty)
 		(void)setpgid(pid, pid);
-	while (got < sizeof(rep)) {
-		ssize_t n = read(pipefd[0], (char *)&rep + got, sizeof(rep) - got);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		got += (size_t)n;
-	}
+	r = proc_spawn_wait_exec(pipefd[0], pid, &rep);
 	close(pipefd[0]);
-	if (got == 0) {
+	if (r == 0) {
 		*ret_pid = pid;
 		return 0;
 	}
-	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
-		;
-	if (got != sizeof(rep))
+	if (r < 0)
 		return err_set(err, ERR_FAILED, EIO, "cannot run %s: the child died before exec",
 		               sp->argv[0]);
 	return err_set(err, ERR_FAILED, rep.error, "cannot run %s%s%s: %s: %s", sp->argv[0],
