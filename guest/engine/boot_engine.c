@@ -500,64 +500,49 @@ static int wait_ready(const struct step_context *ctx, const struct supervisor_in
  * A workspace holds one app's boot (its state, logs, databases and runtime.json): a boot of
  * another app directory there is refused before anything of the first is touched.
  */
-static int refuse_other_app(const struct boot_plan *p, struct err *err)
+static int refuse_other_app(const struct boot_plan *p, const struct boot_state *prev,
+                            struct err *err)
 {
-	struct boot_state prev;
-	int r;
-
-	if (p->shape != BOOT_SHAPE_DIRECTORY)
+	if (p->shape != BOOT_SHAPE_DIRECTORY || !prev->app_dir ||
+	    strcmp(prev->app_dir, p->app_dir) == 0)
 		return 0;
-	r = boot_state_load(p->state_dir, &prev, err);
-	if (r != 0) {
-		/* No state yet, or unreadable state: the boot itself reports the latter. */
-		err_clear(err);
-		return 0;
-	}
-	if (prev.app_dir && strcmp(prev.app_dir, p->app_dir) != 0)
-		r = err_set(err, ERR_REFUSED, EBUSY,
-		            "the workspace %s holds the boot of another app, %s: give %s a "
-		            "workspace of its own (--workspace DIR), or discard the other one "
-		            "first (sandbox-app-boot --discard %s)",
-		            p->workspace, prev.app_dir, p->app_dir, prev.app_dir);
-	boot_state_dispose(&prev);
-	return r;
+	return err_set(err, ERR_REFUSED, EBUSY,
+	               "the workspace %s holds the boot of another app, %s: give %s a workspace of "
+	               "its own (--workspace DIR), or discard the other one first "
+	               "(sandbox-app-boot --discard %s)",
+	               p->workspace, prev->app_dir, p->app_dir, prev->app_dir);
 }
 
 /*
  * --restart reruns manifest and start on a ready boot's checkout; --from STEP resumes a failed
  * boot: each is refused, before anything changes, when the last boot is not in that state.
+ * prev_r and prev_err: how loading prev went (a damaged state.json refuses a resume).
  */
-static int refuse_resume(const struct boot_plan *p, const struct boot_options *o, struct err *err)
+static int refuse_resume(const struct boot_plan *p, const struct boot_options *o,
+                         const struct boot_state *prev, int prev_r, const struct err *prev_err,
+                         struct err *err)
 {
-	struct boot_state prev;
 	const char *status;
-	bool ok;
-	int r;
 
 	if (!o->restart && !o->from_step)
 		return 0;
-	r = boot_state_load(p->state_dir, &prev, err);
-	if (r < 0)
-		return r;
-	status = r == 1 || !prev.status ? "none" : prev.status;
+	if (prev_r < 0) {
+		*err = *prev_err;
+		return err_ret(err);
+	}
+	status = prev_r == 1 || !prev->status ? "none" : prev->status;
 	/* A boot whose process is gone without saying how it ended failed, as far as we know. */
 	if (strcmp(status, "booting") == 0 &&
-	    !(prev.boot_pid > 1 && proc_is(prev.boot_pid, prev.boot_start)))
+	    !(prev->boot_pid > 1 && proc_is(prev->boot_pid, prev->boot_start)))
 		status = "failed";
-	ok = o->restart ? strcmp(status, "ready") == 0 : strcmp(status, "failed") == 0;
-	if (!ok)
-		r = err_set(err, ERR_REFUSED, EINVAL,
-		            "%s needs a %s boot, and the last boot of %s is %s%s",
-		            o->restart ? "--restart" : "--from", o->restart ? "ready" : "failed",
-		            p->app_dir, status,
-		            o->restart ? ": boot it without --restart"
-		                       : ": boot it without --from (or --restart if it is ready)");
-	else
-		r = 0;
-	if (r == 0)
-		err_clear(err);
-	boot_state_dispose(&prev);
-	return r;
+	if (strcmp(status, o->restart ? "ready" : "failed") == 0)
+		return 0;
+	return err_set(err, ERR_REFUSED, EINVAL,
+	               "%s needs a %s boot, and the last boot of %s is %s%s",
+	               o->restart ? "--restart" : "--from", o->restart ? "ready" : "failed",
+	               p->app_dir, status,
+	               o->restart ? ": boot it without --restart"
+	                          : ": boot it without --from (or --restart if it is ready)");
 }
 
 /* Directory shape: the platform's one GET http://<ip>:8080/up must answer 200. */
@@ -712,6 +697,8 @@ int boot_engine_run(struct boot_plan *p, const struct boot_options *o,
 	_cleanup_close_ int lock = -1;
 	_cleanup_strv_ char **port_env = NULL;
 	struct boot_state prev = {0}, st = {0};
+	struct err prev_err;
+	int prev_r;
 	_cleanup_(log_marks_dispose) struct log_marks marks = {0};
 	struct manifest m = {0};
 	struct step_context ctx = {
@@ -731,8 +718,13 @@ int boot_engine_run(struct boot_plan *p, const struct boot_options *o,
 	result_fail_at(res, "preflight", NULL);
 	if (boot_state_lock_acquire(p->state_dir, &lock, err) < 0)
 		return -1;
-	if (refuse_other_app(p, err) < 0 || refuse_resume(p, o, err) < 0)
+	/* The last boot's state, read once: what the refusals and a resume go by. */
+	prev_r = boot_state_load(p->state_dir, &prev, &prev_err);
+	if (refuse_other_app(p, &prev, err) < 0 ||
+	    refuse_resume(p, o, &prev, prev_r, &prev_err, err) < 0) {
+		boot_state_dispose(&prev);
 		return -1;
+	}
 	log_marks_take(p, &marks);
 	/* TERM, INT and HUP stop the boot cleanly (its processes, state "failed"). */
 	sigfd_set(&stop_signals, SIGTERM, SIGINT, SIGHUP, 0);
@@ -744,8 +736,8 @@ int boot_engine_run(struct boot_plan *p, const struct boot_options *o,
 	}
 	ctx.signal_fd = signal_fd;
 
-	if (boot_state_load(p->state_dir, &prev, err) < 0)
-		log_debug("previous state ignored: %s", err->msg);
+	if (prev_r < 0)
+		log_debug("previous state ignored: %s", prev_err.msg);
 	if (o->from_step) {
 		int idx = boot_plan_step_index(p, o->from_step);
 		from = idx < 0 ? 0 : (size_t)idx;

@@ -131,14 +131,21 @@ void boot_state_phase_set(struct boot_state *s, const char *name, const char *st
 
 static int load_phases(json_object *root, struct boot_state *s)
 {
-	json_object *steps, *rec = NULL;
+	json_object *steps;
 	size_t skip = 0;
 
-	if (json_object_object_get_ex(root, "recorded_steps_count", &rec))
-		skip = (size_t)json_object_get_int64(rec);
 	if (!json_object_object_get_ex(root, "steps", &steps) ||
 	    !json_object_is_type(steps, json_type_array))
 		return 0;
+	/* The spec's recorded_steps come first; our phases begin at "preflight". */
+	while (skip < json_object_array_length(steps)) {
+		json_object *e = json_object_array_get_idx(steps, skip);
+		const char *name =
+		    json_object_is_type(e, json_type_object) ? get_str(e, "name") : NULL;
+		if (name && strcmp(name, "preflight") == 0)
+			break;
+		skip++;
+	}
 	if (skip) {
 		json_object *recorded = json_object_new_array();
 		for (size_t i = 0; i < skip && i < json_object_array_length(steps); i++)
@@ -270,7 +277,6 @@ static void platform_fields(json_object *o, const struct boot_state *s)
 	bool spec = s->shape && strcmp(s->shape, "spec") == 0;
 	bool failed = s->status && strcmp(s->status, "failed") == 0;
 	json_object *steps = NULL, *resumable = json_object_new_array();
-	size_t recorded = 0;
 
 	json_object_object_add(o, "version", json_object_new_int(1));
 	if (spec && s->status && strcmp(s->status, "booting") == 0)
@@ -307,7 +313,6 @@ static void platform_fields(json_object *o, const struct boot_state *s)
 		json_object_put(steps);
 		steps = json_object_new_array();
 	}
-	recorded = json_object_array_length(steps);
 	for (size_t i = 0; i < s->n_phases; i++) {
 		const struct boot_phase *ph = &s->phases[i];
 		json_object *e = json_object_new_object();
@@ -325,7 +330,6 @@ static void platform_fields(json_object *o, const struct boot_state *s)
 		json_object_array_add(steps, e);
 	}
 	json_object_object_add(o, "steps", steps);
-	json_object_object_add(o, "recorded_steps_count", json_object_new_int64((int64_t)recorded));
 }
 
 static json_object *state_to_object(const struct boot_state *s)
