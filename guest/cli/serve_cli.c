@@ -52,6 +52,11 @@ static void usage(FILE *f)
 	        "  --publish-timeout MS        a publish is stopped after this (%u)\n"
 	        "What boots get (as sandbox-app-boot's options):\n"
 	        "  --user NAME  --listen ADDR:PORT  --no-forward  --grace MS  --cache-root DIR\n"
+	        "Limits of every boot (the smallest of these, the spec's and sandbox.yml's):\n"
+	        "  --limit-memory SIZE         memory of a boot's processes (default 4GiB)\n"
+	        "  --limit-pids N              processes and threads (default 4096)\n"
+	        "  --limit-cpu-weight N        CPU weight, 1-10000 (default 100)\n"
+	        "  --limit-disk SIZE           the workspace's disk budget (default 20GiB)\n"
 	        "  -v, --verbose  --help\n",
 	        SERVE_DEFAULT_UNIX, SERVE_DEFAULT_SERIAL, SERVE_VSOCK_PORT, SERVE_HOST_CID,
 	        SERVE_DEFAULT_UNIX, SERVE_DEFAULT_AUTHKEYS, SERVE_DEFAULT_AUTHKEYS_DIR,
@@ -79,6 +84,23 @@ static int bad(const char *opt, const char *val, const char *what)
 	return 2;
 }
 
+/*
+ * A limit every boot gets: checked here, then handed to the runners (and so to every boot)
+ * as SANDBOX_AGENT_LIMIT_<KEY> in the environment they inherit (limits_config.h).
+ */
+static int serve_cli_limit(const char *key, const char *value)
+{
+	struct limits_request r = {0};
+	struct err err;
+
+	if (limits_config_set(&r, key, value, &err) < 0) {
+		fprintf(stderr, "sandbox-agent serve: --limit-%s: %s\n",
+		        strcmp(key, "cpu_weight") ? key : "cpu-weight", err.msg);
+		return -1;
+	}
+	return setenv(limits_config_env_name(key), value, 1);
+}
+
 int serve_cli_main(int argc, char **argv)
 {
 	enum {
@@ -101,6 +123,10 @@ int serve_cli_main(int argc, char **argv)
 		OPT_RUNNER,
 		OPT_ONE_SHOT,
 		OPT_DAEMON_SOCKET,
+		OPT_LIMIT_MEMORY,
+		OPT_LIMIT_PIDS,
+		OPT_LIMIT_CPU,
+		OPT_LIMIT_DISK,
 	};
 	static const struct option longopts[] = {
 	    {"unix", required_argument, NULL, OPT_UNIX},
@@ -122,6 +148,10 @@ int serve_cli_main(int argc, char **argv)
 	    {"grace", required_argument, NULL, OPT_GRACE},
 	    {"cache-root", required_argument, NULL, OPT_CACHE_ROOT},
 	    {"runner", no_argument, NULL, OPT_RUNNER},
+	    {"limit-memory", required_argument, NULL, OPT_LIMIT_MEMORY},
+	    {"limit-pids", required_argument, NULL, OPT_LIMIT_PIDS},
+	    {"limit-cpu-weight", required_argument, NULL, OPT_LIMIT_CPU},
+	    {"limit-disk", required_argument, NULL, OPT_LIMIT_DISK},
 	    {"verbose", no_argument, NULL, 'v'},
 	    {"help", no_argument, NULL, 'h'},
 	    {0},
@@ -243,6 +273,17 @@ int serve_cli_main(int argc, char **argv)
 			break;
 		case OPT_RUNNER:
 			return serve_runner_main(3);
+		case OPT_LIMIT_MEMORY:
+		case OPT_LIMIT_PIDS:
+		case OPT_LIMIT_CPU:
+		case OPT_LIMIT_DISK:
+			if (serve_cli_limit(c == OPT_LIMIT_MEMORY ? "memory"
+			                    : c == OPT_LIMIT_PIDS ? "pids"
+			                    : c == OPT_LIMIT_CPU  ? "cpu_weight"
+			                                          : "disk",
+			                    optarg) < 0)
+				return 2;
+			break;
 		case 'v':
 			log_max_level = LOG_DEBUG;
 			break;

@@ -352,6 +352,9 @@ static int plan_from_directory(struct boot_plan *p, const struct boot_options *o
 		goto out_config;
 	}
 	p->timeout = o->timeout ? o->timeout : BOOT_DEFAULT_TIMEOUT;
+	r = limits_config_resolve(NULL, &cfg.limits, o->caller_env, &p->limits, err);
+	if (r < 0)
+		goto out_config;
 	p->listen_port = o->listen_port ? o->listen_port : BOOT_DEFAULT_LISTEN_PORT;
 	p->check_up = !o->no_forward;
 	r = 0;
@@ -427,6 +430,9 @@ static int plan_from_spec(struct boot_plan *p, const struct boot_options *o, str
 	}
 	p->port = spec.port;
 	p->timeout = o->timeout ? o->timeout : (spec.timeout ? spec.timeout : BOOT_DEFAULT_TIMEOUT);
+	r = limits_config_resolve(&spec.limits, NULL, o->caller_env, &p->limits, err);
+	if (r < 0)
+		goto out_spec;
 	p->listen_port = o->listen_port ? o->listen_port : spec.listen_port;
 	if (spec.start_url && !(p->start_url = strdup(spec.start_url))) {
 		r = oom(err);
@@ -621,6 +627,7 @@ char *boot_plan_to_json(const struct boot_plan *p)
 	json_object_array_add(steps, step_to_json(p, &p->manifest, true));
 	json_object_array_add(steps, step_to_json(p, &p->start, true));
 	json_object_object_add(root, "steps", steps);
+	json_object_object_add(root, "limits", limits_config_to_json(&p->limits));
 	json_object_object_add(root, "environment", env_to_json(p, p->env));
 	json_object_object_add(root, "masked_secret_names", strv_to_json(p->secret_env_names));
 	json_object_object_add(root, "warnings", strv_to_json(p->warnings));

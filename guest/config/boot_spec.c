@@ -679,29 +679,42 @@ static int spec_keep_on_failure(struct json_object *obj, struct boot_spec *s, st
 	return 0;
 }
 
+/* `limits`: sizes as strings ("2GiB") or byte counts, counts as integers. */
+static int spec_limits(struct json_object *obj, struct boot_spec *s, struct err *err)
+{
+	struct json_object *v = spec_member(obj, "limits");
+
+	if (!v)
+		return 0;
+	if (!json_object_is_type(v, json_type_object))
+		return spec_refuse(err, "limits", "must be an object");
+	spec_log_unknown(v, "limits.", limits_config_keys);
+	for (size_t i = 0; limits_config_keys[i]; i++) {
+		struct json_object *e = spec_member(v, limits_config_keys[i]);
+		char key[32];
+		struct err why;
+
+		if (!e)
+			continue;
+		snprintf(key, sizeof(key), "limits.%s", limits_config_keys[i]);
+		if (!json_object_is_type(e, json_type_string) &&
+		    !json_object_is_type(e, json_type_int))
+			return spec_refuse(err, key, "must be a string or an integer");
+		if (limits_config_set(&s->limits, limits_config_keys[i], json_object_get_string(e),
+		                      &why) < 0)
+			return spec_refuse(err, key, "is invalid: %s", why.msg);
+	}
+	return 0;
+}
+
 static int spec_from_object(struct json_object *obj, struct boot_spec *s, struct err *err)
 {
-	static const char *const known[] = {"version",
-	                                    "app_dir",
-	                                    "manifest_path",
-	                                    "port",
-	                                    "listen_port",
-	                                    "timeout",
-	                                    "manifest",
-	                                    "start",
-	                                    "user",
-	                                    "toolchain",
-	                                    "directories",
-	                                    "env",
-	                                    "secret_names",
-	                                    "steps",
-	                                    "start_url",
-	                                    "keep_on_failure",
-	                                    "mode",
-	                                    "kind",
-	                                    "recorded_steps",
-	                                    "facts",
-	                                    NULL};
+	static const char *const known[] = {
+	    "version",         "app_dir",  "manifest_path", "port",           "listen_port",
+	    "timeout",         "manifest", "start",         "user",           "toolchain",
+	    "directories",     "env",      "secret_names",  "steps",          "start_url",
+	    "keep_on_failure", "mode",     "kind",          "recorded_steps", "facts",
+	    "limits",          NULL};
 	struct json_object *v;
 	int r;
 
@@ -750,6 +763,8 @@ static int spec_from_object(struct json_object *obj, struct boot_spec *s, struct
 		r = spec_start_url(obj, s, err);
 	if (r >= 0)
 		r = spec_keep_on_failure(obj, s, err);
+	if (r >= 0)
+		r = spec_limits(obj, s, err);
 	if (r >= 0)
 		r = spec_plain_string(obj, "mode", &s->mode, err);
 	if (r >= 0)

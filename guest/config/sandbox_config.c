@@ -51,7 +51,7 @@ struct open_how {
 #define KEY_SHOWN_MAX 64
 #define LINE_SHOWN_MAX 160
 
-static const char *const known_settings[] = {"env", "setup", "manifest", "start", NULL};
+static const char *const known_settings[] = {"env", "setup", "manifest", "start", "limits", NULL};
 
 static inline void yaml_event_deletep(yaml_event_t *e)
 {
@@ -158,6 +158,7 @@ struct cfg_build {
 	bool setup_given;
 	char *manifest;
 	char *start;
+	struct limits_request limits;
 };
 
 static void cfg_build_dispose(struct cfg_build *b)
@@ -576,9 +577,83 @@ static int parse_env(struct cfg_parser *p, const yaml_event_t *ev, struct cfg_bu
 	}
 }
 
+#define LIMITS_RULE "`limits` must map memory, pids, cpu_weight and disk to values"
+
+/* One `limits` entry; an unknown key is warned about (with a near miss) and skipped. */
+static int parse_limit_entry(struct cfg_parser *p, const yaml_event_t *key, struct keyset *seen,
+                             struct cfg_build *b)
+{
+	_cleanup_event_ yaml_event_t value = {0};
+	_cleanup_free_ char *name = NULL, *text = NULL;
+	char shown[KEY_SHOWN_MAX + 4];
+	enum yaml_scalar_kind kind;
+	struct err why;
+	int r;
+
+	if (key->type != YAML_SCALAR_EVENT)
+		return refuse_at(p->err, &key->start_mark, LIMITS_RULE);
+	r = resolve_event(p, key, &kind, &name, &why);
+	if (r < 0)
+		return r;
+	if (r > 0 || kind != YAML_KIND_STR)
+		return refuse_at(p->err, &key->start_mark, LIMITS_RULE);
+	r = keyset_add(seen, p->len, name);
+	if (r < 0)
+		return oom(p->err);
+	if (r > 0)
+		return refuse_at(p->err, &key->start_mark, "`limits` sets %s twice",
+		                 key_shown(name, shown));
+	r = next_event(p, &value);
+	if (r < 0)
+		return r;
+	if (!strv_contains((char *const *)limits_config_keys, name)) {
+		const char *near = suggest_closest(name, limits_config_keys);
+
+		key_shown(name, shown);
+		note_add(p->notes, "%s:%zu:%zu: warning: unknown limit `%s` is ignored%s%s%s",
+		         SANDBOX_CONFIG_PATH, key->start_mark.line + 1, key->start_mark.column + 1,
+		         shown,
+		         near ? "; did you mean `"
+		              : " (the limits are memory, pids, cpu_weight and "
+		                "disk)",
+		         near ? near : "", near ? "`?" : "");
+		return skip_node(p, &value);
+	}
+	if (value.type != YAML_SCALAR_EVENT)
+		return refuse_at(p->err, &value.start_mark, "`limits.%s` must be a value, not %s",
+		                 name, node_noun(&value));
+	text = strndup((const char *)value.data.scalar.value, value.data.scalar.length);
+	if (!text)
+		return oom(p->err);
+	if (limits_config_set(&b->limits, name, text, &why) < 0)
+		return refuse_at(p->err, &value.start_mark, "limits: %s", why.msg);
+	return 0;
+}
+
+static int parse_limits(struct cfg_parser *p, const yaml_event_t *ev, struct cfg_build *b)
+{
+	_cleanup_(keyset_dispose) struct keyset seen = {0};
+
+	if (!is_mapping(ev))
+		return refuse_at(p->err, &ev->start_mark, LIMITS_RULE);
+	for (;;) {
+		_cleanup_event_ yaml_event_t key = {0};
+		int r = next_event(p, &key);
+		if (r < 0)
+			return r;
+		if (key.type == YAML_MAPPING_END_EVENT)
+			return 0;
+		r = parse_limit_entry(p, &key, &seen, b);
+		if (r < 0)
+			return r;
+	}
+}
+
 static int parse_setting(struct cfg_parser *p, const char *name, const yaml_event_t *value,
                          struct cfg_build *b)
 {
+	if (strcmp(name, "limits") == 0)
+		return parse_limits(p, value, b);
 	if (strcmp(name, "env") == 0)
 		return parse_env(p, value, b);
 	if (strcmp(name, "setup") == 0) {
@@ -609,7 +684,7 @@ static void note_unknown_setting(struct cfg_parser *p, const char *name, const y
 	else
 		note_add(p->notes,
 		         "%s:%zu:%zu: warning: unknown setting `%s` is ignored (the settings are "
-		         "env, setup, manifest and start)",
+		         "env, setup, manifest, start and limits)",
 		         SANDBOX_CONFIG_PATH, mark->line + 1, mark->column + 1, shown);
 }
 
@@ -781,6 +856,7 @@ int sandbox_config_parse_noted(const char *buf, size_t len, char ***notes,
 	    .setup = setup,
 	    .manifest = TAKE_PTR(b.manifest),
 	    .start = TAKE_PTR(b.start),
+	    .limits = b.limits,
 	    .has_file = false,
 	};
 	return 0;

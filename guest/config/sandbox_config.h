@@ -14,6 +14,7 @@
 #include <stddef.h>
 
 #include "err.h"
+#include "limits_config.h"
 
 #define SANDBOX_CONFIG_PATH ".activeagents/sandbox.yml"
 #define SANDBOX_CONFIG_MAX (256 * 1024)
@@ -30,7 +31,8 @@ struct sandbox_config {
 	char **setup; /* commands, in order (the defaults when the file has no `setup`) */
 	char *manifest;
 	char *start;
-	bool has_file; /* the file existed */
+	struct limits_request limits; /* `limits:`, 0 where not given */
+	bool has_file;                /* the file existed */
 };
 
 /* Flags for sandbox_config_load_at(). */

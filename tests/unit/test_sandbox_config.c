@@ -721,7 +721,7 @@ START_TEST(test_notes_unknown_keys)
 	                    ".activeagents/sandbox.yml:6:1: warning: unknown setting `strat` is "
 	                    "ignored; did you mean `start`?\n"
 	                    ".activeagents/sandbox.yml:7:1: warning: unknown setting `other` is "
-	                    "ignored (the settings are env, setup, manifest and start)\n"
+	                    "ignored (the settings are env, setup, manifest, start and limits)\n"
 	                    ".activeagents/sandbox.yml:8:1: warning: a setting whose key is not a "
 	                    "string is ignored\n");
 	free(n);
