@@ -39,8 +39,7 @@ static int count(const char *text, uint64_t min, uint64_t max, uint64_t *ret)
 	return 0;
 }
 
-int limits_config_set(struct limits_request *r, const char *key, const char *text,
-                      struct err *err)
+int limits_config_set(struct limits_request *r, const char *key, const char *text, struct err *err)
 {
 	struct err why;
 	uint64_t v;
@@ -50,10 +49,11 @@ int limits_config_set(struct limits_request *r, const char *key, const char *tex
 		uint64_t min = mem ? LIMITS_MEMORY_MIN : LIMITS_DISK_MIN;
 
 		if (cgroup_limits_parse_size(text, &v, &why) < 0 || v < min)
-			return err_set(err, ERR_REFUSED, EINVAL,
-			               "`%s` must be a size of at least %s (e.g. 512MiB, 2GiB), not "
-			               "`%.40s`",
-			               key, mem ? "8 MiB" : "1 MiB", text ? text : "");
+			return err_set(
+			    err, ERR_REFUSED, EINVAL,
+			    "`%s` must be a size of at least %s (e.g. 512MiB, 2GiB), not "
+			    "`%.40s`",
+			    key, mem ? "8 MiB" : "1 MiB", text ? text : "");
 		*(mem ? &r->memory : &r->disk) = v;
 		return 0;
 	}
@@ -68,10 +68,11 @@ int limits_config_set(struct limits_request *r, const char *key, const char *tex
 	}
 	if (!strcmp(key, "cpu_weight")) {
 		if (count(text, 1, LIMITS_CPU_WEIGHT_MAX, &v) < 0)
-			return err_set(err, ERR_REFUSED, EINVAL,
-			               "`cpu_weight` must be a number from 1 to %d (100 is an equal "
-			               "share), not `%.40s`",
-			               LIMITS_CPU_WEIGHT_MAX, text ? text : "");
+			return err_set(
+			    err, ERR_REFUSED, EINVAL,
+			    "`cpu_weight` must be a number from 1 to %d (100 is an equal "
+			    "share), not `%.40s`",
+			    LIMITS_CPU_WEIGHT_MAX, text ? text : "");
 		r->cpu_weight = (unsigned)v;
 		return 0;
 	}

@@ -18,7 +18,7 @@
 
 #define LIMITS_DEFAULT_MEMORY (4ULL << 30) /* 4 GiB */
 #define LIMITS_DEFAULT_PIDS 4096
-#define LIMITS_DEFAULT_CPU_WEIGHT 100 /* everyone's share */
+#define LIMITS_DEFAULT_CPU_WEIGHT 100     /* everyone's share */
 #define LIMITS_DEFAULT_DISK (20ULL << 30) /* 20 GiB */
 #define LIMITS_MEMORY_MIN (8ULL << 20)
 #define LIMITS_PIDS_MIN 8
@@ -39,8 +39,7 @@ extern const char *const limits_config_keys[];
  * One key's value as text ("2GiB", "512"): ERR_REFUSED "`memory` must be a size of at least
  * 8 MiB (e.g. 512MiB, 2GiB)"; -ENOENT (nothing set) for a key that is not one of ours.
  */
-int limits_config_set(struct limits_request *r, const char *key, const char *text,
-                      struct err *err);
+int limits_config_set(struct limits_request *r, const char *key, const char *text, struct err *err);
 
 /* SANDBOX_AGENT_LIMIT_MEMORY for "memory", ...; NULL for a key that is not ours. */
 const char *limits_config_env_name(const char *key);

@@ -93,8 +93,8 @@ static int workspace_usage(const struct boot_plan *p, uint64_t *ret, struct err 
 	return 0;
 }
 
-static int check_disk(const struct boot_plan *p, struct boot_limits_watch *w,
-                      const char *command, struct err *err)
+static int check_disk(const struct boot_plan *p, struct boot_limits_watch *w, const char *command,
+                      struct err *err)
 {
 	uint64_t used = 0, t0 = clock_now_ms(), took;
 	char used_s[32], max_s[32];
@@ -130,12 +130,13 @@ int boot_limits_watch_check(const struct boot_plan *p, const struct procset *ps,
 	procset_limit_hits(ps, &h);
 	if (h.forks_denied > w->forks_base) {
 		*ret_hit = "pids";
-		return err_set(err, ERR_FAILED, EAGAIN,
-		               "`%s` was stopped: it ran into the process limit (%llu processes, "
-		               "limits.pids) and a fork was refused; a command that starts "
-		               "processes without end (a fork bomb) or too many parallel jobs; lower "
-		               "its parallelism, or raise limits.pids",
-		               command, (unsigned long long)h.now.pids_max);
+		return err_set(
+		    err, ERR_FAILED, EAGAIN,
+		    "`%s` was stopped: it ran into the process limit (%llu processes, "
+		    "limits.pids) and a fork was refused; a command that starts "
+		    "processes without end (a fork bomb) or too many parallel jobs; lower "
+		    "its parallelism, or raise limits.pids",
+		    command, (unsigned long long)h.now.pids_max);
 	}
 	if (p->limits.disk && (final || clock_now_ms() >= w->next_disk_ms) &&
 	    check_disk(p, w, command, err) < 0) {

@@ -168,8 +168,8 @@ static int place_v1(const char *set_dir, const char *name, int c, bool create,
 }
 
 int cgroup_limits_place(const char *set_dir, bool set_v2, const char *name,
-                        const struct cgroup_limits *want, bool create,
-                        struct cgroup_limits_set *s, struct err *err)
+                        const struct cgroup_limits *want, bool create, struct cgroup_limits_set *s,
+                        struct err *err)
 {
 	for (int c = 0; c < CGROUP_LIMITS_N; c++) {
 		if (s->dir[c] || (create && !wanted(want, c)))
@@ -187,8 +187,8 @@ int cgroup_limits_place(const char *set_dir, bool set_v2, const char *name,
 	return 0;
 }
 
-static int write_limit(const struct cgroup_limits_set *s, int c, const char *file,
-                       uint64_t value, struct err *err)
+static int write_limit(const struct cgroup_limits_set *s, int c, const char *file, uint64_t value,
+                       struct err *err)
 {
 	char text[32];
 	int r;
@@ -208,11 +208,12 @@ int cgroup_limits_write(const struct cgroup_limits_set *s, const struct cgroup_l
 {
 	for (int c = 0; c < CGROUP_LIMITS_N; c++)
 		if (wanted(l, c) && !s->dir[c])
-			return err_set(err, ERR_FAILED, ENOTSUP,
-			               "cannot limit %s: no %s cgroup controller is available here "
-			               "(neither in the cgroup2 hierarchy nor as a v1 hierarchy below "
-			               "/sys/fs/cgroup); mount one, or drop the limit",
-			               nouns[c], v1_names[c]);
+			return err_set(
+			    err, ERR_FAILED, ENOTSUP,
+			    "cannot limit %s: no %s cgroup controller is available here "
+			    "(neither in the cgroup2 hierarchy nor as a v1 hierarchy below "
+			    "/sys/fs/cgroup); mount one, or drop the limit",
+			    nouns[c], v1_names[c]);
 	if (l->memory_max) {
 		int c = CGROUP_LIMITS_MEMORY;
 		bool v2 = s->v2[c];
@@ -225,7 +226,8 @@ int cgroup_limits_write(const struct cgroup_limits_set *s, const struct cgroup_l
 		if (write_limit(s, c, v2 ? "memory.max" : "memory.limit_in_bytes", l->memory_max,
 		                err) < 0)
 			return -1;
-		/* Without swap an allocation past the limit is an out-of-memory kill, not a crawl. */
+		/* Without swap an allocation past the limit is an out-of-memory kill, not a crawl.
+		 */
 		if ((v2 ? write_small(s->dir[c], "memory.swap.max", "0")
 		        : write_small(s->dir[c], "memory.memsw.limit_in_bytes", text)) < 0)
 			log_debug("swap of %s is not limited (no swap accounting)", s->dir[c]);
@@ -316,8 +318,8 @@ int cgroup_limits_parse_size(const char *text, uint64_t *ret, struct err *err)
 	static const struct {
 		const char *name;
 		unsigned shift;
-	} units[] = {{"", 0},    {"b", 0},    {"k", 10},   {"kb", 10}, {"kib", 10},
-	             {"m", 20},  {"mb", 20},  {"mib", 20}, {"g", 30},  {"gb", 30},
+	} units[] = {{"", 0},     {"b", 0},   {"k", 10},   {"kb", 10}, {"kib", 10},
+	             {"m", 20},   {"mb", 20}, {"mib", 20}, {"g", 30},  {"gb", 30},
 	             {"gib", 30}, {"t", 40},  {"tb", 40},  {"tib", 40}};
 	uint64_t whole = 0, frac = 0, scale = 1;
 	const char *p = text;
@@ -348,7 +350,8 @@ int cgroup_limits_parse_size(const char *text, uint64_t *ret, struct err *err)
 	if (*p == ' ')
 		p++;
 	for (; *p && *p != ' '; p++) {
-		if (n + 1 >= sizeof(unit) || !((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z')))
+		if (n + 1 >= sizeof(unit) ||
+		    !((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z')))
 			goto bad;
 		unit[n++] = (char)(*p | 0x20);
 	}

@@ -33,13 +33,14 @@ enum cgroup_limits_controller {
 struct cgroup_limits_set {
 	char *dir[CGROUP_LIMITS_N]; /* the cgroup whose files hold the limit; NULL: not placed */
 	bool v2[CGROUP_LIMITS_N];
-	int join_fd[CGROUP_LIMITS_N]; /* cgroup.procs of a v1 cgroup to join besides the set's; -1 */
+	int join_fd[CGROUP_LIMITS_N]; /* cgroup.procs of a v1 cgroup to join besides the set's; -1
+	                               */
 };
 
 /* What the limits did so far, and what they are. */
 struct cgroup_limits_hits {
-	uint64_t oom_kills;    /* processes the kernel killed for memory */
-	uint64_t forks_denied; /* forks refused at the pids limit */
+	uint64_t oom_kills;       /* processes the kernel killed for memory */
+	uint64_t forks_denied;    /* forks refused at the pids limit */
 	struct cgroup_limits now; /* the limits as the kernel has them (0: none or unknown) */
 };
 
@@ -62,8 +63,8 @@ void cgroup_limits_init(struct cgroup_limits_set *s);
  * that is nowhere to be had is left unplaced; ERR_FAILED only when making one failed.
  */
 int cgroup_limits_place(const char *set_dir, bool set_v2, const char *name,
-                        const struct cgroup_limits *want, bool create,
-                        struct cgroup_limits_set *s, struct err *err);
+                        const struct cgroup_limits *want, bool create, struct cgroup_limits_set *s,
+                        struct err *err);
 /*
  * Write the limits of l into the placed cgroups (swap is limited to nothing with memory).
  * A limit asked for whose controller is not placed fails: ERR_FAILED "cannot limit memory:

@@ -83,7 +83,8 @@ static int cgroup_mount(const char *controller, char **ret_mnt, char **ret_root)
 		unescape_octal(fields[3]);
 		unescape_octal(fields[4]);
 		if (strncmp(fields[4], CGROUP_PLACE_ROOT, strlen(CGROUP_PLACE_ROOT)) ||
-		    (fields[4][strlen(CGROUP_PLACE_ROOT)] && fields[4][strlen(CGROUP_PLACE_ROOT)] != '/'))
+		    (fields[4][strlen(CGROUP_PLACE_ROOT)] &&
+		     fields[4][strlen(CGROUP_PLACE_ROOT)] != '/'))
 			continue;
 		*ret_mnt = strdup(fields[4]);
 		*ret_root = strdup(fields[3]);
