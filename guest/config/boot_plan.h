@@ -20,6 +20,7 @@
 
 #include "boot_spec.h"
 #include "database_config.h"
+#include "egress_config.h"
 #include "err.h"
 #include "limits_config.h"
 #include "proc.h"
@@ -116,6 +117,7 @@ struct boot_plan {
 	struct scrubber *scrub;    /* every known secret value */
 	char **warnings;           /* sandbox.yml's warnings, as in boot_options.notes */
 	struct boot_limits limits; /* memory, pids, CPU weight, disk budget (limits_config.h) */
+	struct boot_egress egress; /* the proxy the app's and agent's users may reach */
 };
 
 int boot_plan_build(const struct boot_options *o, struct boot_plan *ret, struct err *err);

@@ -707,14 +707,60 @@ static int spec_limits(struct json_object *obj, struct boot_spec *s, struct err 
 	return 0;
 }
 
+/* `egress`: {"proxy": URL, "required": bool}. */
+static int spec_egress(struct json_object *obj, struct boot_spec *s, struct err *err)
+{
+	static const char *const known[] = {"proxy", "required", NULL};
+	struct json_object *v = spec_member(obj, "egress"), *e;
+	char *host = NULL;
+	unsigned port;
+	struct err why;
+
+	if (!v)
+		return 0;
+	if (!json_object_is_type(v, json_type_object))
+		return spec_refuse(err, "egress", "must be an object");
+	spec_log_unknown(v, "egress.", known);
+	if ((e = spec_member(v, "required"))) {
+		if (!json_object_is_type(e, json_type_boolean))
+			return spec_refuse(err, "egress.required", "must be true or false");
+		s->egress.required = json_object_get_boolean(e);
+	}
+	if (!(e = spec_member(v, "proxy")))
+		return 0;
+	if (!json_object_is_type(e, json_type_string))
+		return spec_refuse(err, "egress.proxy", "must be a string");
+	if (egress_config_check_proxy(json_object_get_string(e), &host, &port, &why) < 0)
+		return spec_refuse(err, "egress.proxy", "is invalid: %s", why.msg);
+	free(host);
+	return spec_dup(json_object_get_string(e), &s->egress.proxy, err);
+}
+
 static int spec_from_object(struct json_object *obj, struct boot_spec *s, struct err *err)
 {
-	static const char *const known[] = {
-	    "version",         "app_dir",  "manifest_path", "port",           "listen_port",
-	    "timeout",         "manifest", "start",         "user",           "toolchain",
-	    "directories",     "env",      "secret_names",  "steps",          "start_url",
-	    "keep_on_failure", "mode",     "kind",          "recorded_steps", "facts",
-	    "limits",          NULL};
+	static const char *const known[] = {"version",
+	                                    "app_dir",
+	                                    "manifest_path",
+	                                    "port",
+	                                    "listen_port",
+	                                    "timeout",
+	                                    "manifest",
+	                                    "start",
+	                                    "user",
+	                                    "toolchain",
+	                                    "directories",
+	                                    "env",
+	                                    "secret_names",
+	                                    "steps",
+	                                    "start_url",
+	                                    "keep_on_failure",
+	                                    "mode",
+	                                    "kind",
+	                                    "recorded_steps",
+	                                    "facts",
+	                                    "limits",
+	                                    "egress",
+	                                    NULL};
 	struct json_object *v;
 	int r;
 
@@ -765,6 +811,8 @@ static int spec_from_object(struct json_object *obj, struct boot_spec *s, struct
 		r = spec_keep_on_failure(obj, s, err);
 	if (r >= 0)
 		r = spec_limits(obj, s, err);
+	if (r >= 0)
+		r = spec_egress(obj, s, err);
 	if (r >= 0)
 		r = spec_plain_string(obj, "mode", &s->mode, err);
 	if (r >= 0)
@@ -974,6 +1022,7 @@ void boot_spec_dispose(struct boot_spec *s)
 		return;
 	free(s->app_dir);
 	free(s->manifest_path);
+	egress_config_request_dispose(&s->egress);
 	boot_step_dispose(&s->manifest);
 	boot_step_dispose(&s->start);
 	free(s->user);

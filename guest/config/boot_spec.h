@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "egress_config.h"
 #include "err.h"
 #include "limits_config.h"
 
@@ -57,6 +58,7 @@ struct boot_spec {
 	char *kind;
 	char *recorded_steps;         /* the spec's recorded_steps array as JSON text, or NULL */
 	struct limits_request limits; /* `limits`, 0 where not given */
+	struct egress_request egress; /* `egress` */
 };
 
 /* ret is filled only on success; release it with boot_spec_dispose. */

@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "egress_config.h"
 #include "err.h"
 #include "limits_config.h"
 
@@ -32,6 +33,7 @@ struct sandbox_config {
 	char *manifest;
 	char *start;
 	struct limits_request limits; /* `limits:`, 0 where not given */
+	struct egress_request egress; /* `egress:` */
 	bool has_file;                /* the file existed */
 };
 

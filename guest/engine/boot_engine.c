@@ -33,6 +33,7 @@
 #include "log.h"
 #include "manifest.h"
 #include "procset.h"
+#include "boot_egress.h"
 #include "boot_limits.h"
 #include "ready.h"
 #include "strv.h"
@@ -804,6 +805,8 @@ int boot_engine_run(struct boot_plan *p, const struct boot_options *o,
 	if (boot_limits_apply(p, procs, set_name, o->notes, err) < 0)
 		goto out;
 	boot_limits_state(p, &st);
+	if (boot_egress_apply(p, &st, o->notes, err) < 0)
+		goto out;
 	save_state(p, &st, "booting", "preflight");
 
 	if (prepare_directories(p, err) < 0)

@@ -218,6 +218,10 @@ int boot_state_load(const char *state_dir, struct boot_state *ret, struct err *e
 		    json_object_is_type(lim, json_type_object) &&
 		    boot_state_set(&s.limits, json_object_to_json_string_ext(lim, 0)) < 0)
 			goto out_oom;
+		if (json_object_object_get_ex(root, "egress", &lim) &&
+		    json_object_is_type(lim, json_type_object) &&
+		    boot_state_set(&s.egress, json_object_to_json_string_ext(lim, 0)) < 0)
+			goto out_oom;
 	}
 	s.port = (unsigned)get_int(root, "port");
 	s.boot_pid = (pid_t)get_int(root, "boot_pid");
@@ -355,6 +359,7 @@ static json_object *state_to_object(const struct boot_state *s)
 	add_str(o, "cgroup", s->cgroup);
 	json_object_object_add(o, "limits", s->limits ? json_tokener_parse(s->limits) : NULL);
 	add_str(o, "limit_hit", s->limit_hit);
+	json_object_object_add(o, "egress", s->egress ? json_tokener_parse(s->egress) : NULL);
 	for (size_t i = 0; s->completed && s->completed[i]; i++)
 		json_object_array_add(done, json_object_new_string(s->completed[i]));
 	json_object_object_add(o, "completed", done);
@@ -432,6 +437,7 @@ void boot_state_dispose(struct boot_state *s)
 	free(s->recorded_steps);
 	free(s->limits);
 	free(s->limit_hit);
+	free(s->egress);
 	free(s->resumed_from);
 	for (size_t i = 0; i < s->n_phases; i++) {
 		free(s->phases[i].name);

@@ -187,8 +187,9 @@ START_TEST(test_spec_limits)
 	struct boot_spec s;
 	struct err e;
 
-	snprintf(doc, sizeof(doc), "%s\"limits\":{\"memory\":\"2GiB\",\"pids\":512,\"disk\":"
-	                           "1073741824}}",
+	snprintf(doc, sizeof(doc),
+	         "%s\"limits\":{\"memory\":\"2GiB\",\"pids\":512,\"disk\":"
+	         "1073741824}}",
 	         head);
 	ck_assert_msg(boot_spec_parse(doc, strlen(doc), &s, &e) == 0, "%s", e.msg);
 	ck_assert_uint_eq(s.limits.memory, 2ULL << 30);
