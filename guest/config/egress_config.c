@@ -21,8 +21,7 @@ static void curl_freep(char **p)
 
 #define URL_MAX 512
 
-int egress_config_check_proxy(const char *url, char **ret_host, unsigned *ret_port,
-                              struct err *err)
+int egress_config_check_proxy(const char *url, char **ret_host, unsigned *ret_port, struct err *err)
 {
 	_cleanup_(curl_url_cleanupp) CURLU *u = curl_url();
 	_cleanup_(curl_freep) char *scheme = NULL, *host = NULL, *port = NULL, *path = NULL;

@@ -37,7 +37,7 @@ struct boot_egress {
 };
 
 /*
- * A proxy URL: http:// (or https://), a host, a port (default 3128 for http without one), no
+ * A proxy URL: http:// (or https://), a host, a port (the scheme's, 80 or 443, by default), no
  * user, password, path beyond "/", query or fragment. ERR_REFUSED "`proxy` must be a URL like
  * http://10.0.0.1:3128, not `...`: ...".
  */

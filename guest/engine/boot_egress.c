@@ -58,9 +58,10 @@ static int proxy_addresses(const struct boot_plan *p, struct confined *c, struct
 		               "the egress proxy's host %s cannot be resolved: %s", p->egress.host,
 		               gai_strerror(r));
 	for (struct addrinfo *a = res; a && c->n_addrs < ADDRS_MAX; a = a->ai_next) {
-		const void *bin = a->ai_family == AF_INET6
-		                      ? (const void *)&((struct sockaddr_in6 *)a->ai_addr)->sin6_addr
-		                      : (const void *)&((struct sockaddr_in *)a->ai_addr)->sin_addr;
+		const void *bin =
+		    a->ai_family == AF_INET6
+		        ? (const void *)&((struct sockaddr_in6 *)a->ai_addr)->sin6_addr
+		        : (const void *)&((struct sockaddr_in *)a->ai_addr)->sin_addr;
 		char text[INET6_ADDRSTRLEN];
 		bool dup = false;
 
@@ -254,6 +255,8 @@ void boot_egress_remove(const struct boot_plan *p)
 	if (!p->egress.proxy)
 		return;
 	/* Create first, so the delete finds it whether or not a boot made it. */
-	if (run_nft(p, "add table inet " BOOT_EGRESS_TABLE " ';' delete table inet " BOOT_EGRESS_TABLE, NULL, &e) < 0)
+	if (run_nft(p,
+	            "add table inet " BOOT_EGRESS_TABLE " ';' delete table inet " BOOT_EGRESS_TABLE,
+	            NULL, &e) < 0)
 		log_debug("removing the egress rules: %s", e.msg);
 }

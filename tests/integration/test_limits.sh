@@ -113,6 +113,7 @@ done
 check "--status says crashed" grep -q '"status":"crashed"\|"status": "crashed"' "$TMP/status.json"
 check "--status says the server was killed: out of memory (limit 96 MiB)" \
 	grep -q 'the server was killed: out of memory (limit 96 MiB)' "$TMP/status.json"
+check "--status names the limit it hit" grep -q '"limit_hit":"memory"\|"limit_hit": "memory"' "$TMP/status.json"
 log "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["reason"][:160])' "$TMP/status.json" 2>/dev/null)"
 stop_boot "$app"
 
