@@ -61,6 +61,7 @@ done
 wait
 SH
 chmod 755 "$app/bomb.sh"
+app_bomb=$app
 chown -R sandbox: "$app"
 t0=$(date +%s%N)
 pyapp_boot "$app" --timeout 60
@@ -141,6 +142,39 @@ echo "--- the daemon's options"
 check "serve --limit-memory refuses a bad size" grep -q -- '--limit-memory: `memory` must be a size' "$TMP/serve.err"
 "$AGENT" serve --limit-pids 3 --stdio </dev/null >/dev/null 2>"$TMP/serve.err"
 check "serve --limit-pids refuses a tiny count" grep -q -- '--limit-pids: `pids` must be' "$TMP/serve.err"
+
+echo "--- the daemon's --limit-pids reaches the boots it runs"
+CTL=$BUILD/sandbox-ctl
+export HOME=$TMP/home
+mkdir -p "$HOME"
+"$CTL" keygen >/dev/null 2>&1 || die "sandbox-ctl keygen failed"
+cp "$HOME/.config/sandbox-ctl/key.pub" "$TMP/authorized_keys"
+"$AGENT" serve --unix "$TMP/agent.sock" --authorized-keys "$TMP/authorized_keys" \
+	--authorized-keys-dir '' --key "$TMP/guest_key" --state-dir "$TMP/agent.state" \
+	--listen "127.0.0.1:$LISTEN_PORT" --grace 1000 --cache-root "$TMP/cache" \
+	--limit-pids 32 --limit-memory 256MiB >"$TMP/agent.log" 2>&1 &
+on_exit "kill $!"
+for _ in $(seq 100); do [ -S "$TMP/agent.sock" ] && break; sleep 0.1; done
+A=unix:$TMP/agent.sock
+SRC=$TMP/src
+cp -a "$ROOT/tests/data/pyapp" "$SRC"
+cp "$app_bomb/bomb.sh" "$SRC/"
+yml '{}' '["sh bomb.sh"]' >"$SRC/.activeagents/sandbox.yml"
+DAPP=$TMP/dws/app
+mkdir -p "$TMP/dws"
+on_exit "'$CTL' --connect '$A' stop --app-dir '$DAPP' --grace 1"
+"$CTL" --timeout 30 --connect "$A" --accept-new-guest-key hello >/dev/null 2>&1
+"$CTL" --timeout 30 --connect "$A" push "$SRC" --app-dir "$DAPP" >/dev/null 2>"$TMP/ctl.err" ||
+	{ cat "$TMP/ctl.err"; die "push failed"; }
+"$CTL" --timeout 60 --connect "$A" boot --app-dir "$DAPP" --wait --deadline 60 >"$TMP/ctl.out" 2>"$TMP/ctl.err"
+RC=$?
+check "the boot through the daemon fails" [ "$RC" -ne 0 ]
+check "on the daemon's process limit" grep -q 'ran into the process limit (32 processes, limits.pids)' "$TMP/ctl.out" "$TMP/ctl.err"
+check "with the daemon's memory limit recorded" [ "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["limits"]["memory_text"])' "${DAPP%/app}/.sandbox/state.json" 2>/dev/null)" = "256 MiB" ] ||
+	ls -la "${DAPP%/app}" "$TMP/agent.state" 2>/dev/null | head
+check "nothing of the fork bomb is left running" [ -z "$(procs_holding "$MARK-bomb")" ]
+"$CTL" --timeout 30 --connect "$A" stop --app-dir "$DAPP" --grace 1 >/dev/null 2>&1
+reap_marked
 
 echo "--- nothing left behind"
 # Every boot was stopped: its cgroup and the v1 cgroups of its limits (same name) are gone.
