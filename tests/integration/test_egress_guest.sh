@@ -19,7 +19,8 @@ command -v ip >/dev/null || die "ip is missing (iproute2)"
 NS=sar-egress-$$
 ip netns add "$NS" || skip "cannot create a network namespace"
 on_exit "ip netns del $NS"
-in_ns() { ip netns exec "$NS" "$@"; }
+# nsenter, not `ip netns exec`, which mounts a sysfs of its own (and so hides the cgroups).
+in_ns() { nsenter --net="/run/netns/$NS" "$@"; }
 in_ns ip link set lo up
 in_ns ip addr add 10.200.0.1/32 dev lo
 in_ns ip addr add 10.200.0.2/32 dev lo
