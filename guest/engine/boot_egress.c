@@ -168,7 +168,8 @@ static int run_nft(const struct boot_plan *p, const char *args, const char *file
 		               "(apt-get install nftables)",
 		               p->egress.nft);
 	proc_describe_status(status, how, sizeof(how));
-	return err_set(err, ERR_FAILED, EPERM, "`nft %s` %s: %s", args, how,
+	return err_set(err, ERR_FAILED, EPERM, "`%s %s%s` %s: %s", p->egress.nft,
+	               file ? "-f " : args, file ? file : "", how,
 	               output && *output ? output : "(no output)");
 }
 

@@ -108,6 +108,21 @@ check "state.json says skipped" [ "$(egress_of "$app" status)" = skipped ]
 check "the table was not loaded" ! has_table
 in_ns "$BOOT" --discard --grace 1000 "$app" >/dev/null 2>&1
 
+echo "--- the kernel refuses the table (no CAP_NET_ADMIN)"
+app=$(pyapp_make nocap raw="$(yml '{proxy: "http://10.200.0.1:3128", required: true}')")
+cp "$DATA/connects.py" "$app/"
+chown -R sandbox: "$app"
+OUT=$TMP/out ERR=$TMP/err
+in_ns setpriv --bounding-set -net_admin -- $(platform_env) "$BOOT" --listen "127.0.0.1:$LISTEN_PORT" \
+	--grace 1000 --cache-root "$TMP/cache" --timeout 60 "$app" >"$OUT" 2>"$ERR"
+RC=$?
+check "a required confinement fails the boot" [ "$RC" -ne 0 ]
+check "with nft's own words" grep -q 'exited with status 1: .*Operation not permitted' "$ERR"
+log "$(grep -m1 'failed' "$ERR" | cut -c1-220)"
+check "state.json says failed, with the detail" [ "$(egress_of "$app" status)" = failed ]
+check "nothing ran" [ ! -e "$app/connects.out" ]
+in_ns "$BOOT" --discard --grace 1000 "$app" >/dev/null 2>&1
+
 echo "--- refusals"
 app=$(pyapp_make badproxy raw="$(yml '{proxy: "ftp://10.200.0.1"}')")
 boot_ns "$app" --dry-run
