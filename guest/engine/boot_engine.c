@@ -229,9 +229,11 @@ static void step_record_skip(const struct step_context *ctx, const struct plan_s
 	_cleanup_free_ char *line = NULL;
 	struct err e;
 
-	if (logfile_open(s->log_path, BOOT_LOG_MAX_BYTES, (uid_t)-1, (gid_t)-1, &log, &e) == 0 &&
-	    asprintf(&line, "$ %s\n(skipped: %s)\n", s->command, why) >= 0)
-		(void)logfile_write(log, line, strlen(line), &e);
+	if (logfile_open(s->log_path, BOOT_LOG_MAX_BYTES, (uid_t)-1, (gid_t)-1, &log, &e) == 0) {
+		logfile_keep_times_or_say(log);
+		if (asprintf(&line, "$ %s\n(skipped: %s)\n", s->command, why) >= 0)
+			(void)logfile_write(log, line, strlen(line), &e);
+	}
 	strv_push(&st->skipped, s->name);
 	observe(ctx, s->name, "skipped", why);
 }

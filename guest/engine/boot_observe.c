@@ -61,8 +61,7 @@ static int set_failed(struct boot_state *st, const char *cause, const char *reas
 	return reason ? boot_state_set(&st->reason, reason) : 0;
 }
 
-int boot_observe(const char *state_dir, bool in_progress, struct boot_state *ret,
-                 struct err *err)
+int boot_observe(const char *state_dir, bool in_progress, struct boot_state *ret, struct err *err)
 {
 	struct boot_state st;
 	int r = boot_state_load(state_dir, &st, err);

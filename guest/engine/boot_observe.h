@@ -18,8 +18,7 @@
  * this app is running (the daemon's own job), whatever the file says. Returns 0, or 1 when the
  * app has no state yet (ret->status is then "booting" or "none").
  */
-int boot_observe(const char *state_dir, bool in_progress, struct boot_state *ret,
-                 struct err *err);
+int boot_observe(const char *state_dir, bool in_progress, struct boot_state *ret, struct err *err);
 
 /* --status: the observed state as one JSON document; the caller frees it. */
 int boot_observe_json(const char *state_dir, char **ret_json, struct err *err);

@@ -157,6 +157,21 @@ check "logs --tail 1 exits 0" [ "$RC" -eq 0 ]
 check "--tail 1 is the log's last line" \
 	[ "$(json "$OUT" 'd["data"]')" = "$(tail -n 1 "$APP/../.sandbox/logs/setup.log")" ]
 check "--tail 1 starts where that line starts" [ "$(json "$OUT" 'd["next_offset"] - d["offset"] == len(d["data"].encode())')" = True ]
+ctl logs --log setup --app-dir "$APP" --timestamps --connect "$A"
+check "logs --timestamps exits 0" [ "$RC" -eq 0 ]
+check "the same bytes, and times: [offset, unix ms] in order, from offset 0, of this run" \
+	[ "$(json "$OUT" 'd["data"] == open("'"$APP"'/../.sandbox/logs/setup.log").read() and len(d["times"]) >= 1 and d["times"][0][0] == 0 and [t[0] for t in d["times"]] == sorted(t[0] for t in d["times"]) and all(abs(t[1] - __import__("time").time() * 1000) < 600000 for t in d["times"])')" = True ]
+"$CTL" --connect "$A" logs --log setup --app-dir "$APP" --raw --timestamps >"$OUT" 2>"$ERR"
+check "--raw --timestamps: each line after its ISO time, the line itself unchanged" python3 -c '
+import re, sys
+lines = open(sys.argv[1]).read().splitlines()
+log = open(sys.argv[2]).read().splitlines()
+assert len(lines) == len(log) and lines, (lines, log)
+for got, want in zip(lines, log):
+    m = re.fullmatch(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z) (.*)", got)
+    assert m and m.group(2) == want, (got, want)' "$OUT" "$APP/../.sandbox/logs/setup.log"
+check "the log's own directory lists no index as a log" \
+	[ "$("$CTL" --connect "$A" status --app-dir "$APP" | python3 -c 'import json,sys; print(sorted(json.load(sys.stdin)["logs"]))')" = "['manifest', 'server', 'setup']" ]
 ctl logs --log setpu --app-dir "$APP" --connect "$A"
 check "a log that does not exist: exit 2" [ "$RC" -eq 2 ]
 check "its reason is not_found" [ "$(json "$OUT" 'd["error"]["reason"]')" = not_found ]
