@@ -30,7 +30,9 @@ int logtimes_parse(const char *buf, struct logtimes_rec *ret)
 
 	for (int i = 0; i < 16; i++) {
 		char ch = buf[i];
-		int d = ch >= '0' && ch <= '9' ? ch - '0' : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10 : -1;
+		int d = ch >= '0' && ch <= '9'   ? ch - '0'
+		        : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10
+		                                 : -1;
 		if (d < 0)
 			return -1;
 		pos = pos << 4 | (uint64_t)d;
@@ -56,8 +58,8 @@ static int read_rec(int fd, size_t i, struct logtimes_rec *ret)
 	return logtimes_parse(buf, ret);
 }
 
-size_t logtimes_lookup(const char *index_path, uint64_t from, uint64_t to,
-                       struct logtimes_rec *ret, size_t max)
+size_t logtimes_lookup(const char *index_path, uint64_t from, uint64_t to, struct logtimes_rec *ret,
+                       size_t max)
 {
 	_cleanup_close_ int fd = open(index_path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	struct logtimes_rec r;

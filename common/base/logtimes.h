@@ -19,7 +19,7 @@
 #include "err.h"
 
 #define LOGTIMES_SUFFIX ".times"
-#define LOGTIMES_RECORD 31 /* 16 hex + ' ' + 13 digits + '\n' */
+#define LOGTIMES_RECORD 31                           /* 16 hex + ' ' + 13 digits + '\n' */
 #define LOGTIMES_MAX_BYTES (LOGTIMES_RECORD * 65536) /* about 18 hours of output each second */
 
 struct logtimes_rec {
@@ -39,7 +39,7 @@ int logtimes_parse(const char *buf, struct logtimes_rec *ret);
  * record at or before from (when there is one), then every record before to; at most max. A
  * missing index gives none. Returns how many were stored in ret.
  */
-size_t logtimes_lookup(const char *index_path, uint64_t from, uint64_t to,
-                       struct logtimes_rec *ret, size_t max);
+size_t logtimes_lookup(const char *index_path, uint64_t from, uint64_t to, struct logtimes_rec *ret,
+                       size_t max);
 
 #endif

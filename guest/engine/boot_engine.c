@@ -33,6 +33,8 @@
 #include "log.h"
 #include "manifest.h"
 #include "procset.h"
+#include "boot_egress.h"
+#include "boot_limits.h"
 #include "ready.h"
 #include "strv.h"
 #include "supervisor.h"
@@ -703,12 +705,14 @@ int boot_engine_run(struct boot_plan *p, const struct boot_options *o,
 	int prev_r;
 	_cleanup_(log_marks_dispose) struct log_marks marks = {0};
 	struct manifest m = {0};
+	const char *limit_hit = NULL;
 	struct step_context ctx = {
 	    .plan = p,
 	    .obs = obs,
 	    .deadline_ms = clock_now_ms() + (uint64_t)p->timeout * 1000,
 	    .grace_ms = p->grace_ms,
 	    .signal_fd = -1,
+	    .limit_hit = &limit_hit,
 	};
 	_cleanup_close_ int signal_fd = -1;
 	sigset_t stop_signals, saved_mask;
@@ -807,6 +811,11 @@ int boot_engine_run(struct boot_plan *p, const struct boot_options *o,
 	procset_add_root(procs, getpid(), proc_start_time(getpid()));
 	ctx.procs = procs;
 	boot_state_set(&st.cgroup, procset_cgroup_path(procs));
+	if (boot_limits_apply(p, procs, set_name, o->notes, err) < 0)
+		goto out;
+	boot_limits_state(p, &st);
+	if (boot_egress_apply(p, &st, o->notes, err) < 0)
+		goto out;
 	save_state(p, &st, "booting", "preflight");
 
 	if (prepare_directories(p, err) < 0)
@@ -853,6 +862,7 @@ out:
 		res->log_from = log_marks_of(&marks, res->log_path);
 		err_scrub(p, err);
 		boot_state_set(&st.reason, err->msg);
+		boot_state_set(&st.limit_hit, limit_hit);
 		st.kept = p->keep_on_failure;
 		save_state(p, &st, "failed", res->step);
 		observe(&ctx, res->step, "failed", err->msg);

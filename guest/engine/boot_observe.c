@@ -42,6 +42,9 @@ static int server_gone(const char *state_dir, struct boot_state *st)
 	}
 	if (logfile_tail(log, 20, 500, &tail, &e) == 0 && tail && *tail)
 		st->server_log_tail = TAKE_PTR(tail);
+	/* The supervisor read the kernel's counter: the boot's memory limit killed it. */
+	if (strstr(how, ": out of memory") && boot_state_set(&st->limit_hit, "memory") < 0)
+		return -ENOMEM;
 	if (boot_state_set(&st->server_exit, how) < 0 ||
 	    asprintf(&reason,
 	             "the server %s%s after it was ready; the app is not running (see "

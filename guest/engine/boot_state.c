@@ -207,11 +207,22 @@ int boot_state_load(const char *state_dir, struct boot_state *ret, struct err *e
 		    {"reason", &s.reason},         {"shape", &s.shape},
 		    {"app_dir", &s.app_dir},       {"runtime_path", &s.runtime_path},
 		    {"session_id", &s.session_id}, {"cgroup", &s.cgroup},
-		    {"boot_id", &s.boot_id},
+		    {"boot_id", &s.boot_id},       {"limit_hit", &s.limit_hit},
 		};
 		for (size_t i = 0; i < ELEMENTSOF(strings); i++)
 			if (boot_state_set(strings[i].field, get_str(root, strings[i].key)) < 0)
 				goto out_oom;
+	}
+	{
+		json_object *lim = NULL;
+		if (json_object_object_get_ex(root, "limits", &lim) &&
+		    json_object_is_type(lim, json_type_object) &&
+		    boot_state_set(&s.limits, json_object_to_json_string_ext(lim, 0)) < 0)
+			goto out_oom;
+		if (json_object_object_get_ex(root, "egress", &lim) &&
+		    json_object_is_type(lim, json_type_object) &&
+		    boot_state_set(&s.egress, json_object_to_json_string_ext(lim, 0)) < 0)
+			goto out_oom;
 	}
 	s.port = (unsigned)get_int(root, "port");
 	s.boot_pid = (pid_t)get_int(root, "boot_pid");
@@ -346,6 +357,9 @@ static json_object *state_to_object(const struct boot_state *s)
 	add_str(o, "session_id", s->session_id);
 	add_str(o, "cgroup", s->cgroup);
 	add_str(o, "boot_id", s->boot_id);
+	json_object_object_add(o, "limits", s->limits ? json_tokener_parse(s->limits) : NULL);
+	add_str(o, "limit_hit", s->limit_hit);
+	json_object_object_add(o, "egress", s->egress ? json_tokener_parse(s->egress) : NULL);
 	for (size_t i = 0; s->completed && s->completed[i]; i++)
 		json_object_array_add(done, json_object_new_string(s->completed[i]));
 	json_object_object_add(o, "completed", done);
@@ -424,6 +438,9 @@ void boot_state_dispose(struct boot_state *s)
 	free(s->mode);
 	free(s->kind);
 	free(s->recorded_steps);
+	free(s->limits);
+	free(s->limit_hit);
+	free(s->egress);
 	free(s->resumed_from);
 	for (size_t i = 0; i < s->n_phases; i++) {
 		free(s->phases[i].name);

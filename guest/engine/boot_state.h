@@ -37,6 +37,9 @@ struct boot_state {
 	char *session_id;
 	char *cgroup;     /* the process set's cgroup ("" for the fallback) */
 	char *boot_id;    /* 16 hex digits, new for every boot (a resume and a restart too) */
+	char *limits;     /* JSON text of the limits the boot runs with (limits_config_to_json) */
+	char *limit_hit;  /* "memory", "pids", "disk": the limit a failure ran into, or NULL */
+	char *egress;     /* JSON text: the egress rules' outcome (boot_egress.h) */
 	char **completed; /* steps that finished, in order */
 	char **skipped;   /* steps skipped (their reason is in their log) */
 	unsigned port;

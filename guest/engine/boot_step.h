@@ -30,6 +30,7 @@ struct step_context {
 	uint64_t deadline_ms; /* monotonic, the whole boot's */
 	unsigned grace_ms;
 	int signal_fd; /* signalfd of SIGTERM/SIGINT/SIGHUP: the boot is being stopped; or -1 */
+	const char **limit_hit; /* set to "memory", "pids" or "disk" when a step ran into it */
 };
 
 /*

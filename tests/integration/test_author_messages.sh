@@ -32,7 +32,7 @@ check "setpu: line 4, did you mean setup" \
 check "strat: line 7, did you mean start" \
 	has_line '.activeagents/sandbox.yml:7:1: warning: unknown setting `strat` is ignored; did you mean `start`?'
 check "a far miss lists the settings" \
-	has_line '.activeagents/sandbox.yml:8:1: warning: unknown setting `database` is ignored (the settings are env, setup, manifest and start)'
+	has_line '.activeagents/sandbox.yml:8:1: warning: unknown setting `database` is ignored (the settings are env, setup, manifest, start, limits and egress)'
 stop_boot "$app"
 "$BOOT" --dry-run "$app" >"$TMP/plan.json" 2>"$TMP/plan.err"
 check "--dry-run: the warnings on stderr" grep -q 'unknown setting `envs`' "$TMP/plan.err"
