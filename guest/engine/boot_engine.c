@@ -231,9 +231,11 @@ static void step_record_skip(const struct step_context *ctx, const struct plan_s
 	_cleanup_free_ char *line = NULL;
 	struct err e;
 
-	if (logfile_open(s->log_path, BOOT_LOG_MAX_BYTES, (uid_t)-1, (gid_t)-1, &log, &e) == 0 &&
-	    asprintf(&line, "$ %s\n(skipped: %s)\n", s->command, why) >= 0)
-		(void)logfile_write(log, line, strlen(line), &e);
+	if (logfile_open(s->log_path, BOOT_LOG_MAX_BYTES, (uid_t)-1, (gid_t)-1, &log, &e) == 0) {
+		logfile_keep_times_or_say(log);
+		if (asprintf(&line, "$ %s\n(skipped: %s)\n", s->command, why) >= 0)
+			(void)logfile_write(log, line, strlen(line), &e);
+	}
 	strv_push(&st->skipped, s->name);
 	observe(ctx, s->name, "skipped", why);
 }
@@ -784,7 +786,14 @@ int boot_engine_run(struct boot_plan *p, const struct boot_options *o,
 	}
 	st.boot_pid = getpid();
 	st.boot_start = proc_start_time(getpid());
-	st.started_at = (int64_t)time(NULL);
+	{
+		unsigned char id[8];
+		char hex[17];
+		randombytes_buf(id, sizeof(id));
+		sodium_bin2hex(hex, sizeof(hex), id, sizeof(id));
+		boot_state_set(&st.boot_id, hex);
+		snprintf(res->boot_id, sizeof(res->boot_id), "%s", hex);
+	}
 	/* Steps completed before the one we resume from count as done. */
 	for (size_t i = 0; i < from && i < p->n_steps && prev.completed; i++)
 		if (strv_contains(prev.completed, p->steps[i].name))
@@ -932,70 +941,4 @@ int boot_engine_stop(const char *state_dir, unsigned grace_ms, struct err *err)
 	}
 	boot_state_dispose(&st);
 	return r;
-}
-
-/* How a server that was ready ended: the supervisor's record, its time, the log's end. */
-static int status_of_crash(const char *state_dir, struct boot_state *st)
-{
-	_cleanup_free_ char *sup = NULL, *log = NULL, *tail = NULL, *reason = NULL;
-	char how[256], ended[32] = "";
-	struct stat sst;
-	struct err e;
-	int exited = 0;
-
-	if (asprintf(&sup, "%s/supervisor.json", state_dir) < 0 ||
-	    asprintf(&log, "%s/logs/server.log", state_dir) < 0)
-		return -ENOMEM;
-	if (supervisor_read_status(sup, &exited, how, sizeof(how), &e) < 0 || !exited)
-		snprintf(how, sizeof(how), "exited (how is not recorded)");
-	/* The supervisor writes its record once more when the server ends. */
-	if (exited && stat(sup, &sst) == 0) {
-		struct tm tm;
-		st->server_ended_at = (int64_t)sst.st_mtime;
-		if (gmtime_r(&sst.st_mtime, &tm))
-			strftime(ended, sizeof(ended), " at %Y-%m-%dT%H:%M:%SZ", &tm);
-	}
-	if (logfile_tail(log, 20, 500, &tail, &e) == 0 && tail && *tail)
-		st->server_log_tail = TAKE_PTR(tail);
-	/* The supervisor read the kernel's counter: the boot's memory limit killed it. */
-	if (strstr(how, ": out of memory") && boot_state_set(&st->limit_hit, "memory") < 0)
-		return -ENOMEM;
-	if (boot_state_set(&st->server_exit, how) < 0 ||
-	    asprintf(&reason,
-	             "the server %s%s after it was ready; the app is not running (see "
-	             "logs/server.log)",
-	             how, ended) < 0) {
-		reason = NULL;
-		return -ENOMEM;
-	}
-	return boot_state_set(&st->reason, reason);
-}
-
-int boot_engine_status(const char *state_dir, char **ret_json, struct err *err)
-{
-	struct boot_state st;
-	int r = boot_state_load(state_dir, &st, err);
-
-	if (r < 0)
-		return r;
-	if (r == 1) {
-		*ret_json = strdup("{\"status\":\"none\"}");
-		return 0;
-	}
-	/* A server that died since the last write is reported as such, with how and when. */
-	if (st.status && strcmp(st.status, "ready") == 0 && st.server_pid > 1 &&
-	    !proc_is(st.server_pid, st.server_start)) {
-		boot_state_set(&st.status, "crashed");
-		if (status_of_crash(state_dir, &st) < 0) {
-			boot_state_dispose(&st);
-			return err_oom(err);
-		}
-	}
-	/* A boot whose process is gone without saying how it ended was killed. */
-	if (st.status && strcmp(st.status, "booting") == 0 &&
-	    !(st.boot_pid > 1 && proc_is(st.boot_pid, st.boot_start)))
-		boot_state_set(&st.status, "interrupted");
-	*ret_json = boot_state_to_json(&st);
-	boot_state_dispose(&st);
-	return *ret_json ? 0 : err_oom(err);
 }

@@ -133,6 +133,7 @@ static int step_execute(const struct step_context *ctx, const char *name, const 
 	}
 	if (logfile_open(log_path, BOOT_LOG_MAX_BYTES, (uid_t)-1, (gid_t)-1, &log, err) < 0)
 		return err_wrap(err, "cannot open the log of step %s", name);
+	logfile_keep_times_or_say(log);
 	sink.log = log;
 	if (ret_out) {
 		sink.capture = malloc(CAPTURE_MAX);

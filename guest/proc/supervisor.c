@@ -595,6 +595,7 @@ static int sup_setup(struct sup *s, int report_fd, struct err *err)
 	if (logfile_open(spec->log_path, spec->log_max_bytes, (uid_t)-1, (gid_t)-1, &s->log, err) <
 	    0)
 		return -1;
+	logfile_keep_times_or_say(s->log);
 	if (spec->scrub) {
 		s->stream = scrub_stream_new(spec->scrub, output_sink, s->log);
 		if (!s->stream)

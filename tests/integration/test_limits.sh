@@ -108,10 +108,10 @@ sys.exit(0 if l["memory"] == 96 << 20 and l["pids"] == 4096 else 1)' "${app%/app
 touch "$app/grow"
 for _ in $(seq 1 100); do
 	"$BOOT" --status "$app" >"$TMP/status.json" 2>/dev/null
-	grep -q '"crashed"' "$TMP/status.json" && break
+	grep -q '"server_exited"' "$TMP/status.json" && break
 	sleep 0.2
 done
-check "--status says crashed" grep -q '"status":"crashed"\|"status": "crashed"' "$TMP/status.json"
+check "--status says failed, cause server_exited" grep -q '"cause":"server_exited"' "$TMP/status.json"
 check "--status says the server was killed: out of memory (limit 96 MiB)" \
 	grep -q 'the server was killed: out of memory (limit 96 MiB)' "$TMP/status.json"
 check "--status names the limit it hit" grep -q '"limit_hit":"memory"\|"limit_hit": "memory"' "$TMP/status.json"
