@@ -118,6 +118,30 @@ check "--status names the limit it hit" grep -q '"limit_hit":"memory"\|"limit_hi
 log "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["reason"][:160])' "$TMP/status.json" 2>/dev/null)"
 stop_boot "$app"
 
+echo "--- a step's processes sit in the cgroups that hold the limits"
+app=$(pyapp_make joined raw="$(yml '{memory: 300MiB, pids: 200, cpu_weight: 50}' \
+	'["cat /proc/self/cgroup >cgroup.out"]')")
+chown -R sandbox: "$app"
+pyapp_boot "$app" --timeout 60
+check "the boot is ready" [ "$RC" -eq 0 ]
+# For each limit: the file of the cgroup the step sat in (v2: one directory, else v1 ones).
+limit_file() { # limit_file V1_CONTROLLER V1_FILE V2_FILE: the value the step's cgroup has
+	local rel dir
+	rel=$(awk -F: -v c="$1" '$2 ~ "(^|,)" c "(,|$)" {print $3}' "$app/cgroup.out")
+	for dir in /sys/fs/cgroup/"$1" /sys/fs/cgroup/*,"$1" /sys/fs/cgroup/"$1",*; do
+		[ -n "$rel" ] && [ -r "$dir$rel/$2" ] && { cat "$dir$rel/$2"; return; }
+	done
+	rel=$(awk -F: '$1 == "0" {print $3}' "$app/cgroup.out")
+	for dir in /sys/fs/cgroup /sys/fs/cgroup/unified; do
+		[ -r "$dir$rel/$3" ] && { cat "$dir$rel/$3"; return; }
+	done
+}
+check "its memory cgroup has 300 MiB" [ "$(limit_file memory memory.limit_in_bytes memory.max)" = $((300 << 20)) ]
+check "its pids cgroup has 200" [ "$(limit_file pids pids.max pids.max)" = 200 ]
+w=$(limit_file cpu cpu.shares cpu.weight)
+check "its cpu cgroup has weight 50 (512 shares in v1)" [ "$w" = 512 -o "$w" = 50 ]
+stop_boot "$app"
+
 echo "--- limits from the environment the daemon gives its boots: the smallest wins"
 app=$(pyapp_make envlim raw="$(yml '{memory: 1GiB, pids: 300}' '["echo setting up"]')")
 chown -R sandbox: "$app"
