@@ -292,7 +292,9 @@ static int step_execute(const struct step_context *ctx, const char *name, const 
 		*err = log_err;
 		return err_wrap(err, "step %s", name);
 	}
-	if (ctx->procs && boot_limits_explain(p, ctx->procs, &watch, command, status, err))
+	/* A step that succeeded all the same is not failed for a process the kernel killed. */
+	if (ctx->procs && !(WIFEXITED(status) && WEXITSTATUS(status) == 0) &&
+	    boot_limits_explain(p, ctx->procs, &watch, command, status, err))
 		limit_hit = "memory";
 	else if (ctx->procs && boot_limits_watch_check(p, ctx->procs, ctx->disk, &watch, command,
 	                                               true, &limit_hit, err) < 0)

@@ -46,6 +46,16 @@ check "state.json's limit_hit is memory" [ "$(state_field "$app" limit_hit)" = m
 log "$(grep -m1 'Sandbox setup failed' "$ERR")"
 stop_boot "$app"
 
+echo "--- a step that survives the kill of a process of its own goes on"
+app=$(pyapp_make oomok raw="$(yml '{memory: 64MiB}' \
+	"[\"python3 -c 'b = bytearray(256 << 20)' || echo the allocation was killed\"]")")
+chown -R sandbox: "$app"
+pyapp_boot "$app" --timeout 120
+check "the boot is ready" [ "$RC" -eq 0 ]
+[ "$RC" -eq 0 ] || cat "$ERR"
+check "the step saw its child killed" grep -q 'the allocation was killed' "${app%/app}/.sandbox/logs/setup.log"
+stop_boot "$app"
+
 echo "--- a fork bomb in a setup step, under limits.pids 32"
 # Bounded: at most 500 sleeps of 60 s each, and the boot's own deadline of 60 s. The marker in
 # their environment lets the test find every one of them.
