@@ -97,9 +97,8 @@ int boot_limits_watch_check(const struct boot_plan *p, const struct procset *ps,
 		return err_set(
 		    err, ERR_FAILED, EAGAIN,
 		    "`%s` was stopped: it ran into the process limit (%llu processes, "
-		    "limits.pids) and a fork was refused; a command that starts "
-		    "processes without end (a fork bomb) or too many parallel jobs; lower "
-		    "its parallelism, or raise limits.pids",
+		    "limits.pids) and a fork was refused (a fork bomb, or too many parallel "
+		    "jobs); lower its parallelism, or raise limits.pids",
 		    command, (unsigned long long)h.now.pids_max);
 	}
 	if (disk && boot_disk_budget_check(disk, final, &used) > 0) {
