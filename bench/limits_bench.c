@@ -22,7 +22,8 @@ int main(int argc, char **argv)
 	if (runs < 1)
 		runs = 1;
 	for (int i = 0; i < runs; i++) {
-		struct cgroup_limits l = {.memory_max = 4ULL << 30, .pids_max = 4096, .cpu_weight = 100};
+		struct cgroup_limits l = {
+		    .memory_max = 4ULL << 30, .pids_max = 4096, .cpu_weight = 100};
 		struct cgroup_limits_hits h;
 		struct procset *ps;
 		struct err e;
