@@ -875,6 +875,8 @@ out:
 		if (procs && !p->keep_on_failure &&
 		    procset_stop(procs, p->grace_ms, getpid(), &stop_err) < 0)
 			log_debug("stopping after the failure: %s", stop_err.msg);
+		else if (procs && !p->keep_on_failure)
+			procset_remove_limits(procs); /* emptied: its limits' cgroups go */
 	}
 	manifest_dispose(&m);
 	boot_state_dispose(&prev);

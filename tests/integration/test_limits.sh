@@ -44,6 +44,9 @@ check "state.json's reason says out of memory" \
 	grep -q 'out of memory (limit 64 MiB' <<<"$(state_field "$app" reason)"
 check "state.json's limit_hit is memory" [ "$(state_field "$app" limit_hit)" = memory ]
 log "$(grep -m1 'Sandbox setup failed' "$ERR")"
+c=$(state_field "$app" cgroup)
+check "the failed boot removed its limits' cgroups (no memory cgroup of it is left)" \
+	[ -z "$(find /sys/fs/cgroup/memory -maxdepth 8 -type d -name "${c##*/}" 2>/dev/null)" ]
 stop_boot "$app"
 
 echo "--- a step that survives the kill of a process of its own goes on"
