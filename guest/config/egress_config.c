@@ -71,6 +71,7 @@ int egress_config_resolve(const struct egress_request *spec, const struct egress
 	const char *daemon = strv_env_get(caller_env, EGRESS_ENV_PROXY);
 	const char *required = strv_env_get(caller_env, EGRESS_ENV_REQUIRED);
 	const char *nft = strv_env_get(caller_env, EGRESS_ENV_NFT);
+	const char *agent = strv_env_get(caller_env, EGRESS_ENV_AGENT_USER);
 	const char *proxy = NULL;
 
 	memset(ret, 0, sizeof(*ret));
@@ -85,7 +86,8 @@ int egress_config_resolve(const struct egress_request *spec, const struct egress
 	if (!nft || !*nft)
 		nft = access("/usr/sbin/nft", X_OK) == 0 ? "/usr/sbin/nft" : "/sbin/nft";
 	ret->nft = strdup(nft);
-	if (!ret->nft)
+	ret->agent_user = strdup(agent && *agent ? agent : EGRESS_DEFAULT_AGENT_USER);
+	if (!ret->nft || !ret->agent_user)
 		return err_oom(err);
 	if (!proxy) {
 		if (ret->required)
@@ -128,5 +130,6 @@ void egress_config_dispose(struct boot_egress *e)
 	free(e->proxy);
 	free(e->host);
 	free(e->nft);
+	free(e->agent_user);
 	memset(e, 0, sizeof(*e));
 }

@@ -20,6 +20,9 @@
 #define EGRESS_ENV_REQUIRED "SANDBOX_AGENT_EGRESS_REQUIRED"
 /* The nft program (tests point it elsewhere); default: the first of /usr/sbin/nft, /sbin/nft. */
 #define EGRESS_ENV_NFT "SANDBOX_AGENT_NFT"
+/* The coding agent's user, as sandbox-claude reads it. */
+#define EGRESS_ENV_AGENT_USER "SANDBOX_CLAUDE_USER"
+#define EGRESS_DEFAULT_AGENT_USER "claude"
 
 /* What one source asks for. */
 struct egress_request {
@@ -33,7 +36,8 @@ struct boot_egress {
 	char *host;  /* "10.0.0.1" (brackets of an IPv6 literal removed) */
 	unsigned port;
 	bool required;
-	char *nft; /* the nft program */
+	char *nft;        /* the nft program */
+	char *agent_user; /* the coding agent's user: SANDBOX_CLAUDE_USER, else "claude" */
 };
 
 /*

@@ -7,9 +7,12 @@
 #include <fcntl.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "clock.h"
+#include "log.h"
 
 struct walk {
 	dev_t dev;
@@ -83,4 +86,89 @@ int boot_disk_usage(const char *dir, uint64_t *ret, struct err *err)
 	}
 	*ret = w.bytes;
 	return 0;
+}
+
+void boot_disk_budget_init(struct boot_disk_budget *b, const char *workspace, const char *state_dir,
+                           uint64_t max)
+{
+	size_t wl = strlen(workspace);
+
+	memset(b, 0, sizeof(*b));
+	b->max = max;
+	b->every_ms = 1000;
+	b->dirs[b->n++] = workspace;
+	if (strncmp(state_dir, workspace, wl) || (state_dir[wl] != '/' && state_dir[wl]))
+		b->dirs[b->n++] = state_dir;
+}
+
+/* The bytes in use on the filesystems of the directories (each counted once). */
+static uint64_t fs_used(const struct boot_disk_budget *b)
+{
+	unsigned long seen[2] = {0};
+	uint64_t sum = 0;
+
+	for (size_t i = 0; i < b->n; i++) {
+		struct statvfs sv;
+
+		if (statvfs(b->dirs[i], &sv) < 0 || (i == 1 && sv.f_fsid == seen[0]))
+			continue;
+		seen[i] = sv.f_fsid;
+		sum += (uint64_t)(sv.f_blocks - sv.f_bfree) * sv.f_frsize;
+	}
+	return sum;
+}
+
+static int walk(struct boot_disk_budget *b)
+{
+	uint64_t t0 = clock_now_us(), total = 0, fs = fs_used(b), took;
+	struct err e;
+
+	for (size_t i = 0; i < b->n; i++) {
+		uint64_t n = 0;
+		int r = boot_disk_usage(b->dirs[i], &n, &e);
+
+		if (r == -ENOENT)
+			continue;
+		if (r < 0) {
+			log_debug("disk budget: %s; not checked further", e.msg);
+			b->broken = true;
+			return -1;
+		}
+		total += n;
+	}
+	took = clock_now_us() - t0;
+	b->walks++;
+	b->walk_us += took;
+	if (took / 1000 * 20 > b->every_ms)
+		b->every_ms = (unsigned)(took / 1000 * 20 < 60000 ? took / 1000 * 20 : 60000);
+	b->next_walk_ms = clock_now_ms() + b->every_ms;
+	b->used = total;
+	b->fs_used = fs;
+	b->known = true;
+	return 0;
+}
+
+int boot_disk_budget_check(struct boot_disk_budget *b, bool final, uint64_t *ret_used)
+{
+	uint64_t fs, estimate;
+
+	if (!b->max || b->broken)
+		return 0;
+	if (!b->known) {
+		if (walk(b) < 0)
+			return 0;
+	} else {
+		fs = fs_used(b);
+		estimate = b->used + (fs > b->fs_used ? fs - b->fs_used : 0);
+		if (estimate <= b->max)
+			return 0;
+		if (!final && clock_now_ms() < b->next_walk_ms)
+			return 0;
+		if (walk(b) < 0)
+			return 0;
+	}
+	if (b->used <= b->max)
+		return 0;
+	*ret_used = b->used;
+	return 1;
 }

@@ -36,7 +36,8 @@ struct confined {
 /* The app's user (unless it is root) and the agent's (where it exists). */
 static void confined_users(const struct boot_plan *p, struct confined *c)
 {
-	struct passwd *pw = getpwnam(BOOT_EGRESS_AGENT_USER);
+	const char *agent = p->egress.agent_user ? p->egress.agent_user : EGRESS_DEFAULT_AGENT_USER;
+	struct passwd *pw = getpwnam(agent);
 
 	if (p->user.uid != (uid_t)-1 && p->user.uid != 0) {
 		c->uids[c->n] = p->user.uid;
@@ -44,7 +45,7 @@ static void confined_users(const struct boot_plan *p, struct confined *c)
 	}
 	if (pw && pw->pw_uid != 0 && (c->n == 0 || pw->pw_uid != c->uids[0])) {
 		c->uids[c->n] = pw->pw_uid;
-		c->names[c->n++] = BOOT_EGRESS_AGENT_USER;
+		c->names[c->n++] = agent;
 	}
 }
 
@@ -168,7 +169,8 @@ static int run_nft(const struct boot_plan *p, const char *args, const char *file
 		               "(apt-get install nftables)",
 		               p->egress.nft);
 	proc_describe_status(status, how, sizeof(how));
-	return err_set(err, ERR_FAILED, EPERM, "`nft %s` %s: %s", args, how,
+	return err_set(err, ERR_FAILED, EPERM, "`%s %s%s` %s: %s", p->egress.nft,
+	               file ? "-f " : args, file ? file : "", how,
 	               output && *output ? output : "(no output)");
 }
 
@@ -222,7 +224,8 @@ int boot_egress_apply(const struct boot_plan *p, struct boot_state *st, char ***
 	if (c.n == 0) {
 		err_set(&e, ERR_FAILED, EPERM,
 		        "no unprivileged user to confine: the app runs as root and there is no "
-		        "`" BOOT_EGRESS_AGENT_USER "` user");
+		        "`%s` user",
+		        p->egress.agent_user ? p->egress.agent_user : EGRESS_DEFAULT_AGENT_USER);
 	} else if (proxy_addresses(p, &c, &e) == 0) {
 		text = ruleset(p, &c);
 		if (!text || asprintf(&path, "%s/egress.nft", p->state_dir) < 0)

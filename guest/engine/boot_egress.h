@@ -3,10 +3,10 @@
  * Egress rules in the guest (docs/design.md, "Egress in the guest"): with a proxy in the plan,
  * the agent loads an nftables table of its own, `table inet sandbox_app_runtime`, through
  * Debian's nft (`nft -f`), whose output chain lets the app's user and the agent's user
- * (`claude`, where it exists) reach loopback and the proxy's address and port only, and
- * refuses the rest of their connections (TCP reset, ICMP otherwise). Root, and so the daemon
- * and its channel, is not matched. The table is replaced as a whole, atomically, at every boot
- * and deleted on --discard.
+ * (`claude`, or SANDBOX_CLAUDE_USER as for sandbox-claude, where it exists) reach loopback and the
+ * proxy's address and port only, and refuses the rest of their connections (TCP reset, ICMP
+ * otherwise). Root, and so the daemon and its channel, is not matched. The table is replaced as a
+ * whole, atomically, at every boot and deleted on --discard.
  */
 #ifndef SA_BOOT_EGRESS_H
 #define SA_BOOT_EGRESS_H
@@ -15,8 +15,6 @@
 #include "boot_state.h"
 
 #define BOOT_EGRESS_TABLE "sandbox_app_runtime"
-/* The users whose connections are confined besides the app's. */
-#define BOOT_EGRESS_AGENT_USER "claude"
 
 /*
  * Apply the plan's egress rules and record the outcome in st->egress (JSON text: status

@@ -706,6 +706,7 @@ int boot_engine_run(struct boot_plan *p, const struct boot_options *o,
 	_cleanup_(log_marks_dispose) struct log_marks marks = {0};
 	struct manifest m = {0};
 	const char *limit_hit = NULL;
+	struct boot_disk_budget disk = {0};
 	struct step_context ctx = {
 	    .plan = p,
 	    .obs = obs,
@@ -713,6 +714,7 @@ int boot_engine_run(struct boot_plan *p, const struct boot_options *o,
 	    .grace_ms = p->grace_ms,
 	    .signal_fd = -1,
 	    .limit_hit = &limit_hit,
+	    .disk = &disk,
 	};
 	_cleanup_close_ int signal_fd = -1;
 	sigset_t stop_signals, saved_mask;
@@ -813,6 +815,7 @@ int boot_engine_run(struct boot_plan *p, const struct boot_options *o,
 	boot_state_set(&st.cgroup, procset_cgroup_path(procs));
 	if (boot_limits_apply(p, procs, set_name, o->notes, err) < 0)
 		goto out;
+	boot_disk_budget_init(&disk, p->workspace, p->state_dir, p->limits.disk);
 	boot_limits_state(p, &st);
 	if (boot_egress_apply(p, &st, o->notes, err) < 0)
 		goto out;
@@ -872,6 +875,8 @@ out:
 		if (procs && !p->keep_on_failure &&
 		    procset_stop(procs, p->grace_ms, getpid(), &stop_err) < 0)
 			log_debug("stopping after the failure: %s", stop_err.msg);
+		else if (procs && !p->keep_on_failure)
+			procset_remove_limits(procs); /* emptied: its limits' cgroups go */
 	}
 	manifest_dispose(&m);
 	boot_state_dispose(&prev);

@@ -65,53 +65,13 @@ void boot_limits_watch_begin(const struct boot_plan *p, const struct procset *ps
 	procset_limit_hits(ps, &h);
 	w->oom_base = h.oom_kills;
 	w->forks_base = h.forks_denied;
-	w->disk_every_ms = BOOT_LIMITS_DISK_EVERY_MS;
-	w->next_disk_ms = p->limits.disk ? clock_now_ms() + w->disk_every_ms : UINT64_MAX;
 }
 
-/* The workspace's use: the workspace (app, db, logs) and a state directory outside it. */
-static int workspace_usage(const struct boot_plan *p, uint64_t *ret, struct err *err)
-{
-	const char *dirs[] = {p->workspace, p->state_dir};
-	size_t wl = strlen(p->workspace);
-
-	*ret = 0;
-	for (size_t i = 0; i < 2; i++) {
-		uint64_t n = 0;
-		int r;
-
-		if (i == 1 && !strncmp(p->state_dir, p->workspace, wl) &&
-		    (p->state_dir[wl] == '/' || !p->state_dir[wl]))
-			continue;
-		r = boot_disk_usage(dirs[i], &n, err);
-		if (r == -ENOENT)
-			continue;
-		if (r < 0)
-			return r;
-		*ret += n;
-	}
-	return 0;
-}
-
-static int check_disk(const struct boot_plan *p, struct boot_limits_watch *w, const char *command,
+static int disk_error(const struct boot_plan *p, const char *command, uint64_t used,
                       struct err *err)
 {
-	uint64_t used = 0, t0 = clock_now_ms(), took;
 	char used_s[32], max_s[32];
-	struct err e;
 
-	if (workspace_usage(p, &used, &e) < 0) {
-		log_debug("disk budget: %s", e.msg);
-		w->next_disk_ms = UINT64_MAX; /* cannot be measured: not checked again */
-		return 0;
-	}
-	took = clock_now_ms() - t0;
-	/* A walk never takes more than a twentieth of the step's time. */
-	if (took * 20 > w->disk_every_ms)
-		w->disk_every_ms = (unsigned)(took * 20 < 60000 ? took * 20 : 60000);
-	w->next_disk_ms = clock_now_ms() + w->disk_every_ms;
-	if (used <= p->limits.disk)
-		return 0;
 	cgroup_limits_format_size(used, used_s, sizeof(used_s));
 	cgroup_limits_format_size(p->limits.disk, max_s, sizeof(max_s));
 	return err_set(err, ERR_FAILED, EDQUOT,
@@ -122,26 +82,28 @@ static int check_disk(const struct boot_plan *p, struct boot_limits_watch *w, co
 }
 
 int boot_limits_watch_check(const struct boot_plan *p, const struct procset *ps,
-                            struct boot_limits_watch *w, const char *command, bool final,
-                            const char **ret_hit, struct err *err)
+                            struct boot_disk_budget *disk, struct boot_limits_watch *w,
+                            const char *command, bool final, const char **ret_hit, struct err *err)
 {
 	struct cgroup_limits_hits h;
+	uint64_t now = clock_now_ms(), used = 0;
 
+	if (!final && now < w->next_look_ms)
+		return 0;
+	w->next_look_ms = now + BOOT_LIMITS_LOOK_MS;
 	procset_limit_hits(ps, &h);
 	if (h.forks_denied > w->forks_base) {
 		*ret_hit = "pids";
 		return err_set(
 		    err, ERR_FAILED, EAGAIN,
 		    "`%s` was stopped: it ran into the process limit (%llu processes, "
-		    "limits.pids) and a fork was refused; a command that starts "
-		    "processes without end (a fork bomb) or too many parallel jobs; lower "
-		    "its parallelism, or raise limits.pids",
+		    "limits.pids) and a fork was refused (a fork bomb, or too many parallel "
+		    "jobs); lower its parallelism, or raise limits.pids",
 		    command, (unsigned long long)h.now.pids_max);
 	}
-	if (p->limits.disk && (final || clock_now_ms() >= w->next_disk_ms) &&
-	    check_disk(p, w, command, err) < 0) {
+	if (disk && boot_disk_budget_check(disk, final, &used) > 0) {
 		*ret_hit = "disk";
-		return -1;
+		return disk_error(p, command, used, err);
 	}
 	return 0;
 }

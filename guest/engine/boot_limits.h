@@ -11,12 +11,11 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "boot_disk.h"
 #include "boot_plan.h"
 #include "boot_state.h"
 #include "procset.h"
 
-/* How often a step's disk use is measured at least (more often is not needed). */
-#define BOOT_LIMITS_DISK_EVERY_MS 1000u
 /* How long a step's wait may last between two looks at its limits. */
 #define BOOT_LIMITS_LOOK_MS 200
 
@@ -31,23 +30,22 @@ int boot_limits_apply(const struct boot_plan *p, struct procset *ps, const char 
 /* The limits into state.json's "limits". */
 void boot_limits_state(const struct boot_plan *p, struct boot_state *st);
 
-/* One step's view of the limits: the counters when it began, the next disk measurement. */
+/* One step's view of the limits: the counters when it began, when to look again. */
 struct boot_limits_watch {
 	uint64_t oom_base, forks_base;
-	uint64_t next_disk_ms;
-	unsigned disk_every_ms;
+	uint64_t next_look_ms; /* the counters are read at most every BOOT_LIMITS_LOOK_MS */
 };
 
 void boot_limits_watch_begin(const struct boot_plan *p, const struct procset *ps,
                              struct boot_limits_watch *w);
 /*
- * Look at the limits while the step `command` runs (final: it has ended, measure the disk
- * now): -1 with err set, and *ret_hit "pids" or "disk", when the step ran into one and must be
- * stopped; 0 otherwise.
+ * Look at the limits while the step `command` runs, at most every BOOT_LIMITS_LOOK_MS (final:
+ * it has ended, decide now); disk: the boot's budget, or NULL: -1 with err set, and *ret_hit "pids"
+ * or "disk", when the step ran into one and must be stopped; 0 otherwise.
  */
 int boot_limits_watch_check(const struct boot_plan *p, const struct procset *ps,
-                            struct boot_limits_watch *w, const char *command, bool final,
-                            const char **ret_hit, struct err *err);
+                            struct boot_disk_budget *disk, struct boot_limits_watch *w,
+                            const char *command, bool final, const char **ret_hit, struct err *err);
 /*
  * The step `command` ended with status (a wait status) and a process of the set was killed for
  * memory meanwhile: err says so ("`CMD` was killed: out of memory (limit 64 MiB)") and true is

@@ -209,8 +209,8 @@ static int step_execute(const struct step_context *ctx, const char *name, const 
 		if (!exited && boot_step_interrupted(ctx, &interrupt))
 			break;
 		if (!exited && ctx->procs &&
-		    boot_limits_watch_check(p, ctx->procs, &watch, command, false, &limit_hit,
-		                            &limit_err) < 0)
+		    boot_limits_watch_check(p, ctx->procs, ctx->disk, &watch, command, false,
+		                            &limit_hit, &limit_err) < 0)
 			break;
 		if (exited && now >= exited_at + DRAIN_AFTER_EXIT_MS)
 			break;
@@ -292,10 +292,12 @@ static int step_execute(const struct step_context *ctx, const char *name, const 
 		*err = log_err;
 		return err_wrap(err, "step %s", name);
 	}
-	if (ctx->procs && boot_limits_explain(p, ctx->procs, &watch, command, status, err))
+	/* A step that succeeded all the same is not failed for a process the kernel killed. */
+	if (ctx->procs && !(WIFEXITED(status) && WEXITSTATUS(status) == 0) &&
+	    boot_limits_explain(p, ctx->procs, &watch, command, status, err))
 		limit_hit = "memory";
-	else if (ctx->procs &&
-	         boot_limits_watch_check(p, ctx->procs, &watch, command, true, &limit_hit, err) < 0)
+	else if (ctx->procs && boot_limits_watch_check(p, ctx->procs, ctx->disk, &watch, command,
+	                                               true, &limit_hit, err) < 0)
 		limit_hit = limit_hit ? limit_hit : "disk";
 	if (limit_hit) {
 		if (ctx->limit_hit)

@@ -11,6 +11,7 @@
 
 #include <stdint.h>
 
+#include "boot_disk.h"
 #include "boot_plan.h"
 #include "procset.h"
 
@@ -31,6 +32,7 @@ struct step_context {
 	unsigned grace_ms;
 	int signal_fd; /* signalfd of SIGTERM/SIGINT/SIGHUP: the boot is being stopped; or -1 */
 	const char **limit_hit; /* set to "memory", "pids" or "disk" when a step ran into it */
+	struct boot_disk_budget *disk; /* the workspace's disk budget, or NULL */
 };
 
 /*

@@ -279,6 +279,11 @@ void procset_limit_hits(const struct procset *ps, struct cgroup_limits_hits *ret
 	cgroup_limits_read(&ps->lim, ret);
 }
 
+void procset_remove_limits(struct procset *ps)
+{
+	cgroup_limits_remove(&ps->lim);
+}
+
 const char *procset_cgroup_path(const struct procset *ps)
 {
 	return ps->path;

@@ -69,6 +69,8 @@ int procset_limit(struct procset *ps, const char *name, const struct cgroup_limi
 unsigned procset_join_fds(const struct procset *ps, int fds[CGROUP_LIMITS_N]);
 /* What the limits did so far (out-of-memory kills, refused forks) and what they are. */
 void procset_limit_hits(const struct procset *ps, struct cgroup_limits_hits *ret);
+/* Remove the v1 cgroups of the limits made beside the set (once it is empty). */
+void procset_remove_limits(struct procset *ps);
 
 /* Remember a process group (and its leader's start time) that belongs to the set. */
 int procset_add_group(struct procset *ps, pid_t pgid, uint64_t start_time);

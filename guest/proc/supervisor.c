@@ -96,15 +96,21 @@ static struct json_object *json_str_or_null(const char *s)
  */
 static bool supervisor_oom_describe(const struct sup *s, char *buf, size_t len)
 {
+	bool killed = WIFSIGNALED(s->server_status) && WTERMSIG(s->server_status) == SIGKILL;
 	struct cgroup_limits_hits h;
 	char limit[32] = "";
 
 	procset_limit_hits(s->procs, &h);
+	/* The kernel counts the kill just after it sends SIGKILL: a reap can come first. */
+	for (int i = 0; killed && h.oom_kills <= s->oom_base && i < 10; i++) {
+		usleep(5000);
+		procset_limit_hits(s->procs, &h);
+	}
 	if (h.oom_kills <= s->oom_base)
 		return false;
 	if (h.now.memory_max)
 		cgroup_limits_format_size(h.now.memory_max, limit, sizeof(limit));
-	if (WIFSIGNALED(s->server_status) && WTERMSIG(s->server_status) == SIGKILL)
+	if (killed)
 		snprintf(buf, len, "was killed: out of memory%s%s%s", *limit ? " (limit " : "",
 		         limit, *limit ? ")" : "");
 	else {

@@ -6,7 +6,8 @@
 # namespace's loopback holds three test hosts: the proxy 10.200.0.1:3128, a forbidden host
 # 10.200.0.2:80 and a loopback service 127.0.0.1:5599 (tests/data/limits/listen.py). A boot with
 # `egress: {proxy: http://10.200.0.1:3128, required: true}` loads the table with the real nft;
-# a setup step as the app's user then reaches the proxy and loopback only, root reaches
+# a setup step as the app's user, and a process of the agent's user (one made for the test,
+# named by SANDBOX_CLAUDE_USER), then reach the proxy and loopback only, root reaches
 # everything, the app gets HTTPS_PROXY & co., --status reports the rules and --discard removes
 # them. Without nft a required confinement fails the boot and an optional one is skipped with
 # a warning.
@@ -19,7 +20,8 @@ command -v ip >/dev/null || die "ip is missing (iproute2)"
 NS=sar-egress-$$
 ip netns add "$NS" || skip "cannot create a network namespace"
 on_exit "ip netns del $NS"
-in_ns() { ip netns exec "$NS" "$@"; }
+# nsenter, not `ip netns exec`, which mounts a sysfs of its own (and so hides the cgroups).
+in_ns() { nsenter --net="/run/netns/$NS" "$@"; }
 in_ns ip link set lo up
 in_ns ip addr add 10.200.0.1/32 dev lo
 in_ns ip addr add 10.200.0.2/32 dev lo
@@ -37,7 +39,7 @@ boot_ns() { # boot_ns APP [args]: sandbox-app-boot in the namespace; sets RC, OU
 	local app=$1
 	shift
 	OUT=$TMP/out ERR=$TMP/err
-	in_ns $(platform_env) ${EXTRA_ENV:-} "$BOOT" --listen "127.0.0.1:$LISTEN_PORT" --grace 1000 \
+	in_ns $(platform_env) SANDBOX_CLAUDE_USER="$CL_USER" ${EXTRA_ENV:-} "$BOOT" --listen "127.0.0.1:$LISTEN_PORT" --grace 1000 \
 		--cache-root "$TMP/cache" "$@" "$app" >"$OUT" 2>"$ERR"
 	RC=$?
 }
@@ -51,6 +53,12 @@ egress_of() { # egress_of APP KEY: state.json's egress.KEY
 	python3 -c 'import json,sys; e=json.load(open(sys.argv[1])).get("egress") or {}; print(e.get(sys.argv[2]))' \
 		"${1%/app}/.sandbox/state.json" "$2"
 }
+
+# The coding agent's user, made for this test (sandbox-claude's SANDBOX_CLAUDE_USER names it).
+CL_USER=sar-cl-$$
+useradd --system --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin "$CL_USER" ||
+	die "cannot create the user $CL_USER"
+on_exit "userdel $CL_USER"
 
 echo "--- a boot with required egress confinement"
 app=$(pyapp_make egress raw="$(yml '{proxy: "http://10.200.0.1:3128", required: true}')")
@@ -69,11 +77,20 @@ check "and IPv6 loopback" grep -q '^\[::1\]:5599 ok' "$app/connects.out"
 check "the app gets HTTPS_PROXY" grep -qx 'HTTPS_PROXY=http://10.200.0.1:3128' "$app/connects.out"
 check "and http_proxy" grep -qx 'http_proxy=http://10.200.0.1:3128' "$app/connects.out"
 check "and NO_PROXY for loopback" grep -qx 'NO_PROXY=localhost,127.0.0.1,::1' "$app/connects.out"
+in_ns setpriv --reuid "$CL_USER" --regid "$CL_USER" --clear-groups \
+	/usr/bin/python3 "$DATA/connects.py" 10.200.0.2:80 10.200.0.1:3128 127.0.0.1:5599 >"$TMP/agent.out" 2>&1
+log "the agent's user: $(head -3 "$TMP/agent.out" | tr '\n' ';')"
+check "the agent's user cannot reach a host that is not the proxy" grep -q '^10.200.0.2:80 refused' "$TMP/agent.out"
+check "the agent's user reaches the proxy" grep -q '^10.200.0.1:3128 ok' "$TMP/agent.out"
+check "and loopback" grep -q '^127.0.0.1:5599 ok' "$TMP/agent.out"
 in_ns python3 "$DATA/connects.py" 10.200.0.2:80 10.200.0.1:80 >"$TMP/root.out"
 check "root's connects are unaffected" [ "$(grep -c ' ok$' "$TMP/root.out")" -eq 2 ]
 check "the table is loaded in the namespace" has_table
-check "its rules match the app's user by uid" grep -q "meta skuid $(id -u sandbox) jump confined\|meta skuid { $(id -u sandbox)" \
-	<<<"$(in_ns nft list table inet sandbox_app_runtime)"
+in_ns nft list table inet sandbox_app_runtime >"$TMP/table.txt"
+jump=$(grep 'meta skuid' "$TMP/table.txt" | tr -s ' \t' ' ')
+log "the rule:$jump"
+check "its rules match the app's and the agent's users by uid" \
+	grep -qE "skuid \{ ($(id -u sandbox), $(id -u "$CL_USER")|$(id -u "$CL_USER"), $(id -u sandbox)) \} jump confined" <<<"$jump"
 check "state.json says applied" [ "$(egress_of "$app" status)" = applied ]
 "$BOOT" --status "$app" >"$TMP/status.json" 2>/dev/null
 check "--status reports the rules" python3 -c '
@@ -105,6 +122,21 @@ check "an optional confinement lets the boot go on" [ "$RC" -eq 0 ]
 check "with a warning" grep -q 'egress rules skipped: /nonexistent/nft is not there' "$ERR"
 check "state.json says skipped" [ "$(egress_of "$app" status)" = skipped ]
 check "the table was not loaded" ! has_table
+in_ns "$BOOT" --discard --grace 1000 "$app" >/dev/null 2>&1
+
+echo "--- the kernel refuses the table (no CAP_NET_ADMIN)"
+app=$(pyapp_make nocap raw="$(yml '{proxy: "http://10.200.0.1:3128", required: true}')")
+cp "$DATA/connects.py" "$app/"
+chown -R sandbox: "$app"
+OUT=$TMP/out ERR=$TMP/err
+in_ns setpriv --bounding-set -net_admin -- $(platform_env) "$BOOT" --listen "127.0.0.1:$LISTEN_PORT" \
+	--grace 1000 --cache-root "$TMP/cache" --timeout 60 "$app" >"$OUT" 2>"$ERR"
+RC=$?
+check "a required confinement fails the boot" [ "$RC" -ne 0 ]
+check "with nft's own words" grep -q 'exited with status 1: .*Operation not permitted' "$ERR"
+log "$(grep -m1 'failed' "$ERR" | cut -c1-220)"
+check "state.json says failed, with the detail" [ "$(egress_of "$app" status)" = failed ]
+check "nothing ran" [ ! -e "$app/connects.out" ]
 in_ns "$BOOT" --discard --grace 1000 "$app" >/dev/null 2>&1
 
 echo "--- refusals"

@@ -44,6 +44,19 @@ check "state.json's reason says out of memory" \
 	grep -q 'out of memory (limit 64 MiB' <<<"$(state_field "$app" reason)"
 check "state.json's limit_hit is memory" [ "$(state_field "$app" limit_hit)" = memory ]
 log "$(grep -m1 'Sandbox setup failed' "$ERR")"
+c=$(state_field "$app" cgroup)
+check "the failed boot removed its limits' cgroups (no memory cgroup of it is left)" \
+	[ -z "$(find /sys/fs/cgroup/memory -maxdepth 8 -type d -name "${c##*/}" 2>/dev/null)" ]
+stop_boot "$app"
+
+echo "--- a step that survives the kill of a process of its own goes on"
+app=$(pyapp_make oomok raw="$(yml '{memory: 64MiB}' \
+	"[\"python3 -c 'b = bytearray(256 << 20)' || echo the allocation was killed\"]")")
+chown -R sandbox: "$app"
+pyapp_boot "$app" --timeout 120
+check "the boot is ready" [ "$RC" -eq 0 ]
+[ "$RC" -eq 0 ] || cat "$ERR"
+check "the step saw its child killed" grep -q 'the allocation was killed' "${app%/app}/.sandbox/logs/setup.log"
 stop_boot "$app"
 
 echo "--- a fork bomb in a setup step, under limits.pids 32"
@@ -108,7 +121,9 @@ sys.exit(0 if l["memory"] == 96 << 20 and l["pids"] == 4096 else 1)' "${app%/app
 touch "$app/grow"
 for _ in $(seq 1 100); do
 	"$BOOT" --status "$app" >"$TMP/status.json" 2>/dev/null
-	grep -q '"server_exited"' "$TMP/status.json" && break
+	# Until the supervisor has recorded how the server ended (a moment after it is gone).
+	grep -q '"server_exited"' "$TMP/status.json" && ! grep -q 'how is not recorded' "$TMP/status.json" &&
+		break
 	sleep 0.2
 done
 check "--status says failed, cause server_exited" grep -q '"cause":"server_exited"' "$TMP/status.json"
@@ -116,6 +131,30 @@ check "--status says the server was killed: out of memory (limit 96 MiB)" \
 	grep -q 'the server was killed: out of memory (limit 96 MiB)' "$TMP/status.json"
 check "--status names the limit it hit" grep -q '"limit_hit":"memory"\|"limit_hit": "memory"' "$TMP/status.json"
 log "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["reason"][:160])' "$TMP/status.json" 2>/dev/null)"
+stop_boot "$app"
+
+echo "--- a step's processes sit in the cgroups that hold the limits"
+app=$(pyapp_make joined raw="$(yml '{memory: 300MiB, pids: 200, cpu_weight: 50}' \
+	'["cat /proc/self/cgroup >cgroup.out"]')")
+chown -R sandbox: "$app"
+pyapp_boot "$app" --timeout 60
+check "the boot is ready" [ "$RC" -eq 0 ]
+# For each limit: the file of the cgroup the step sat in (v2: one directory, else v1 ones).
+limit_file() { # limit_file V1_CONTROLLER V1_FILE V2_FILE: the value the step's cgroup has
+	local rel dir
+	rel=$(awk -F: -v c="$1" '$2 ~ "(^|,)" c "(,|$)" {print $3}' "$app/cgroup.out")
+	for dir in /sys/fs/cgroup/"$1" /sys/fs/cgroup/*,"$1" /sys/fs/cgroup/"$1",*; do
+		[ -n "$rel" ] && [ -r "$dir$rel/$2" ] && { cat "$dir$rel/$2"; return; }
+	done
+	rel=$(awk -F: '$1 == "0" {print $3}' "$app/cgroup.out")
+	for dir in /sys/fs/cgroup /sys/fs/cgroup/unified; do
+		[ -r "$dir$rel/$3" ] && { cat "$dir$rel/$3"; return; }
+	done
+}
+check "its memory cgroup has 300 MiB" [ "$(limit_file memory memory.limit_in_bytes memory.max)" = $((300 << 20)) ]
+check "its pids cgroup has 200" [ "$(limit_file pids pids.max pids.max)" = 200 ]
+w=$(limit_file cpu cpu.shares cpu.weight)
+check "its cpu cgroup has weight 50 (512 shares in v1)" [ "$w" = 512 -o "$w" = 50 ]
 stop_boot "$app"
 
 echo "--- limits from the environment the daemon gives its boots: the smallest wins"

@@ -12,6 +12,7 @@
 #include "cleanup.h"
 #include "egress_config.h"
 #include "sandbox_config.h"
+#include "session_env.h"
 #include "strv.h"
 
 static void proxy_ok(const char *url, const char *host, unsigned port)
@@ -131,6 +132,35 @@ START_TEST(test_sources)
 }
 END_TEST
 
+/* The coding agent's environment gets the daemon's proxy; the file's env cannot bypass it. */
+START_TEST(test_session_env_proxy)
+{
+	char *caller[] = {"SANDBOX_AGENT_EGRESS_PROXY=http://10.0.0.1:3128", NULL};
+	char *spec_env[] = {"HTTPS_PROXY=http://elsewhere:1", NULL};
+	struct session_env_spec sp = {
+	    .mode = SESSION_MODE_API_KEY,
+	    .spec_env = spec_env,
+	    .caller_env = caller,
+	    .home = "/home/claude",
+	    .user = "claude",
+	    .checkout = "/w/app",
+	};
+	_cleanup_strv_ char **env = NULL;
+	struct err e;
+
+	ck_assert_int_eq(session_env_build(&sp, &env, &e), 0);
+	ck_assert_str_eq(strv_env_get(env, "HTTPS_PROXY"), "http://10.0.0.1:3128");
+	ck_assert_str_eq(strv_env_get(env, "http_proxy"), "http://10.0.0.1:3128");
+	ck_assert_str_eq(strv_env_get(env, "NO_PROXY"), "localhost,127.0.0.1,::1");
+	strv_free(env);
+	env = NULL;
+	sp.caller_env = NULL;
+	ck_assert_int_eq(session_env_build(&sp, &env, &e), 0);
+	ck_assert_str_eq(strv_env_get(env, "HTTPS_PROXY"), "http://elsewhere:1");
+	ck_assert_ptr_null(strv_env_get(env, "NO_PROXY"));
+}
+END_TEST
+
 static Suite *egress_suite(void)
 {
 	Suite *s = suite_create("egress_config");
@@ -140,6 +170,7 @@ static Suite *egress_suite(void)
 	tcase_add_test(tc, test_resolve);
 	tcase_add_test(tc, test_proxy_env);
 	tcase_add_test(tc, test_sources);
+	tcase_add_test(tc, test_session_env_proxy);
 	suite_add_tcase(s, tc);
 	return s;
 }
