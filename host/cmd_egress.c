@@ -5,7 +5,8 @@
  * private, link-local and metadata ranges and this host's networks refused, the runtime's port
  * reachable from the controller only) and the proxy's configuration (squid). --out DIR writes
  * them; with the global --incus NAME the ACL is created or replaced and attached to the
- * instance's NIC through the incus client.
+ * instance's NIC through the incus client, with --network NET to that whole bridge network
+ * instead (kernels without bridge-family conntrack and reject: docs/isolation.md).
  */
 #include "cmd.h"
 
@@ -23,16 +24,16 @@
 #include "egress_squid.h"
 #include "file.h"
 
-#define USAGE                                                                                  \
-	"egress --proxy ADDR:PORT --controller ADDR [--allow HOST:PORT]... [--allow-file FILE]\n" \
+#define USAGE                                                                                      \
+	"egress --proxy ADDR:PORT --controller ADDR [--allow HOST:PORT]... [--allow-file FILE]\n"  \
 	"            [--no-default-allow] [--deny CIDR]... [--no-host-networks] [--app-port N]\n"  \
-	"            [--out DIR] [--hosts-file FILE] [--acl NAME] [--device NIC]"
+	"            [--out DIR] [--hosts-file FILE] [--acl NAME] [--device NIC | --network NET]"
 
 /* Where the proxy's files are when --out does not say (squid.conf names it). */
 #define EGRESS_DEFAULT_DIR "/var/lib/sandbox-ctl/egress"
 
 struct egress_args {
-	const char *proxy, *controller, *out, *hosts_file, *acl, *device;
+	const char *proxy, *controller, *out, *hosts_file, *acl, *device, *network;
 	bool defaults, host_networks;
 	long app_port;
 };
@@ -99,6 +100,7 @@ static int parse(struct ctl *ctl, int argc, char **argv, struct egress_policy *p
 	    {"hosts-file", required_argument, NULL, 'h'},
 	    {"acl", required_argument, NULL, 'n'},
 	    {"device", required_argument, NULL, 'e'},
+	    {"network", required_argument, NULL, 'w'},
 	    {0},
 	};
 	char *end;
@@ -150,6 +152,9 @@ static int parse(struct ctl *ctl, int argc, char **argv, struct egress_policy *p
 		case 'e':
 			a->device = optarg;
 			break;
+		case 'w':
+			a->network = optarg;
+			break;
 		default:
 			return cmd_bad_option(ctl, USAGE, c, argv);
 		}
@@ -164,8 +169,8 @@ static int parse(struct ctl *ctl, int argc, char **argv, struct egress_policy *p
 int cmd_egress(struct ctl *ctl, int argc, char **argv)
 {
 	_cleanup_free_ struct egress_policy *p = calloc(1, sizeof(*p));
-	struct egress_args a = {.defaults = true, .host_networks = true, .app_port = 8080,
-	                        .device = "eth0"};
+	struct egress_args a = {
+	    .defaults = true, .host_networks = true, .app_port = 8080, .device = "eth0"};
 	_cleanup_free_ char *acl_name = NULL, *squid = NULL;
 	_cleanup_json_ json_object *doc = json_object_new_object();
 	json_object *acl, *nic;
@@ -189,7 +194,8 @@ int cmd_egress(struct ctl *ctl, int argc, char **argv)
 	so.hosts_file = a.hosts_file;
 	squid = egress_squid_config(p, &so);
 	acl = egress_acl_build(p);
-	nic = egress_acl_nic_keys(acl_name ? acl_name : "");
+	nic = a.network ? egress_acl_network_keys(acl_name ? acl_name : "")
+	                : egress_acl_nic_keys(acl_name ? acl_name : "");
 	json_object_object_add(doc, "acl", acl);
 	json_object_object_add(doc, "nic", nic);
 	if (!acl_name || !squid || !acl || !nic) {
@@ -206,7 +212,8 @@ int cmd_egress(struct ctl *ctl, int argc, char **argv)
 	if (a.out) {
 		if (file_mkdir_p(a.out, 0755, &ctl->err) < 0 ||
 		    write_file(a.out, "acl.json",
-		               json_object_to_json_string_ext(acl, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE),
+		               json_object_to_json_string_ext(
+		                   acl, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE),
 		               &ctl->err) < 0 ||
 		    write_file(a.out, "squid.conf", squid, &ctl->err) < 0 ||
 		    write_file(a.out, "ERR_SANDBOX_EGRESS", egress_squid_error_page, &ctl->err) < 0)
@@ -215,12 +222,17 @@ int cmd_egress(struct ctl *ctl, int argc, char **argv)
 	} else {
 		json_object_object_add(doc, "squid_conf", json_object_new_string(squid));
 	}
-	if (ctl->so.incus) {
-		if (egress_incus_apply(ctl->so.incus_cmd, ctl->so.incus, a.device, acl_name, acl, nic,
-		                       &ctl->err) < 0)
+	if (ctl->so.incus || a.network) {
+		if (egress_incus_apply(ctl->so.incus_cmd, ctl->so.incus, a.device, a.network,
+		                       acl_name, acl, nic, &ctl->err) < 0)
 			return CTL_EXIT_FAILED;
-		json_object_object_add(doc, "applied", json_object_new_string(ctl->so.incus));
-		json_object_object_add(doc, "device", json_object_new_string(a.device));
+		if (a.network) {
+			json_object_object_add(doc, "network", json_object_new_string(a.network));
+		} else {
+			json_object_object_add(doc, "instance",
+			                       json_object_new_string(ctl->so.incus));
+			json_object_object_add(doc, "device", json_object_new_string(a.device));
+		}
 	}
 	ctl->result = TAKE_PTR(doc);
 	return CTL_EXIT_OK;

@@ -165,7 +165,8 @@ const struct cmd_info cmd_help_commands[] = {
                     "[--out DIR]\n"
                     "            [--allow-file FILE] [--no-default-allow] [--deny CIDR]... "
                     "[--no-host-networks]\n"
-                    "            [--app-port N] [--hosts-file FILE] [--acl NAME] [--device NIC]",
+                    "            [--app-port N] [--hosts-file FILE] [--acl NAME] [--device NIC | "
+                    "--network NET]",
         .summary = "the instance's network ACL and proxy allowlist; applied with --incus NAME",
         .options = "  --proxy ADDR:PORT    where the allowlisting proxy listens (the only egress)\n"
                    "  --controller ADDR    the only address that may reach the runtime's port\n"
@@ -179,7 +180,8 @@ const struct cmd_info cmd_help_commands[] = {
                    "  --out DIR            write acl.json, squid.conf, ERR_SANDBOX_EGRESS there\n"
                    "  --hosts-file FILE    the proxy's hosts file (squid hosts_file)\n"
                    "  --acl NAME           the ACL's name (sandbox-egress-INSTANCE)\n"
-                   "  --device NIC         the instance's NIC (eth0)\n",
+                   "  --device NIC         the instance's NIC (eth0)\n"
+                   "  --network NET        attach to this bridge network instead of the NIC\n",
         .example = "sandbox-ctl --incus sbx-42 egress --proxy 10.0.3.1:3128 --controller "
                    "10.0.3.1 --allow rubygems.org:443 --out /var/lib/sandbox-ctl/egress/sbx-42",
         .value_options =

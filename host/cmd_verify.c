@@ -105,8 +105,9 @@ int cmd_verify(struct ctl *ctl, int argc, char **argv)
 			break;
 		case 'f':
 			if (json_object_array_length(forbidden) == FORBIDDEN_MAX)
-				return cmd_usage(ctl, USAGE, "at most %d --forbidden URLs (the metadata "
-				                             "addresses are always tried)",
+				return cmd_usage(ctl, USAGE,
+				                 "at most %d --forbidden URLs (the metadata "
+				                 "addresses are always tried)",
 				                 FORBIDDEN_MAX);
 			json_object_array_add(forbidden, json_object_new_string(optarg));
 			break;

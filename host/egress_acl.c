@@ -60,16 +60,18 @@ json_object *egress_acl_build(const struct egress_policy *p)
 	json_object_array_add(egress, r);
 
 	for (int f = 0; f < 2; f++) {
-		_cleanup_free_ char *list = egress_policy_deny_list(p, f ? AF_INET6 : AF_INET, true);
+		_cleanup_free_ char *list =
+		    egress_policy_deny_list(p, f ? AF_INET6 : AF_INET, true);
 
 		if (!list)
 			return NULL;
 		if (!*list)
 			continue;
-		r = rule("reject", f ? "refused: ULA, link-local, the metadata address fd00:ec2::254, "
-		                       "loopback, this host's networks"
-		                     : "refused: RFC 1918, CGNAT, link-local, the metadata address "
-		                       "169.254.169.254, this host's networks");
+		r = rule("reject",
+		         f ? "refused: ULA, link-local, the metadata address fd00:ec2::254, "
+		             "loopback, this host's networks"
+		           : "refused: RFC 1918, CGNAT, link-local, the metadata address "
+		             "169.254.169.254, this host's networks");
 		if (!r)
 			return NULL;
 		set(r, "destination", list);
@@ -87,7 +89,7 @@ json_object *egress_acl_build(const struct egress_policy *p)
 	return TAKE_PTR(acl);
 }
 
-json_object *egress_acl_nic_keys(const char *acl_name)
+static json_object *keys(const char *acl_name)
 {
 	json_object *o = json_object_new_object();
 
@@ -98,5 +100,26 @@ json_object *egress_acl_nic_keys(const char *acl_name)
 	set(o, "security.acls.default.ingress.action", "reject");
 	set(o, "security.acls.default.egress.logged", "true");
 	set(o, "security.acls.default.ingress.logged", "true");
+	return o;
+}
+
+json_object *egress_acl_network_keys(const char *acl_name)
+{
+	return keys(acl_name);
+}
+
+json_object *egress_acl_nic_keys(const char *acl_name)
+{
+	json_object *o = keys(acl_name);
+
+	if (!o)
+		return NULL;
+	/*
+	 * Incus 6.0 (Debian's backport) writes a rule set nft refuses when a NIC has both an ACL
+	 * and security.ipv6_filtering (a missing newline after "ether type ip6 drop"), and the
+	 * instance does not start. The ACL refuses every IPv6 destination anyway: its only allowed
+	 * egress is the proxy's address.
+	 */
+	set(o, "security.ipv6_filtering", "false");
 	return o;
 }

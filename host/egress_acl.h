@@ -17,7 +17,12 @@
  */
 json_object *egress_acl_build(const struct egress_policy *p);
 
-/* The NIC keys, {"security.acls": name, "security.acls.default.*.action": "reject", ...}. */
+/*
+ * The NIC keys, {"security.acls": name, "security.acls.default.*.action": "reject", ...,
+ * "security.ipv6_filtering": "false"} (docs/isolation.md: Incus 6.0 cannot combine the two).
+ */
 json_object *egress_acl_nic_keys(const char *acl_name);
+/* The same keys for a whole bridge network (`incus network set`): no NIC-only key. */
+json_object *egress_acl_network_keys(const char *acl_name);
 
 #endif

@@ -42,9 +42,10 @@ static int run(char *const *argv, const char *input, char *out, size_t cap, int 
 	int p[2], status;
 	pid_t pid;
 
-	in = input ? memfd_create("incus-input", MFD_CLOEXEC) : open("/dev/null", O_RDONLY | O_CLOEXEC);
-	if (in < 0 || (input && (file_write_all(in, input, strlen(input)) < 0 ||
-	                         lseek(in, 0, SEEK_SET) < 0)))
+	in = input ? memfd_create("incus-input", MFD_CLOEXEC)
+	           : open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if (in < 0 ||
+	    (input && (file_write_all(in, input, strlen(input)) < 0 || lseek(in, 0, SEEK_SET) < 0)))
 		return err_errno(err, "cannot prepare the input of %s", argv[0]);
 	if (pipe2(p, O_CLOEXEC) < 0)
 		return err_errno(err, "cannot make a pipe");
@@ -76,11 +77,13 @@ static int run(char *const *argv, const char *input, char *out, size_t cap, int 
 			kill(pid, SIGKILL);
 			while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 				;
-			return err_set(err, ERR_FAILED, ETIMEDOUT, "%s %s did not finish within %d s",
-			               argv[0], argv[1], INCUS_CALL_MS / 1000);
+			return err_set(err, ERR_FAILED, ETIMEDOUT,
+			               "%s %s did not finish within %d s", argv[0], argv[1],
+			               INCUS_CALL_MS / 1000);
 		}
 		/* Past the cap the output is read and dropped: the client never blocks on us. */
-		n = len < cap - 1 ? read(rd, out + len, cap - 1 - len) : read(rd, sink, sizeof(sink));
+		n = len < cap - 1 ? read(rd, out + len, cap - 1 - len)
+		                  : read(rd, sink, sizeof(sink));
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
@@ -115,8 +118,8 @@ static int run_ok(char *const *argv, const char *input, const char *what, struct
 }
 
 int egress_incus_apply(const char *incus, const char *instance, const char *device,
-                       const char *acl_name, json_object *acl, json_object *nic_keys,
-                       struct err *err)
+                       const char *network, const char *acl_name, json_object *acl,
+                       json_object *nic_keys, struct err *err)
 {
 	char *show[] = {(char *)incus, "network", "acl", "show", (char *)acl_name, NULL};
 	char *create[] = {(char *)incus, "network", "acl", "create", (char *)acl_name, NULL};
@@ -130,12 +133,16 @@ int egress_incus_apply(const char *incus, const char *instance, const char *devi
 	if ((!WIFEXITED(status) || WEXITSTATUS(status) != 0) &&
 	    run_ok(create, NULL, "incus network acl create", err) < 0)
 		return err_ret(err);
-	if (run_ok(edit, json_object_to_json_string_ext(acl, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE),
+	if (run_ok(edit,
+	           json_object_to_json_string_ext(acl, JSON_C_TO_STRING_PRETTY |
+	                                                   JSON_C_TO_STRING_NOSLASHESCAPE),
 	           "incus network acl edit", err) < 0)
 		return err_ret(err);
-	if (strv_push(&set, incus) < 0 || strv_push(&set, "config") < 0 ||
-	    strv_push(&set, "device") < 0 || strv_push(&set, "set") < 0 ||
-	    strv_push(&set, instance) < 0 || strv_push(&set, device) < 0)
+	if (network ? (strv_push(&set, incus) < 0 || strv_push(&set, "network") < 0 ||
+	               strv_push(&set, "set") < 0 || strv_push(&set, network) < 0)
+	            : (strv_push(&set, incus) < 0 || strv_push(&set, "config") < 0 ||
+	               strv_push(&set, "device") < 0 || strv_push(&set, "set") < 0 ||
+	               strv_push(&set, instance) < 0 || strv_push(&set, device) < 0))
 		return err_oom(err);
 	json_object_object_foreach(nic_keys, key, val)
 	{
@@ -145,6 +152,10 @@ int egress_incus_apply(const char *incus, const char *instance, const char *devi
 		    strv_consume(&set, kv) < 0)
 			return err_oom(err);
 		kv = NULL;
+	}
+	if (network) {
+		snprintf(what, sizeof(what), "attaching the ACL to the network %s", network);
+		return run_ok(set, NULL, what, err);
 	}
 	snprintf(what, sizeof(what), "attaching the ACL to %s's NIC %s", instance, device);
 	if (run(set, NULL, out, sizeof(out), &status, err) < 0)

@@ -12,12 +12,13 @@
 
 /*
  * `INCUS network acl create NAME` when it is missing, `INCUS network acl edit NAME` with the
- * ACL document on stdin, then the NIC keys with `INCUS config device set INSTANCE DEVICE
- * K=V...` (`device override` when the NIC comes from a profile). The client's own error
- * message is part of a failure's. Each call is capped at 30 seconds.
+ * ACL document on stdin, then the attachment keys: with network NULL on the instance's NIC,
+ * `INCUS config device set INSTANCE DEVICE K=V...` (`device override` when the NIC comes from
+ * a profile); with a network, on that whole network, `INCUS network set NETWORK K=V...`. The
+ * client's own error message is part of a failure's. Each call is capped at 30 seconds.
  */
 int egress_incus_apply(const char *incus, const char *instance, const char *device,
-                       const char *acl_name, json_object *acl, json_object *nic_keys,
-                       struct err *err);
+                       const char *network, const char *acl_name, json_object *acl,
+                       json_object *keys, struct err *err);
 
 #endif

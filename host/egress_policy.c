@@ -46,16 +46,19 @@ int egress_policy_allow(struct egress_policy *p, const char *entry, struct err *
 		               "'%s' is not HOST:PORT (for example api.anthropic.com:443)", entry);
 	for (size_t i = 0; i < n; i++)
 		if (!host_char(entry[i]))
-			return err_set(err, ERR_REFUSED, EINVAL,
-			               "'%.*s' is not a host name: letters, digits, '-' and '.' only "
-			               "(a leading '.' also allows the subdomains)",
-			               (int)n, entry);
+			return err_set(
+			    err, ERR_REFUSED, EINVAL,
+			    "'%.*s' is not a host name: letters, digits, '-' and '.' only "
+			    "(a leading '.' also allows the subdomains)",
+			    (int)n, entry);
 	if (n == 1 || strstr(entry, ".."))
-		return err_set(err, ERR_REFUSED, EINVAL, "'%.*s' is not a host name", (int)n, entry);
+		return err_set(err, ERR_REFUSED, EINVAL, "'%.*s' is not a host name", (int)n,
+		               entry);
 	errno = 0;
 	port = strtol(colon + 1, &end, 10);
 	if (errno || end == colon + 1 || *end || port < 1 || port > 65535)
-		return err_set(err, ERR_REFUSED, EINVAL, "'%s': the port must be 1 to 65535", entry);
+		return err_set(err, ERR_REFUSED, EINVAL, "'%s': the port must be 1 to 65535",
+		               entry);
 	for (size_t i = 0; i < p->n_allow; i++)
 		if (p->allow[i].port == port && strncasecmp(p->allow[i].host, entry, n) == 0 &&
 		    p->allow[i].host[n] == '\0')
@@ -169,8 +172,8 @@ static void range_of(int family, unsigned __int128 addr, int prefix, unsigned __
                      unsigned __int128 *hi)
 {
 	int host_bits = bits_of(family) - prefix;
-	unsigned __int128 mask = host_bits >= 128 ? ~(unsigned __int128)0
-	                                          : (((unsigned __int128)1 << host_bits) - 1);
+	unsigned __int128 mask =
+	    host_bits >= 128 ? ~(unsigned __int128)0 : (((unsigned __int128)1 << host_bits) - 1);
 
 	*lo = addr & ~mask;
 	*hi = *lo | mask;
@@ -188,8 +191,7 @@ static int add_range(struct egress_policy *p, int family, unsigned __int128 lo,
 	return 0;
 }
 
-int egress_policy_deny(struct egress_policy *p, const char *cidr, const char *why,
-                       struct err *err)
+int egress_policy_deny(struct egress_policy *p, const char *cidr, const char *why, struct err *err)
 {
 	char addr[INET6_ADDRSTRLEN];
 	const char *slash = strchr(cidr, '/');
@@ -343,8 +345,8 @@ char *egress_policy_deny_list(const struct egress_policy *p, int family, bool cu
 		for (size_t j = 0; j < p->n_deny && !inside; j++) {
 			const struct egress_range *o = &p->deny[j];
 
-			inside = j != i && o->family == family && o->lo <= r->lo && r->hi <= o->hi &&
-			         (o->lo != r->lo || o->hi != r->hi || j < i);
+			inside = j != i && o->family == family && o->lo <= r->lo &&
+			         r->hi <= o->hi && (o->lo != r->lo || o->hi != r->hi || j < i);
 		}
 		if (inside)
 			continue;

@@ -56,8 +56,7 @@ int egress_policy_allow(struct egress_policy *p, const char *entry, struct err *
 /* Every line of a file ("#" comments and blank lines skipped) through egress_policy_allow(). */
 int egress_policy_allow_file(struct egress_policy *p, const char *path, struct err *err);
 /* "CIDR" (or one address) refused, for the reason given (a static string). */
-int egress_policy_deny(struct egress_policy *p, const char *cidr, const char *why,
-                       struct err *err);
+int egress_policy_deny(struct egress_policy *p, const char *cidr, const char *why, struct err *err);
 /* RFC 1918, CGNAT, ULA, link-local, the metadata addresses, loopback, "this network". */
 int egress_policy_deny_builtin(struct egress_policy *p, struct err *err);
 /* The networks of this host's interfaces (getifaddrs), loopback excepted. */

@@ -42,7 +42,8 @@ static void add(FILE *f, bool *seen_port, uint16_t port, const struct egress_pol
 static int deny_dst(FILE *f, const struct egress_policy *p)
 {
 	for (int fam = 0; fam < 2; fam++) {
-		_cleanup_free_ char *list = egress_policy_deny_list(p, fam ? AF_INET6 : AF_INET, false);
+		_cleanup_free_ char *list =
+		    egress_policy_deny_list(p, fam ? AF_INET6 : AF_INET, false);
 		char *item, *save = NULL;
 
 		if (!list)

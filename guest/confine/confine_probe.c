@@ -18,6 +18,8 @@
 #include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <arpa/inet.h>
+#include <sys/socket.h>
 
 #include "cleanup.h"
 #include "clock.h"
@@ -103,8 +105,10 @@ json_object *confine_probe_host_file(const char *path, const char *token)
 	buf[n > 0 ? n : 0] = '\0';
 	buf[strcspn(buf, "\n")] = '\0';
 	if (n > 0 && strcmp(buf, token) == 0) {
-		snprintf(detail, sizeof(detail), "%s is readable here and holds the host's token: "
-		                                 "the guest sees the host's files", path);
+		snprintf(detail, sizeof(detail),
+		         "%s is readable here and holds the host's token: "
+		         "the guest sees the host's files",
+		         path);
 		return check("host_file_unreachable", false, detail);
 	}
 	snprintf(detail, sizeof(detail), "%s exists here but does not hold the host's token", path);
@@ -238,9 +242,8 @@ static json_object *attempt_json(struct attempt *a, bool *ret_reached)
 
 	*ret_reached = attempt_reached(a, detail, sizeof(detail));
 	json_object_object_add(o, "url", json_object_new_string(a->url));
-	json_object_object_add(o, "via", json_object_new_string(a->kind == ATTEMPT_DIRECT
-	                                                             ? "direct"
-	                                                             : "proxy"));
+	json_object_object_add(
+	    o, "via", json_object_new_string(a->kind == ATTEMPT_DIRECT ? "direct" : "proxy"));
 	json_object_object_add(o, "reached", json_object_new_boolean(*ret_reached));
 	json_object_object_add(o, "detail", json_object_new_string(detail));
 	return o;
@@ -262,6 +265,31 @@ static void collect(CURLM *m)
 				a->result = msg->data.result;
 			}
 		}
+}
+
+/*
+ * Whether the URL's host is an address literal: a name is tried directly only through the
+ * guest's resolver, which libcurl may wait on past every cap (a confined guest's DNS is refused
+ * by silence), so a forbidden name is tried through the proxy only.
+ */
+static bool host_is_address(const char *url)
+{
+	const char *h = strstr(url, "://");
+	char host[64];
+	unsigned char buf[16];
+	size_t n;
+
+	if (!h)
+		return false;
+	h += 3;
+	if (*h == '[')
+		return strchr(h, ']') != NULL;
+	n = strcspn(h, ":/?#");
+	if (n == 0 || n >= sizeof(host))
+		return false;
+	memcpy(host, h, n);
+	host[n] = '\0';
+	return inet_pton(AF_INET, host, buf) == 1;
 }
 
 /* Every attempt driven at once until all are done or the deadline passes. */
@@ -309,13 +337,15 @@ int confine_probe_network(const char *proxy, const char *allowed, const char *co
 		return err_set(err, ERR_FAILED, 0, "cannot initialise libcurl");
 	at[count++] = (struct attempt){.kind = ATTEMPT_ALLOWED, .url = allowed};
 	for (size_t i = 0; i < n; i++) {
-		at[count++] = (struct attempt){.kind = ATTEMPT_DIRECT, .url = forbidden[i]};
+		if (host_is_address(forbidden[i]))
+			at[count++] = (struct attempt){.kind = ATTEMPT_DIRECT, .url = forbidden[i]};
 		at[count++] = (struct attempt){.kind = ATTEMPT_PROXY, .url = forbidden[i]};
 	}
 	r = 0;
 	for (size_t i = 0; i < count && r == 0; i++)
 		if (attempt_setup(&at[i], proxy) < 0)
-			r = err_set(err, ERR_FAILED, EINVAL, "cannot set up the probe of %s", at[i].url);
+			r = err_set(err, ERR_FAILED, EINVAL, "cannot set up the probe of %s",
+			            at[i].url);
 	if (r == 0)
 		r = attempts_run(at, count, err);
 	if (r == 0) {
@@ -332,8 +362,10 @@ int confine_probe_network(const char *proxy, const char *allowed, const char *co
 		snprintf(detail, sizeof(detail), "%zu of %zu attempts refused", refused, count - 1);
 		*ret_refused = check("others_refused", refused == count - 1, detail);
 		json_object_object_add(*ret_refused, "attempts", list);
-		json_object_object_add(*ret_refused, "tried", json_object_new_int64((int64_t)count - 1));
-		json_object_object_add(*ret_refused, "refused", json_object_new_int64((int64_t)refused));
+		json_object_object_add(*ret_refused, "tried",
+		                       json_object_new_int64((int64_t)count - 1));
+		json_object_object_add(*ret_refused, "refused",
+		                       json_object_new_int64((int64_t)refused));
 	}
 	for (size_t i = 0; i < count; i++)
 		if (at[i].easy)

@@ -32,7 +32,9 @@ json_object *confine_probe_host_file(const char *path, const char *token);
  * Checks 3 and 4, run together under one deadline (CONFINE_PROBE_TOTAL_MS): allowed fetched
  * through proxy must get an answer from its origin (not the proxy's refusal); each of
  * forbidden[] (n of them) must be refused both directly (a TCP connection must not open) and
- * through the proxy (the proxy must refuse or fail). *ret_allowed and *ret_refused get the two
+ * through the proxy (the proxy must refuse or fail), and directly only when its host is an
+ * address (a name would wait on the guest's resolver past every cap). *ret_allowed and
+ * *ret_refused get the two
  * checks.
  */
 int confine_probe_network(const char *proxy, const char *allowed, const char *const *forbidden,

@@ -46,11 +46,11 @@ int confine_record_read(const char *path, bool *ret_confined, int64_t *ret_verif
 	if (json_strict_parse(buf, len, &doc, &off, &jerr) != JSON_STRICT_OK ||
 	    !json_object_is_type(doc, json_type_object))
 		return err_set(err, ERR_FAILED, EBADMSG,
-		               "%s is not a verification record: run sandbox-ctl verify again", path);
+		               "%s is not a verification record: run sandbox-ctl verify again",
+		               path);
 	*ret_confined = json_object_object_get_ex(doc, "confined", &v) &&
 	                json_object_is_type(v, json_type_boolean) && json_object_get_boolean(v);
-	*ret_verified_at = json_object_object_get_ex(doc, "verified_at", &v)
-	                       ? json_object_get_int64(v)
-	                       : 0;
+	*ret_verified_at =
+	    json_object_object_get_ex(doc, "verified_at", &v) ? json_object_get_int64(v) : 0;
 	return 1;
 }

@@ -35,7 +35,8 @@ static const char *field(json_object *o, const char *key, size_t max, struct err
 	json_object *v;
 	const char *s;
 
-	if (!o || !json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_string)) {
+	if (!o || !json_object_object_get_ex(o, key, &v) ||
+	    !json_object_is_type(v, json_type_string)) {
 		err_set(err, ERR_REFUSED, EINVAL, "verify: \"%s\" must be a string", key);
 		return NULL;
 	}
@@ -71,11 +72,13 @@ static int forbidden_list(json_object *req, const char **urls, size_t *n, struct
 		json_object *v = json_object_array_get_idx(a, i);
 		const char *s = json_object_get_string(v);
 
-		if (!json_object_is_type(v, json_type_string) || strlen(s) > CONFINE_PROBE_URL_MAX ||
+		if (!json_object_is_type(v, json_type_string) ||
+		    strlen(s) > CONFINE_PROBE_URL_MAX ||
 		    (size_t)json_object_get_string_len(v) != strlen(s) || !is_http_url(s))
-			return err_set(err, ERR_REFUSED, EINVAL,
-			               "verify: \"forbidden\" holds something that is not an http:// "
-			               "or https:// URL");
+			return err_set(
+			    err, ERR_REFUSED, EINVAL,
+			    "verify: \"forbidden\" holds something that is not an http:// "
+			    "or https:// URL");
 		urls[(*n)++] = s;
 	}
 	for (size_t i = 0; i < ELEMENTSOF(metadata_urls); i++)
@@ -121,8 +124,8 @@ int serve_ops_verify(struct conn *c, struct stream *st, const struct msg *m)
 	json_object_object_add(doc, "checks", checks);
 	kernel = confine_probe_kernel(host);
 	file = confine_probe_host_file(path, token);
-	if (!kernel || !file || confine_probe_network(proxy, allowed, urls, n, &ok_check, &refused,
-	                                             &err) < 0) {
+	if (!kernel || !file ||
+	    confine_probe_network(proxy, allowed, urls, n, &ok_check, &refused, &err) < 0) {
 		json_object_put(kernel);
 		json_object_put(file);
 		if (!err.code && !err.cls)
@@ -138,7 +141,8 @@ int serve_ops_verify(struct conn *c, struct stream *st, const struct msg *m)
 		    json_object_object_get(json_object_array_get_idx(checks, i), "passed"));
 	json_object_object_add(doc, "confined", json_object_new_boolean(confined));
 	json_object_object_add(doc, "verified_at", json_object_new_int64((int64_t)time(NULL)));
-	json_object_object_add(doc, "guest_ms", json_object_new_int64((int64_t)(clock_now_ms() - t0)));
+	json_object_object_add(doc, "guest_ms",
+	                       json_object_new_int64((int64_t)(clock_now_ms() - t0)));
 	if (asprintf(&record, "%s/confinement.json", c->srv->cfg->state_dir) < 0) {
 		err_oom(&err);
 		return serve_stream_error(c, st, &err);
