@@ -175,6 +175,7 @@ int cmd_egress(struct ctl *ctl, int argc, char **argv)
 	_cleanup_json_ json_object *doc = json_object_new_object();
 	json_object *acl, *nic;
 	struct egress_squid_options so;
+	size_t linked = 0;
 	char ep[80], url[96], ip[64];
 	int r;
 
@@ -216,8 +217,11 @@ int cmd_egress(struct ctl *ctl, int argc, char **argv)
 		                   acl, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE),
 		               &ctl->err) < 0 ||
 		    write_file(a.out, "squid.conf", squid, &ctl->err) < 0 ||
-		    write_file(a.out, "ERR_SANDBOX_EGRESS", egress_squid_error_page, &ctl->err) < 0)
+		    egress_squid_write_errors(a.out, EGRESS_SQUID_TEMPLATES, &linked, &ctl->err) <
+		        0)
 			return CTL_EXIT_FAILED;
+		json_object_object_add(doc, "squid_templates",
+		                       json_object_new_int64((int64_t)linked));
 		json_object_object_add(doc, "out", json_object_new_string(a.out));
 	} else {
 		json_object_object_add(doc, "squid_conf", json_object_new_string(squid));

@@ -168,20 +168,21 @@ const struct cmd_info cmd_help_commands[] = {
                     "            [--app-port N] [--hosts-file FILE] [--acl NAME] [--device NIC | "
                     "--network NET]",
         .summary = "the instance's network ACL and proxy allowlist; applied with --incus NAME",
-        .options = "  --proxy ADDR:PORT    where the allowlisting proxy listens (the only egress)\n"
-                   "  --controller ADDR    the only address that may reach the runtime's port\n"
-                   "  --allow HOST:PORT    an allowed destination (repeatable; .example.com: "
-                   "subdomains too)\n"
-                   "  --allow-file FILE    one HOST:PORT a line\n"
-                   "  --no-default-allow   without the model API and GitHub defaults\n"
-                   "  --deny CIDR          one more refused range (repeatable)\n"
-                   "  --no-host-networks   do not refuse this host's own networks\n"
-                   "  --app-port N         the runtime's port (8080)\n"
-                   "  --out DIR            write acl.json, squid.conf, ERR_SANDBOX_EGRESS there\n"
-                   "  --hosts-file FILE    the proxy's hosts file (squid hosts_file)\n"
-                   "  --acl NAME           the ACL's name (sandbox-egress-INSTANCE)\n"
-                   "  --device NIC         the instance's NIC (eth0)\n"
-                   "  --network NET        attach to this bridge network instead of the NIC\n",
+        .options =
+            "  --proxy ADDR:PORT    where the allowlisting proxy listens (the only egress)\n"
+            "  --controller ADDR    the only address that may reach the runtime's port\n"
+            "  --allow HOST:PORT    an allowed destination (repeatable; .example.com: "
+            "subdomains too)\n"
+            "  --allow-file FILE    one HOST:PORT a line\n"
+            "  --no-default-allow   without the model API and GitHub defaults\n"
+            "  --deny CIDR          one more refused range (repeatable)\n"
+            "  --no-host-networks   do not refuse this host's own networks\n"
+            "  --app-port N         the runtime's port (8080)\n"
+            "  --out DIR            write acl.json, squid.conf, errors/ (the 403 page) there\n"
+            "  --hosts-file FILE    the proxy's hosts file (squid hosts_file)\n"
+            "  --acl NAME           the ACL's name (sandbox-egress-INSTANCE)\n"
+            "  --device NIC         the instance's NIC (eth0)\n"
+            "  --network NET        attach to this bridge network instead of the NIC\n",
         .example = "sandbox-ctl --incus sbx-42 egress --proxy 10.0.3.1:3128 --controller "
                    "10.0.3.1 --allow rubygems.org:443 --out /var/lib/sandbox-ctl/egress/sbx-42",
         .value_options =

@@ -10,8 +10,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <unistd.h>
 
 #include "cleanup.h"
+#include "file.h"
 
 const char egress_squid_error_page[] =
     "<!DOCTYPE html>\n"
@@ -73,6 +78,7 @@ char *egress_squid_config(const struct egress_policy *p, const struct egress_squ
 	fprintf(f, "access_log stdio:%s/access.log squid\n", o->dir);
 	fprintf(f, "cache_log %s/cache.log\n", o->dir);
 	fprintf(f, "coredump_dir %s\n", o->dir);
+	fprintf(f, "error_directory %s/errors\n", o->dir);
 	fprintf(f, "cache deny all\ncache_mem 8 MB\nforwarded_for delete\n");
 	fprintf(f, "visible_hostname sandbox-egress\nshutdown_lifetime 1 seconds\n");
 	fprintf(f, "connect_timeout 10 seconds\nread_timeout 5 minutes\n");
@@ -91,16 +97,51 @@ char *egress_squid_config(const struct egress_policy *p, const struct egress_squ
 		fclose(f);
 		return NULL;
 	}
-	fprintf(f, "deny_info %s/ERR_SANDBOX_EGRESS sandbox_refused_dst\n", o->dir);
+	fprintf(f, "deny_info ERR_SANDBOX_EGRESS sandbox_refused_dst\n");
 	fprintf(f, "http_access deny sandbox_refused_dst\n");
 	for (size_t i = 0; i < p->n_allow; i++)
 		if (seen[i])
 			fprintf(f, "http_access allow sandbox_hosts_%u sandbox_port_%u\n",
 			        (unsigned)p->allow[i].port, (unsigned)p->allow[i].port);
-	fprintf(f, "deny_info %s/ERR_SANDBOX_EGRESS all\n", o->dir);
+	fprintf(f, "deny_info ERR_SANDBOX_EGRESS all\n");
 	fprintf(f, "http_access deny all\n");
 	fprintf(f, "icp_access deny all\nhtcp_access deny all\nsnmp_access deny all\n");
 	if (fclose(f) != 0)
 		return NULL;
 	return TAKE_PTR(buf);
+}
+
+int egress_squid_write_errors(const char *dir, const char *templates, size_t *ret_linked,
+                              struct err *err)
+{
+	_cleanup_free_ char *errors = NULL, *page = NULL;
+	_cleanup_closedir_ DIR *d = NULL;
+	_cleanup_close_ int dfd = -1;
+	struct dirent *de;
+
+	*ret_linked = 0;
+	if (asprintf(&errors, "%s/errors", dir) < 0 ||
+	    asprintf(&page, "%s/ERR_SANDBOX_EGRESS", errors) < 0)
+		return err_oom(err);
+	if (file_mkdir_p(errors, 0755, err) < 0 ||
+	    file_write_atomic(page, egress_squid_error_page, strlen(egress_squid_error_page), 0644,
+	                      (uid_t)-1, (gid_t)-1, err) < 0)
+		return err_wrap(err, "writing the proxy's error pages in %s", errors);
+	dfd = open(errors, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	d = opendir(templates);
+	if (dfd < 0 || !d)
+		return 0;
+	while ((de = readdir(d))) {
+		char target[PATH_MAX];
+
+		if (strncmp(de->d_name, "ERR_", 4) != 0 ||
+		    strcmp(de->d_name, "ERR_SANDBOX_EGRESS") == 0)
+			continue;
+		snprintf(target, sizeof(target), "%s/%s", templates, de->d_name);
+		unlinkat(dfd, de->d_name, 0);
+		if (symlinkat(target, dfd, de->d_name) < 0)
+			return err_errno(err, "cannot link %s into %s", target, errors);
+		(*ret_linked)++;
+	}
+	return 0;
 }

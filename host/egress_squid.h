@@ -5,7 +5,10 @@
 #ifndef SA_HOST_EGRESS_SQUID_H
 #define SA_HOST_EGRESS_SQUID_H
 
+#include <stddef.h>
+
 #include "egress_policy.h"
+#include "err.h"
 
 struct egress_squid_options {
 	const char *dir;        /* the proxy's own directory: logs, pid file, the error page */
@@ -23,5 +26,17 @@ char *egress_squid_config(const struct egress_policy *p, const struct egress_squ
 
 /* The 403 page the proxy answers a refusal with: it names the policy and what to do. */
 extern const char egress_squid_error_page[];
+
+/* squid's own error templates (Debian's squid), linked beside our page. */
+#define EGRESS_SQUID_TEMPLATES "/usr/share/squid/errors/templates"
+
+/*
+ * DIR/errors, squid's error_directory: our page ERR_SANDBOX_EGRESS, and a link to each of
+ * squid's own templates found in templates (squid wants every page it may send in that one
+ * directory). *ret_linked: how many; 0 when templates is missing (squid then answers its other
+ * errors with "Missing Template": install squid where the configuration is written).
+ */
+int egress_squid_write_errors(const char *dir, const char *templates, size_t *ret_linked,
+                              struct err *err);
 
 #endif

@@ -24,9 +24,8 @@ static struct egress_policy *policy(void)
 	struct err err;
 
 	ck_assert_ptr_nonnull(p);
-	ck_assert_int_eq(egress_policy_parse_endpoint("10.0.3.1:3128", &p->proxy, &p->proxy_port,
-	                                              &err),
-	                 0);
+	ck_assert_int_eq(
+	    egress_policy_parse_endpoint("10.0.3.1:3128", &p->proxy, &p->proxy_port, &err), 0);
 	ck_assert_int_eq(egress_policy_parse_ip("10.0.3.9", &p->controller, &err), 0);
 	p->app_port = 8080;
 	ck_assert_int_eq(egress_policy_deny_builtin(p, &err), 0);
@@ -129,13 +128,16 @@ START_TEST(test_squid_config)
 	conf = egress_squid_config(p, &o);
 	ck_assert_ptr_nonnull(conf);
 	ck_assert_ptr_nonnull(strstr(conf, "http_port 10.0.3.1:3128\n"));
-	ck_assert_ptr_nonnull(strstr(conf, "acl sandbox_hosts_443 dstdomain a.example b.example\n"));
-	ck_assert_ptr_nonnull(strstr(conf, "http_access allow sandbox_hosts_8080 sandbox_port_8080\n"));
+	ck_assert_ptr_nonnull(
+	    strstr(conf, "acl sandbox_hosts_443 dstdomain a.example b.example\n"));
+	ck_assert_ptr_nonnull(
+	    strstr(conf, "http_access allow sandbox_hosts_8080 sandbox_port_8080\n"));
 	ck_assert_ptr_nonnull(strstr(conf, "acl sandbox_refused_dst dst 169.254.0.0/16\n"));
 	/* The refusal of internal destinations comes before any allow line. */
 	ck_assert(strstr(conf, "http_access deny sandbox_refused_dst") <
 	          strstr(conf, "http_access allow"));
-	ck_assert_ptr_nonnull(strstr(conf, "deny_info /var/lib/x/ERR_SANDBOX_EGRESS all\n"));
+	ck_assert_ptr_nonnull(strstr(conf, "deny_info ERR_SANDBOX_EGRESS all\n"));
+	ck_assert_ptr_nonnull(strstr(conf, "error_directory /var/lib/x/errors\n"));
 	ck_assert_ptr_null(strstr(conf, "hosts_file"));
 }
 END_TEST
