@@ -199,13 +199,19 @@ check ":8080 is refused from another address ($code)" test "$code" = 000
 VERIFY=(verify --proxy "http://$EGRESS_BRIDGE_IP:$EGRESS_PROXY_PORT" --allowed http://allowed.sandbox.test/
 	--forbidden http://forbidden.sandbox.test/ --forbidden "http://$EGRESS_FORBIDDEN_IP/"
 	--forbidden "http://$EGRESS_PUBLIC_IP/")
-"$CTL" --incus "$CT" -q --accept-new-guest-key hello >/dev/null 2>>"$TMP/ctl.err"
-t=$(date +%s.%N)
-"$CTL" --incus "$CT" -q "${VERIFY[@]}" >"$TMP/verify.json" 2>"$TMP/verify.err"
-rc=$?
-vt=$(elapsed "$t")
+# run_verify C OUT: pin C's key, then sandbox-ctl verify into OUT (OUT.err); sets rc and secs.
+run_verify() {
+	local t
+	"$CTL" --incus "$1" -q --accept-new-guest-key hello >/dev/null 2>>"$TMP/ctl.err"
+	t=$(date +%s.%N)
+	"$CTL" --incus "$1" -q "${VERIFY[@]}" >"$2" 2>"$2.err"
+	rc=$?
+	secs=$(elapsed "$t")
+}
+run_verify "$CT" "$TMP/verify.json"
+vt=$secs
 check "verify passes on the confined container (exit $rc, $vt s)" test $rc -eq 0
-[ $rc -eq 0 ] || { cat "$TMP/verify.err"; python3 -m json.tool "$TMP/verify.json" | head -60; }
+[ $rc -eq 0 ] || { cat "$TMP/verify.json.err"; python3 -m json.tool "$TMP/verify.json" | head -60; }
 check "its four checks passed" \
 	test "$(json "$TMP/verify.json" '" ".join("%s=%s" % (c["name"], c["passed"]) for c in d["checks"])')" = \
 	"kernel_or_namespaces=True host_file_unreachable=True allowed_endpoint_answers=True others_refused=True"
@@ -217,19 +223,17 @@ check "the guest recorded it, root-only (0600)" \
 	test "$(inc exec "$CT" -- stat -c '%U %a' /run/sandbox-agent/confinement.json)" = "root 600"
 check "the record says confined" \
 	inc exec "$CT" -- grep -q '"confined":true' /run/sandbox-agent/confinement.json
-check "the host's token file is gone" sh -c '! ls -d /tmp/sandbox-verify.* 2>/dev/null | grep -q .'
+token_file=$(json "$TMP/verify.json" 'd["checks"][1]["detail"].split()[0]')
+check "the host's token file ($token_file) is gone" test -n "$token_file" -a ! -e "$token_file"
 
-"$CTL" --incus "$OPEN" -q --accept-new-guest-key hello >/dev/null 2>>"$TMP/ctl.err"
-t=$(date +%s.%N)
-"$CTL" --incus "$OPEN" -q "${VERIFY[@]}" >"$TMP/verify-open.json" 2>"$TMP/verify-open.err"
-rc=$?
-ot=$(elapsed "$t")
+run_verify "$OPEN" "$TMP/verify-open.json"
+ot=$secs
 check "verify fails on the open container (exit $rc, $ot s)" test $rc -eq 1
 check "and names the failed check: others_refused" \
 	test "$(json "$TMP/verify-open.json" '[c["name"] for c in d["checks"] if not c["passed"]]')" = "['others_refused']"
 check "the open container's record says not confined" \
 	inc exec "$OPEN" -- grep -q '"confined":false' /run/sandbox-agent/confinement.json
-check "verify's error says what failed" grep -q "not confined" "$TMP/verify-open.err"
+check "verify's error says what failed" grep -q "not confined" "$TMP/verify-open.json.err"
 
 # --- nothing left the namespaces -----------------------------------------------------------------------
 check "the machine's own interfaces are unchanged" \
