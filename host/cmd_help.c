@@ -160,6 +160,57 @@ const struct cmd_info cmd_help_commands[] = {
             (const char *const[]){"--spec", "--branch", "--app-dir", "--author", "--message", NULL},
     },
     {
+        .name = "egress",
+        .fn = cmd_egress,
+        .connects = false,
+        .synopsis = "egress --proxy ADDR:PORT --controller ADDR [--allow HOST:PORT]... "
+                    "[--out DIR]\n"
+                    "            [--allow-file FILE] [--no-default-allow] [--deny CIDR]... "
+                    "[--no-host-networks]\n"
+                    "            [--app-port N] [--hosts-file FILE] [--acl NAME] [--device NIC | "
+                    "--network NET]",
+        .summary = "the instance's network ACL and proxy allowlist; applied with --incus NAME",
+        .options =
+            "  --proxy ADDR:PORT    where the allowlisting proxy listens (the only egress)\n"
+            "  --controller ADDR    the only address that may reach the runtime's port\n"
+            "  --allow HOST:PORT    an allowed destination (repeatable; .example.com: "
+            "subdomains too)\n"
+            "  --allow-file FILE    one HOST:PORT a line\n"
+            "  --no-default-allow   without the model API and GitHub defaults\n"
+            "  --deny CIDR          one more refused range (repeatable)\n"
+            "  --no-host-networks   do not refuse this host's own networks\n"
+            "  --app-port N         the runtime's port (8080)\n"
+            "  --out DIR            write acl.json, squid.conf, errors/ (the 403 page) there\n"
+            "  --hosts-file FILE    the proxy's hosts file (squid hosts_file)\n"
+            "  --acl NAME           the ACL's name (sandbox-egress-INSTANCE)\n"
+            "  --device NIC         the instance's NIC (eth0)\n"
+            "  --network NET        attach to this bridge network instead of the NIC\n",
+        .example = "sandbox-ctl --incus sbx-42 egress --proxy 10.0.3.1:3128 --controller "
+                   "10.0.3.1 --allow rubygems.org:443 --out /var/lib/sandbox-ctl/egress/sbx-42",
+        .value_options =
+            (const char *const[]){"--proxy", "--controller", "--allow", "--allow-file", "--deny",
+                                  "--app-port", "--out", "--hosts-file", "--acl", "--device", NULL},
+        .flag_options = (const char *const[]){"--no-default-allow", "--no-host-networks", NULL},
+    },
+    {
+        .name = "verify",
+        .fn = cmd_verify,
+        .connects = true,
+        .synopsis = "verify --proxy URL --allowed URL [--forbidden URL]... [--host-file DIR]",
+        .summary = "prove the confinement: four checks, recorded in the guest",
+        .options = "  --proxy URL          the allowlisting proxy as the guest reaches it\n"
+                   "  --allowed URL        an allowed endpoint that must answer through it\n"
+                   "  --forbidden URL      a destination that must be refused, directly and "
+                   "through\n"
+                   "                       the proxy (repeatable; the metadata addresses are "
+                   "always tried)\n"
+                   "  --host-file DIR      where the host's token file is made (/tmp)\n",
+        .example = "sandbox-ctl --incus sbx-42 verify --proxy http://10.0.3.1:3128 --allowed "
+                   "https://api.anthropic.com/",
+        .value_options =
+            (const char *const[]){"--proxy", "--allowed", "--forbidden", "--host-file", NULL},
+    },
+    {
         .name = "help",
         .fn = cmd_help,
         .connects = false,

@@ -8,14 +8,10 @@
 #include "connect.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
 #include <string.h>
 #include <sys/wait.h>
-#include <unistd.h>
 
-#include "frame_io.h"
+#include "exec_capture.h"
 #include "strv.h"
 
 #define INCUS_OUTPUT_MAX 256
@@ -36,56 +32,7 @@ static bool name_valid(const char *name)
 /* Run argv with stdout captured (at most cap - 1 bytes), stdin and stderr on /dev/null. */
 static int run_capture(char *const *argv, char *out, size_t cap, int *ret_status, struct err *err)
 {
-	int64_t deadline = frame_io_deadline(INCUS_TIMEOUT_MS);
-	_cleanup_close_ int rd = -1, wr = -1;
-	size_t len = 0;
-	int p[2], status;
-	pid_t pid;
-
-	if (pipe2(p, O_CLOEXEC) < 0)
-		return err_errno(err, "cannot make a pipe");
-	rd = p[0];
-	wr = p[1];
-	pid = fork();
-	if (pid < 0)
-		return err_errno(err, "cannot fork to run %s", argv[0]);
-	if (pid == 0) {
-		int null = open("/dev/null", O_RDWR | O_CLOEXEC);
-		sigset_t none;
-		sigemptyset(&none);
-		sigprocmask(SIG_SETMASK, &none, NULL);
-		signal(SIGPIPE, SIG_DFL);
-		if (null < 0 || dup2(null, STDIN_FILENO) < 0 || dup2(wr, STDOUT_FILENO) < 0 ||
-		    dup2(null, STDERR_FILENO) < 0)
-			_exit(127);
-		execvp(argv[0], argv);
-		_exit(127);
-	}
-	close(TAKE_FD(wr));
-	for (;;) {
-		struct pollfd pf = {.fd = rd, .events = POLLIN};
-		int64_t left = deadline - frame_io_now_ms();
-		ssize_t n;
-		if (left <= 0 || poll(&pf, 1, (int)left) == 0) {
-			kill(pid, SIGKILL);
-			while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-				;
-			return err_set(err, ERR_FAILED, ETIMEDOUT, "%s did not answer within %d s",
-			               argv[0], INCUS_TIMEOUT_MS / 1000);
-		}
-		n = read(rd, out + len, cap - 1 - len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0 || (len += (size_t)n) == cap - 1)
-			break;
-	}
-	out[len] = '\0';
-	close(TAKE_FD(rd));
-	while (waitpid(pid, &status, 0) < 0)
-		if (errno != EINTR)
-			return err_errno(err, "cannot wait for %s", argv[0]);
-	*ret_status = status;
-	return 0;
+	return exec_capture_run(argv, NULL, false, INCUS_TIMEOUT_MS, out, cap, ret_status, err);
 }
 
 /* The CID in the output of `incus config get`, or 0 when there is none. */

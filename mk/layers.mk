@@ -15,16 +15,18 @@ LAYER_guest/stage    := common/base common/git
 LAYER_guest/proc     := common/base common/scrub
 LAYER_guest/config   := common/base common/scrub guest/stage guest/proc
 LAYER_guest/engine   := common/base common/scrub guest/stage guest/proc guest/config
-LAYER_guest/session  := common/base common/scrub common/git guest/stage guest/proc guest/config
+LAYER_guest/confine  := common/base
+LAYER_guest/session  := common/base common/scrub common/git guest/stage guest/proc guest/config \
+	guest/confine
 LAYER_guest/serve    := common/base common/scrub common/channel common/git guest/stage \
-	guest/proc guest/config guest/engine
+	guest/proc guest/config guest/engine guest/confine
 LAYER_guest/init     := common/base
 LAYER_guest/cli      := common/base common/scrub common/channel common/git guest/stage \
-	guest/proc guest/config guest/engine guest/serve guest/init guest/session
+	guest/proc guest/config guest/engine guest/serve guest/init guest/session guest/confine
 LAYER_host           := common/base common/scrub common/channel common/git
 
 LAYERS := common/base common/scrub common/channel common/git guest/stage guest/proc \
-	guest/config guest/engine guest/session guest/serve guest/init guest/cli host
+	guest/config guest/engine guest/confine guest/session guest/serve guest/init guest/cli host
 
 # Tests, fuzz targets and benches see every layer.
 ALL_LAYER_INC := $(foreach l,$(LAYERS),-I$(l))

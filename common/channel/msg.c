@@ -39,6 +39,7 @@ static const struct {
     {MSG_CHECKOUT_FETCH, "checkout.fetch"},
     {MSG_PUBLISH_COMMIT, "publish.commit"},
     {MSG_PUBLISH_DATA, "publish.data"},
+    {MSG_VERIFY, "verify"},
     {MSG_SESSION_START, "session.start"},
     {MSG_SESSION_EVENT, "session.event"},
     {MSG_SESSION_ASK, "session.ask"},

@@ -68,6 +68,8 @@ enum msg_type {
 	/* publishing: the guest commits the work tree and streams the commit's pack */
 	MSG_PUBLISH_COMMIT = 0x00A0,
 	MSG_PUBLISH_DATA = 0x00A1,
+
+	MSG_VERIFY = 0x00B0,
 	/* coding sessions (reserved, see docs/protocol.md) */
 	MSG_SESSION_START = 0x0080,
 	MSG_SESSION_EVENT = 0x0081,

@@ -13,6 +13,7 @@
 #include "serve_ops_query.h"
 #include "serve_ops_secrets.h"
 #include "serve_ops_tree.h"
+#include "serve_ops_verify.h"
 
 serve_ops_start_fn serve_ops_find(uint16_t type)
 {
@@ -39,6 +40,8 @@ serve_ops_start_fn serve_ops_find(uint16_t type)
 		return serve_ops_checkout_fetch;
 	case MSG_PUBLISH_COMMIT:
 		return serve_ops_publish_commit;
+	case MSG_VERIFY:
+		return serve_ops_verify;
 	default:
 		return NULL;
 	}

@@ -5,7 +5,9 @@
 #   incus_daemon_start DIR   start incusd with INCUS_DIR=DIR/var in a network and mount
 #                            namespace of its own, wait for it, initialise it from
 #                            tests/incus/preseed.yaml (no network, one `dir` pool, a default
-#                            profile holding only a root disk)
+#                            profile holding only a root disk); INCUS_OWN_SYSFS=1 also gives
+#                            its mount namespace a sysfs of its network namespace (for a
+#                            managed bridge made in there: tests/incus/egress.sh)
 #   incus_daemon_stop        delete every instance and image, `incus admin shutdown`, wait for
 #                            the daemon; anything of ours still running then is ended by pid
 #   incus_leftovers          prints what is left of the daemon (processes in its namespaces,
@@ -48,8 +50,18 @@ incus_daemon_start() {
 	chmod 711 "$INCUS_BASE" "$INCUS_DIR"
 	# unshare execs sh, which execs incusd: $! is the daemon's pid.
 	# shellcheck disable=SC2016 # expanded by the inner shell
-	unshare --net --mount --propagation slave /bin/sh -c \
-		'ip link set lo up && exec "$@"' sh "$INCUS_LIBEXEC/incusd" --group incus-admin \
+	# With INCUS_OWN_SYSFS=1 (a test that gives the daemon a managed network) the daemon's mount
+	# namespace gets a sysfs of its own network namespace: the machine's /sys shows the
+	# machine's interfaces, and Incus looks for its bridge in /sys/class/net. The cgroup
+	# hierarchies are moved over onto the new /sys unchanged.
+	mkdir -p "$INCUS_BASE/cgroup-move"
+	# shellcheck disable=SC2016 # expanded by the inner shell
+	INCUS_OWN_SYSFS=${INCUS_OWN_SYSFS:-0} CGMOVE=$INCUS_BASE/cgroup-move \
+		unshare --net --mount --propagation slave /bin/sh -c \
+		'ip link set lo up && if [ "$INCUS_OWN_SYSFS" = 1 ]; then
+			mount --rbind /sys/fs/cgroup "$CGMOVE" && mount -t sysfs sysfs /sys &&
+			mount --move "$CGMOVE" /sys/fs/cgroup || exit 1; fi && exec "$@"' \
+		sh "$INCUS_LIBEXEC/incusd" --group incus-admin \
 		--logfile="$INCUS_BASE/incusd.log" >"$INCUS_BASE/incusd.out" 2>&1 &
 	INCUS_PID=$!
 	if ! incus admin waitready --timeout=120; then
