@@ -147,15 +147,25 @@ const struct cmd_info cmd_help_commands[] = {
         .connects = true,
         .synopsis = "publish --spec FILE|- --branch NAME [--app-dir DIR] [--author \"Name "
                     "<email>\"]\n"
-                    "            [--message M]",
+                    "            [--message M] [--pull-request [--title T] [--body-file F] "
+                    "[--base BRANCH] [--draft]]",
         .summary = "commit the app's changes in the guest and push them to a new branch",
         .options = "  --spec FILE|-        the checkout's spec (where to push, the token)\n"
                    "  --branch NAME        the new branch\n" APP_DIR_OPT
                    "  --author \"N <e>\"     the commit's author\n"
-                   "  --message M          the commit's message\n",
-        .example = "sandbox-ctl --incus sbx-42 publish --spec - --branch agent/work < spec.json",
+                   "  --message M          the commit's message\n"
+                   "  --pull-request       then open a pull request from the branch (the\n"
+                   "                       spec's repository and api_url; docs/forge.md)\n"
+                   "  --title T            its title (the message's first line)\n"
+                   "  --body-file F        its description, from a file\n"
+                   "  --base BRANCH        its base (the spec's branch, else the default)\n"
+                   "  --draft              open it as a draft\n",
+        .example = "sandbox-ctl --incus sbx-42 publish --spec - --branch agent/work --pull-request "
+                   "< spec.json",
         .value_options =
-            (const char *const[]){"--spec", "--branch", "--app-dir", "--author", "--message", NULL},
+            (const char *const[]){"--spec", "--branch", "--app-dir", "--author", "--message",
+                                  "--title", "--body-file", "--base", NULL},
+        .flag_options = (const char *const[]){"--pull-request", "--draft", NULL},
     },
     {
         .name = "help",

@@ -41,7 +41,7 @@ static const char usage_text[] =
     "  runtime [--app-dir DIR]\n"
     "  checkout --spec FILE|- [--app-dir DIR] [--guest-fetch]\n"
     "  publish --spec FILE|- --branch NAME [--app-dir DIR] [--author \"Name <email>\"]\n"
-    "          [--message M]\n"
+    "          [--message M] [--pull-request [--title T] [--body-file F] [--base B] [--draft]]\n"
     "  help [COMMAND]                         a command's options and an example\n"
     "                                         (also: sandbox-ctl COMMAND --help)\n"
     "  completion bash                        a bash completion script\n"
