@@ -168,6 +168,32 @@ const struct cmd_info cmd_help_commands[] = {
         .flag_options = (const char *const[]){"--pull-request", "--draft", NULL},
     },
     {
+        .name = "github-token",
+        .fn = cmd_github_token,
+        .connects = false,
+        .synopsis = "github-token --app-id N --private-key FILE --installation N "
+                    "--repository OWNER/NAME\n"
+                    "            [--permissions contents:read,...] [--api-url URL] "
+                    "[--clone-url URL] [--ref REF]",
+        .summary = "a GitHub App's installation token for one repository, about an hour, "
+                   "printed as a checkout spec",
+        .options = "  --app-id N           the app's id (or client id): the JWT's issuer\n"
+                   "  --private-key FILE   the app's PEM key (0600; never echoed)\n"
+                   "  --installation N     the installation's number\n"
+                   "  --repository O/N     the one repository the token covers\n"
+                   "  --permissions LIST   NAME:read|write,... (contents:read); publish:\n"
+                   "                       contents:write,pull_requests:write\n"
+                   "  --api-url URL        the REST API (https://api.github.com)\n"
+                   "  --clone-url URL      the spec's clone URL (from the API URL)\n"
+                   "  --ref REF            the spec's ref\n",
+        .example = "sandbox-ctl github-token --app-id 12345 --private-key app.pem "
+                   "--installation 678 \\\n"
+                   "      --repository acme/shop | sandbox-ctl --incus sbx-42 checkout --spec -",
+        .value_options =
+            (const char *const[]){"--app-id", "--private-key", "--installation", "--repository",
+                                  "--permissions", "--api-url", "--clone-url", "--ref", NULL},
+    },
+    {
         .name = "help",
         .fn = cmd_help,
         .connects = false,

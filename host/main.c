@@ -42,6 +42,8 @@ static const char usage_text[] =
     "  checkout --spec FILE|- [--app-dir DIR] [--guest-fetch]\n"
     "  publish --spec FILE|- --branch NAME [--app-dir DIR] [--author \"Name <email>\"]\n"
     "          [--message M] [--pull-request [--title T] [--body-file F] [--base B] [--draft]]\n"
+    "  github-token --app-id N --private-key FILE --installation N --repository OWNER/NAME\n"
+    "          [--permissions contents:read,...] [--api-url URL] [--clone-url URL] [--ref REF]\n"
     "  help [COMMAND]                         a command's options and an example\n"
     "                                         (also: sandbox-ctl COMMAND --help)\n"
     "  completion bash                        a bash completion script\n"

@@ -16,6 +16,12 @@
 # branch pushed anyway and the error in the document. The GitHub Enterprise shape (api_url
 # .../api/v3) works the same.
 #
+# github-token: the app's JWT (RS256) verified by the stand-in with the app's public key
+# (openssl), its iat, exp and iss; the token asked for one repository and read permission by
+# default; the printed spec checks the app out for real; a read-only token gets 403 on a pull
+# request, one asked with write opens it; a key of no app: 401; a key file others can read is
+# refused before anything is sent, and never echoed.
+#
 # Throughout, every process's argv and environment is sampled for the token; afterwards the
 # stand-in's request log, sandbox-ctl's output and the repositories' git config are searched.
 . "$(dirname "$0")/lib.sh"
@@ -44,7 +50,13 @@ forge_start() {
 	[ -s "$dir/port" ] || return 1
 	echo "http://127.0.0.1:$(cat "$dir/port")"
 }
-API=$(forge_start "$FORGE") || die "the GitHub API stand-in did not start: $(cat "$FORGE/stand-in.log")"
+# The GitHub App: its key (only the stand-in has the public half), and a key of no app.
+openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$TMP/app.pem" 2>/dev/null &&
+	openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$TMP/wrong.pem" 2>/dev/null &&
+	chmod 600 "$TMP/app.pem" "$TMP/wrong.pem" &&
+	openssl pkey -in "$TMP/app.pem" -pubout -out "$TMP/app.pub" || die "openssl cannot make the app's keys"
+APP_ARGS=(--app-id 12345 --public-key "$TMP/app.pub" --installation 678)
+API=$(forge_start "$FORGE" "${APP_ARGS[@]}") || die "the GitHub API stand-in did not start: $(cat "$FORGE/stand-in.log")"
 on_exit "kill $(cat "$FORGE/pid")"
 
 # pspec TOKEN REF [REPOSITORY [API]]: the checkout spec with the forge's fields.
@@ -162,6 +174,73 @@ publish "$(pspec "$TOKEN" main)" --branch sandbox/early --title T
 check "--title without --pull-request: exit 2" [ "$RC" -eq 2 ]
 check "nothing was pushed" ! has_branch sandbox/early
 
+echo "--- github-token: an installation token for one repository, read only"
+# gh_token [ARGS...]: sandbox-ctl github-token against the stand-in; spec in $TMP/gh.spec
+gh_token() {
+	"$CTL" --timeout 30 github-token --app-id 12345 --installation 678 --repository t/app \
+		--api-url "$API" --clone-url "$CLONE_URL" "$@" >"$TMP/gh.spec" 2>"$TMP/gh.err"
+	RC=$?
+	cat "$TMP/gh.err" >>"$ALL_OUT"
+}
+gh_token --private-key "$TMP/app.pem" --ref main
+check "github-token exits 0" [ "$RC" -eq 0 ]
+[ "$RC" -eq 0 ] || cat "$TMP/gh.err"
+L=$(last_request)
+check "POST /app/installations/678/access_tokens" [ "$(req 'd["method"]+" "+d["path"]' <<<"$L")" = "POST /app/installations/678/access_tokens" ]
+check "the JWT's RS256 signature verifies with the app's public key" [ "$(req 'd["jwt_verified"]' <<<"$L")" = True ]
+check "its header is RS256, JWT" [ "$(req 'd["jwt_header"]["alg"]+" "+d["jwt_header"]["typ"]' <<<"$L")" = "RS256 JWT" ]
+check "iss is the app id" [ "$(req 'd["jwt_claims"]["iss"]' <<<"$L")" = 12345 ]
+check "exp is 10 minutes after iat" [ "$(req 'd["jwt_claims"]["exp"]-d["jwt_claims"]["iat"]' <<<"$L")" = 600 ]
+check "iat is about 60 s in the past" [ "$(req 'int(__import__("time").time())-d["jwt_claims"]["iat"]' <<<"$L")" -ge 59 ]
+check "the token is limited to the one repository" [ "$(req 'd["request"]["repositories"]' <<<"$L")" = "['app']" ]
+check "read permission only, by default" [ "$(req 'd["request"]["permissions"]' <<<"$L")" = "{'contents': 'read'}" ]
+check "the spec carries the issued token" [ "$(json "$TMP/gh.spec" 'd["token"]')" = "$TOKEN" ]
+check "its expiry, about an hour ahead" [ "$(json "$TMP/gh.spec" 'int((__import__("datetime").datetime.strptime(d["expires_at"], "%Y-%m-%dT%H:%M:%SZ") - __import__("datetime").datetime.utcnow()).total_seconds() // 60)')" -ge 58 ]
+check "the clone URL, user and ref" [ "$(json "$TMP/gh.spec" 'd["clone_url"]+" "+d["username"]+" "+d["ref"]')" = "$CLONE_URL x-access-token main" ]
+check "stderr says when it expires" grep -q "a token for t/app, expires at " "$TMP/gh.err"
+
+echo "--- the printed spec checks the app out"
+APP=$TMP/ws3/app
+mkdir -p "$TMP/ws3"
+"$CTL" --timeout 60 --connect "$A" checkout --spec - --app-dir "$APP" <"$TMP/gh.spec" >"$OUT" 2>"$ERR"
+RC=$?
+check "checkout with the spec on stdin exits 0" [ "$RC" -eq 0 ]
+[ "$RC" -eq 0 ] || cat "$ERR"
+check "at the branch's commit" [ "$(json "$OUT" 'd["commit"]')" = "$COMMIT" ]
+as_user "printf 'third\n' >>server.py"
+echo "--- a read-only token may not open a pull request: 403"
+# (the git server checks the token, not its permissions; the stand-in checks those)
+publish "$(cat "$TMP/gh.spec")" --branch sandbox/ro --pull-request
+check "exit 2" [ "$RC" -eq 2 ]
+check "it says pull_requests:write is needed and how to get it" grep -q "the API answered 403 (Resource not accessible by integration): the token may not open pull requests in t/app: an installation token needs pull_requests:write (sandbox-ctl github-token --permissions contents:write,pull_requests:write)" "$ERR"
+
+echo "--- write permission when asked: publish --pull-request with it"
+gh_token --private-key "$TMP/app.pem" --ref main --permissions contents:write,pull_requests:write
+check "github-token --permissions exits 0" [ "$RC" -eq 0 ]
+check "it asked for exactly those" [ "$(req 'd["request"]["permissions"]' <<<"$(last_request)")" = "{'contents': 'write', 'pull_requests': 'write'}" ]
+check "it warns that write is for publishing" grep -q "write permission asked for" "$TMP/gh.err"
+publish "$(cat "$TMP/gh.spec")" --branch sandbox/rw --pull-request
+check "publish --pull-request exits 0" [ "$RC" -eq 0 ]
+[ "$RC" -eq 0 ] || cat "$ERR"
+check "the pull request is open" grep -q "/t/app/pull/" <<<"$(json "$OUT" 'd["pull_request"]["html_url"]')"
+
+echo "--- a key that is not the app's: 401"
+N=$(wc -l <"$FORGE/requests.jsonl")
+gh_token --private-key "$TMP/wrong.pem"
+check "exit 2" [ "$RC" -eq 2 ]
+check "GitHub's message and what to do" grep -q "the API answered 401 (A JSON web token could not be decoded): GitHub did not accept the app's JWT" "$TMP/gh.err"
+check "the signature did not verify" [ "$(req 'd["jwt_verified"]' <<<"$(last_request)")" = False ]
+check "no token on stdout" bash -c "! grep -qF '$TOKEN' '$TMP/gh.spec'"
+echo "--- a key others can read is refused before anything is sent"
+chmod 640 "$TMP/wrong.pem"
+N=$(wc -l <"$FORGE/requests.jsonl")
+gh_token --private-key "$TMP/wrong.pem"
+check "exit 2" [ "$RC" -eq 2 ]
+check "it says chmod 600" grep -q "only you can read (chmod 600" "$TMP/gh.err"
+check "no request was made" [ "$(wc -l <"$FORGE/requests.jsonl")" = "$N" ]
+check "the key is not echoed" bash -c "! grep -qF 'PRIVATE KEY' '$TMP/gh.err' '$TMP/gh.spec'"
+check "--permissions that are not NAME:LEVEL: exit 2" bash -c "! '$CTL' github-token --app-id 1 --private-key '$TMP/app.pem' --installation 1 --repository t/app --permissions contents:all >/dev/null 2>&1"
+
 touch "$TMP/stop-sampling"
 wait "$SAMPLER" 2>/dev/null
 echo "--- the token went nowhere"
@@ -171,6 +250,6 @@ check "no process's argv or environment held the token" [ ! -s "$TMP/found" ]
 check "not in sandbox-ctl's output (stdout and stderr)" bash -c "! grep -qaF -e '$TOKEN' -e '$B64' '$ALL_OUT'"
 check "the search finds a planted token" bash -c "echo '$TOKEN' | grep -qaF -e '$TOKEN'"
 check "not in the stand-in's request log" bash -c "! grep -qaF -e '$TOKEN' '$FORGE/requests.jsonl' '$GHE/requests.jsonl'"
-check "not in the checkouts' git config" bash -c "! grep -rqaF -e '$TOKEN' -e '$B64' -e '$URLENC' '$APP/.git/config' '$APP_FIRST/.git/config'"
+check "not in the checkouts' git config" bash -c "! grep -rqaF -e '$TOKEN' -e '$B64' -e '$URLENC' '$APP/.git/config' '$APP_FIRST/.git/config' '$TMP/ws2/app/.git/config'"
 check "not in the server repository's config" bash -c "! grep -qaF -e '$TOKEN' '$SRV/repos/app.git/config'"
 finish
