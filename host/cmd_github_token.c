@@ -76,15 +76,15 @@ static int options_check(struct ctl *ctl, const struct token_opts *o)
 		return CTL_EXIT_REFUSED;
 	if (!o->installation[0] || strlen(o->installation) > 20 ||
 	    strspn(o->installation, "0123456789") != strlen(o->installation))
-		return cmd_usage(ctl, USAGE,
-		                 "--installation wants the installation's number (digits), not '%.40s'",
-		                 o->installation);
+		return cmd_usage(
+		    ctl, USAGE,
+		    "--installation wants the installation's number (digits), not '%.40s'",
+		    o->installation);
 	return 0;
 }
 
 /* The spec printed: the answer's token and expiry with where it applies. */
-static json_object *spec_doc(const struct token_opts *o, const char *clone_url,
-                             json_object *answer)
+static json_object *spec_doc(const struct token_opts *o, const char *clone_url, json_object *answer)
 {
 	json_object *doc = json_object_new_object(), *perms;
 
@@ -144,10 +144,14 @@ static int token_run(struct ctl *ctl, const struct token_opts *o, json_object *p
 int cmd_github_token(struct ctl *ctl, int argc, char **argv)
 {
 	static const struct option opts[] = {
-	    {"app-id", required_argument, NULL, 'a'},      {"private-key", required_argument, NULL, 'k'},
-	    {"installation", required_argument, NULL, 'i'}, {"repository", required_argument, NULL, 'r'},
-	    {"permissions", required_argument, NULL, 'p'}, {"api-url", required_argument, NULL, 'u'},
-	    {"clone-url", required_argument, NULL, 'c'},   {"ref", required_argument, NULL, 'R'},
+	    {"app-id", required_argument, NULL, 'a'},
+	    {"private-key", required_argument, NULL, 'k'},
+	    {"installation", required_argument, NULL, 'i'},
+	    {"repository", required_argument, NULL, 'r'},
+	    {"permissions", required_argument, NULL, 'p'},
+	    {"api-url", required_argument, NULL, 'u'},
+	    {"clone-url", required_argument, NULL, 'c'},
+	    {"ref", required_argument, NULL, 'R'},
 	    {0},
 	};
 	struct token_opts o = {.permissions = GITHUB_TOKEN_DEFAULT_PERMISSIONS,
@@ -182,8 +186,9 @@ int cmd_github_token(struct ctl *ctl, int argc, char **argv)
 	    clone_url_of(&o, clone_url, sizeof(clone_url), &ctl->err) < 0)
 		return CTL_EXIT_REFUSED;
 	if (writes)
-		output_note(&ctl->out, "write permission asked for (%s): give this token to publish "
-		                       "only, a checkout needs contents:read",
+		output_note(&ctl->out,
+		            "write permission asked for (%s): give this token to publish "
+		            "only, a checkout needs contents:read",
 		            o.permissions);
 	if (forge_http_global_init(&ctl->err) < 0)
 		return output_exit_of(&ctl->err);

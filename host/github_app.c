@@ -21,10 +21,11 @@ int github_app_id_check(const char *app_id, struct err *err)
 
 	if (!n || n > GITHUB_APP_ID_MAX ||
 	    strspn(app_id, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789.") != n)
-		return err_set(err, ERR_REFUSED, EINVAL,
-		               "--app-id wants the app's id (digits, on the app's settings page) or "
-		               "its client id, not '%.64s'",
-		               app_id ? app_id : "");
+		return err_set(
+		    err, ERR_REFUSED, EINVAL,
+		    "--app-id wants the app's id (digits, on the app's settings page) or "
+		    "its client id, not '%.64s'",
+		    app_id ? app_id : "");
 	return 0;
 }
 
@@ -98,8 +99,8 @@ static size_t b64url(char *out, size_t room, const void *bin, size_t len)
 	return strlen(out);
 }
 
-static int sign(EVP_PKEY *pkey, const char *data, size_t len, unsigned char **ret,
-                size_t *ret_len, struct err *err)
+static int sign(EVP_PKEY *pkey, const char *data, size_t len, unsigned char **ret, size_t *ret_len,
+                struct err *err)
 {
 	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
 	unsigned char *sig = NULL;
@@ -137,15 +138,16 @@ int github_app_jwt(const char *app_id, const char *key, size_t key_len, int64_t 
 	if (github_app_id_check(app_id, err) < 0)
 		return err_ret(err);
 	m = snprintf(claims, sizeof(claims), "{\"iat\":%lld,\"exp\":%lld,\"iss\":\"%s\"}",
-	             (long long)(now - GITHUB_APP_IAT_BACK), (long long)(now + GITHUB_APP_EXP_AHEAD),
-	             app_id);
+	             (long long)(now - GITHUB_APP_IAT_BACK),
+	             (long long)(now + GITHUB_APP_EXP_AHEAD), app_id);
 	if (m < 0 || (size_t)m >= sizeof(claims))
 		return err_set(err, ERR_REFUSED, EINVAL, "the app id is too long");
 	pkey = key_load(key, key_len, err);
 	if (!pkey)
 		return err_ret(err);
 	/* header.claims.signature; the signature of an RSA key of up to 16384 bits fits */
-	cap = sodium_base64_ENCODED_LEN(sizeof(JWT_HEADER), sodium_base64_VARIANT_URLSAFE_NO_PADDING) +
+	cap = sodium_base64_ENCODED_LEN(sizeof(JWT_HEADER),
+	                                sodium_base64_VARIANT_URLSAFE_NO_PADDING) +
 	      sodium_base64_ENCODED_LEN(sizeof(claims), sodium_base64_VARIANT_URLSAFE_NO_PADDING) +
 	      sodium_base64_ENCODED_LEN((size_t)EVP_PKEY_get_size(pkey),
 	                                sodium_base64_VARIANT_URLSAFE_NO_PADDING) +

@@ -35,16 +35,18 @@ int github_token_permissions_parse(const char *list, json_object **ret, bool *re
 
 		if (name_len >= n || name_len == 0 || name_len > NAME_MAX_LEN ||
 		    strspn(p, "abcdefghijklmnopqrstuvwxyz_") != name_len || (!write && !read))
-			return err_set(err, ERR_REFUSED, EINVAL,
-			               "--permissions wants NAME:read or NAME:write, comma-separated "
-			               "(contents:read; for publish contents:write,pull_requests:"
-			               "write), not '%.*s'",
-			               (int)(n > 80 ? 80 : n), p);
+			return err_set(
+			    err, ERR_REFUSED, EINVAL,
+			    "--permissions wants NAME:read or NAME:write, comma-separated "
+			    "(contents:read; for publish contents:write,pull_requests:"
+			    "write), not '%.*s'",
+			    (int)(n > 80 ? 80 : n), p);
 		if (++count > PERMISSIONS_MAX)
 			return err_set(err, ERR_REFUSED, EINVAL, "--permissions names more than %d",
 			               PERMISSIONS_MAX);
 		snprintf(name, sizeof(name), "%.*s", (int)name_len, p);
-		json_object_object_add(perms, name, json_object_new_string(write ? "write" : "read"));
+		json_object_object_add(perms, name,
+		                       json_object_new_string(write ? "write" : "read"));
 		*ret_writes = *ret_writes || write;
 		p += n;
 		if (*p == ',')
@@ -100,8 +102,7 @@ static const char *name_of(const char *repository)
 	return slash ? slash + 1 : repository;
 }
 
-int github_token_request(const struct github_token_req *req, json_object **ret,
-                         struct err *err)
+int github_token_request(const struct github_token_req *req, json_object **ret, struct err *err)
 {
 	char url[FORGE_HTTP_URL_MAX], hint404[HINT_MAX], hint422[HINT_MAX];
 	const struct forge_reply_hints hints = {

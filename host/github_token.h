@@ -40,8 +40,7 @@ int github_token_permissions_parse(const char *list, json_object **ret, bool *re
  * Ask for the token. *ret: the answer, with a non-empty "token" and "expires_at" checked;
  * free it with github_token_dispose(). Refusals worded by forge_reply_error().
  */
-int github_token_request(const struct github_token_req *req, json_object **ret,
-                         struct err *err);
+int github_token_request(const struct github_token_req *req, json_object **ret, struct err *err);
 
 /* Wipe every string in o (and the text json-c printed of it last) and free it. */
 void github_token_dispose(json_object *o);
