@@ -20,9 +20,11 @@
 #include "github_pulls.h"
 #include "github_token.h"
 
-static const struct forge_reply_hints hints = {
-    .what = "opening", .on_401 = "new token", .on_403 = "more rights", .on_404 = "which repo",
-    .on_422 = "check"};
+static const struct forge_reply_hints hints = {.what = "opening",
+                                               .on_401 = "new token",
+                                               .on_403 = "more rights",
+                                               .on_404 = "which repo",
+                                               .on_422 = "check"};
 
 START_TEST(test_api_url)
 {
@@ -79,13 +81,12 @@ START_TEST(test_error_wording)
 	ck_assert_str_eq(e.msg, "opening: the API answered 422 (Validation Failed: head invalid; "
 	                        "base invalid; x; 2 more): check");
 
-	ck_assert_int_lt(forge_reply_error(401, "{\"message\":\"Bad credentials\"}", 29, &hints, &e),
-	                 0);
+	ck_assert_int_lt(
+	    forge_reply_error(401, "{\"message\":\"Bad credentials\"}", 29, &hints, &e), 0);
 	ck_assert_str_eq(e.msg, "opening: the API answered 401 (Bad credentials): new token");
 	ck_assert_int_eq(e.code, EACCES);
-	ck_assert_int_lt(forge_reply_error(403, "{\"message\":\"API rate limit exceeded\"}", 37,
-	                                   &hints, &e),
-	                 0);
+	ck_assert_int_lt(
+	    forge_reply_error(403, "{\"message\":\"API rate limit exceeded\"}", 37, &hints, &e), 0);
 	ck_assert_int_eq(e.code, EAGAIN);
 	ck_assert_ptr_nonnull(strstr(e.msg, "X-RateLimit-Reset"));
 	ck_assert_int_lt(forge_reply_error(404, "not json", 8, &hints, &e), 0);
@@ -128,16 +129,16 @@ START_TEST(test_permissions)
 	                 "{\"contents\":\"read\"}");
 	ck_assert(!writes);
 	json_object_put(p);
-	ck_assert_int_eq(github_token_permissions_parse("contents:write,pull_requests:write", &p,
-	                                                &writes, &e),
-	                 0);
+	ck_assert_int_eq(
+	    github_token_permissions_parse("contents:write,pull_requests:write", &p, &writes, &e),
+	    0);
 	ck_assert(writes);
 	ck_assert_str_eq(json_object_to_json_string_ext(p, JSON_C_TO_STRING_PLAIN),
 	                 "{\"contents\":\"write\",\"pull_requests\":\"write\"}");
 	json_object_put(p);
-	static const char *const bad[] = {"",           "contents",    "contents:",
-	                                  "contents:rw", ":read",      "Contents:read",
-	                                  "a:read,,",    "a:read,b:x", "con tents:read"};
+	static const char *const bad[] = {
+	    "",         "contents",   "contents:",     "contents:rw", ":read", "Contents:read",
+	    "a:read,,", "a:read,b:x", "con tents:read"};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		ck_assert_msg(github_token_permissions_parse(bad[i], &p, &writes, &e) < 0, "%s",
 		              bad[i]);
@@ -152,8 +153,8 @@ START_TEST(test_repository)
 	struct err e = {0};
 
 	ck_assert_int_eq(github_pulls_repository_check("acme/shop.web_2-x", &e), 0);
-	static const char *const bad[] = {"acme", "/shop", "acme/", "a/b/c", "a/..", "a/b c",
-	                                  "a/b?x"};
+	static const char *const bad[] = {"acme", "/shop", "acme/", "a/b/c",
+	                                  "a/..", "a/b c", "a/b?x"};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		ck_assert_msg(github_pulls_repository_check(bad[i], &e) < 0, "%s", bad[i]);
 	ck_assert_int_lt(github_pulls_repository_check(NULL, &e), 0);
@@ -223,9 +224,8 @@ START_TEST(test_jwt)
 	sig = unb64(dot2 + 1, strlen(dot2 + 1), &sig_len);
 	ctx = EVP_MD_CTX_new();
 	ck_assert_int_eq(EVP_DigestVerifyInit(ctx, NULL, EVP_sha256(), NULL, k), 1);
-	ck_assert_int_eq(EVP_DigestVerify(ctx, sig, sig_len, (unsigned char *)jwt,
-	                                  (size_t)(dot2 - jwt)),
-	                 1);
+	ck_assert_int_eq(
+	    EVP_DigestVerify(ctx, sig, sig_len, (unsigned char *)jwt, (size_t)(dot2 - jwt)), 1);
 	EVP_MD_CTX_free(ctx);
 	sodium_free(jwt);
 	free(head);
