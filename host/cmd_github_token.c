@@ -52,7 +52,8 @@ static int clone_url_of(const struct token_opts *o, char *buf, size_t len, struc
 		n--;
 	if (o->clone_url)
 		snprintf(buf, len, "%s", o->clone_url);
-	else if (strcmp(o->api_url, FORGE_HTTP_DEFAULT_API) == 0)
+	else if (n == strlen(FORGE_HTTP_DEFAULT_API) &&
+	         strncmp(o->api_url, FORGE_HTTP_DEFAULT_API, n) == 0)
 		snprintf(buf, len, "https://github.com/%s.git", o->repository);
 	else if (n > s && strncmp(o->api_url + n - s, ENTERPRISE_SUFFIX, s) == 0)
 		snprintf(buf, len, "%.*s/%s.git", (int)(n - s), o->api_url, o->repository);

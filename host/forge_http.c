@@ -237,7 +237,7 @@ static int auth_header(const struct forge_http_req *req, char **ret, struct err 
 static int curl_failed(struct err *err, CURLcode rc, const char *errbuf,
                        const struct forge_http_req *req, const struct sink *s)
 {
-	if (s->over)
+	if (s->over || rc == CURLE_FILESIZE_EXCEEDED)
 		return err_set(err, ERR_FAILED, EFBIG,
 		               "%s %s: the answer is over %d bytes: is the API URL right?",
 		               req->method, req->url, FORGE_HTTP_MAX_REPLY);

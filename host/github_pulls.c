@@ -27,7 +27,7 @@ int github_pulls_repository_check(const char *repository, struct err *err)
 	        strlen(repository) ||
 	    strcmp(slash + 1, ".") == 0 || strcmp(slash + 1, "..") == 0)
 		return err_set(err, ERR_REFUSED, EINVAL,
-		               "the spec's repository '%.200s' is not OWNER/NAME (letters, digits, "
+		               "the repository '%.200s' is not OWNER/NAME (letters, digits, "
 		               "'-', '_', '.')",
 		               repository);
 	return 0;

@@ -27,6 +27,8 @@ DIR holds what the test sets and reads; no secret is ever passed in argv:
   DIR/issue-token     (read per call, 0600) the installation token access_tokens hands out;
                       the permissions it was asked for become that token's
   DIR/revoked         (exists: every token is refused with 401 Bad credentials)
+  DIR/huge, DIR/slow  (exist: every answer is 2 MiB of JSON; or comes after 10 s) for the
+                      client's caps on size and time
   DIR/port            written once listening; DIR/requests.jsonl: one line per request
                       (method, path, query, the headers but never a credential, the body, the
                       JWT's header and claims and whether its signature verified)
@@ -168,6 +170,10 @@ class Handler(BaseHTTPRequestHandler):
             self.st.log(self.entry)
 
     def route(self, method, path, query):
+        if os.path.exists(self.st.path("slow")):
+            time.sleep(10)
+        if os.path.exists(self.st.path("huge")):
+            return self.answer(200, {"padding": "x" * (2 << 20)})
         prefix = self.st.args.prefix
         if prefix:
             if not path.startswith(prefix + "/"):

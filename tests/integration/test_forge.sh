@@ -20,7 +20,8 @@
 # (openssl), its iat, exp and iss; the token asked for one repository and read permission by
 # default; the printed spec checks the app out for real; a read-only token gets 403 on a pull
 # request, one asked with write opens it; a key of no app: 401; a key file others can read is
-# refused before anything is sent, and never echoed.
+# refused before anything is sent, and never echoed; an answer over 1 MiB and one later than
+# --timeout end the call with a clear error.
 #
 # Throughout, every process's argv and environment is sampled for the token; afterwards the
 # stand-in's request log, sandbox-ctl's output and the repositories' git config are searched.
@@ -240,6 +241,24 @@ check "it says chmod 600" grep -q "only you can read (chmod 600" "$TMP/gh.err"
 check "no request was made" [ "$(wc -l <"$FORGE/requests.jsonl")" = "$N" ]
 check "the key is not echoed" bash -c "! grep -qF 'PRIVATE KEY' '$TMP/gh.err' '$TMP/gh.spec'"
 check "--permissions that are not NAME:LEVEL: exit 2" bash -c "! '$CTL' github-token --app-id 1 --private-key '$TMP/app.pem' --installation 1 --repository t/app --permissions contents:all >/dev/null 2>&1"
+
+echo "--- the answer's size and time are capped"
+chmod 600 "$TMP/wrong.pem"
+touch "$FORGE/huge"
+gh_token --private-key "$TMP/app.pem"
+rm -f "$FORGE/huge"
+check "an answer over 1 MiB: exit 1" [ "$RC" -eq 1 ]
+check "it says the answer is too big" grep -q "the answer is over 1048576 bytes" "$TMP/gh.err"
+touch "$FORGE/slow"
+T0=$(date +%s)
+"$CTL" --timeout 2 github-token --app-id 12345 --installation 678 --repository t/app \
+	--api-url "$API" --clone-url "$CLONE_URL" --private-key "$TMP/app.pem" >"$TMP/gh.spec" 2>"$TMP/gh.err"
+RC=$?
+T1=$(date +%s)
+rm -f "$FORGE/slow"
+check "no answer within --timeout 2: exit 1" [ "$RC" -eq 1 ]
+check "it says so" grep -q "no complete answer within 2 s (--timeout)" "$TMP/gh.err"
+check "it gave up within 5 s" [ $((T1 - T0)) -le 5 ]
 
 touch "$TMP/stop-sampling"
 wait "$SAMPLER" 2>/dev/null
