@@ -321,7 +321,7 @@ int cmd_help_completion(struct ctl *ctl, int argc, char **argv)
 	    "\t\tcase \" $commands \" in *\" $w \"*) cmd=$w; break ;; esac\n"
 	    "\tdone\n"
 	    "\tcase $prev in\n"
-	    "\t--key | --known-guests | --out | --spec)\n"
+	    "\t--key | --known-guests | --out | --spec | --body-file | --private-key)\n"
 	    "\t\tCOMPREPLY=($(compgen -f -- \"$cur\")); return ;;\n"
 	    "\t--connect)\n"
 	    "\t\tCOMPREPLY=($(compgen -W 'vsock: unix: serial: fc: exec' -- \"$cur\")); return ;;\n"
