@@ -170,6 +170,18 @@ static void pull_request_title(const struct publish_req *pr, char *buf, size_t l
 		snprintf(buf, len, "%.*s", (int)strcspn(pr->message, "\n"), pr->message);
 	else
 		snprintf(buf, len, "Work from the sandbox (%s)", pr->branch);
+	/* A line cut at the limit ends on a whole UTF-8 character. */
+	if (strlen(buf) == len - 1) {
+		size_t i = len - 2, need;
+		while (i > 0 && ((unsigned char)buf[i] & 0xc0) == 0x80)
+			i--;
+		need = (unsigned char)buf[i] >= 0xf0   ? 4
+		       : (unsigned char)buf[i] >= 0xe0 ? 3
+		       : (unsigned char)buf[i] >= 0xc0 ? 2
+		                                       : 1;
+		if (i + need > len - 1)
+			buf[i] = '\0';
+	}
 }
 
 /*

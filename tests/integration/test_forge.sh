@@ -159,10 +159,13 @@ mkdir -m 700 "$GHE"
 cp -p "$FORGE/tokens.json" "$FORGE/issue-token" "$GHE/"
 GHE_API=$(forge_start "$GHE" --prefix /api/v3) || die "the /api/v3 stand-in did not start"
 on_exit "kill $(cat "$GHE/pid")"
-publish "$(pspec "$TOKEN" main t/app "$GHE_API/api/v3/")" --branch sandbox/ghe --pull-request
+LONG=$(/usr/bin/python3 -c 'print("é" * 200)') # 400 bytes: the title is cut to 256, on a whole character
+publish "$(pspec "$TOKEN" main t/app "$GHE_API/api/v3/")" --branch sandbox/ghe --pull-request --message "$LONG"
 check "publish --pull-request exits 0" [ "$RC" -eq 0 ]
 [ "$RC" -eq 0 ] || cat "$ERR"
 check "the request went to /api/v3/repos/t/app/pulls" grep -q '"path": "/api/v3/repos/t/app/pulls"' "$GHE/requests.jsonl"
+check "a long first line makes a title of 256 bytes of whole characters" \
+	[ "$(tail -n1 "$GHE/requests.jsonl" | req 'd["request"]["title"] == "é" * 128')" = True ]
 
 echo "--- refused before anything is pushed"
 publish "$(pspec "$TOKEN" main 'not a repo')" --branch sandbox/early --pull-request
