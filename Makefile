@@ -28,6 +28,10 @@ SAN_LDFLAGS := -fsanitize=address,undefined
 endif
 DEP_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(PKGS))
 DEP_LIBS := $(shell $(PKG_CONFIG) --libs $(PKGS))
+# Debian's libcrypto (RS256 for `sandbox-ctl github-token`): sandbox-ctl only, never the agent.
+HOST_PKGS := libcrypto
+HOST_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(HOST_PKGS))
+HOST_LIBS := $(shell $(PKG_CONFIG) --libs $(HOST_PKGS))
 ALL_CFLAGS := $(BASE_CFLAGS) $(DEP_CFLAGS) $(CFLAGS)
 ALL_LDFLAGS := -pie -Wl,-z,relro,-z,now $(SAN_LDFLAGS) $(LDFLAGS)
 
@@ -58,6 +62,8 @@ $(BUILD)/%.o: %.c
 	@echo "  CC $<"
 	@$(CC) $(ALL_CFLAGS) $(call layer_inc,$<) -c $< -o $@
 
+$(HOST_OBJ): ALL_CFLAGS += $(HOST_CFLAGS)
+
 $(LIBCOMMON): $(COMMON_OBJ)
 $(LIBGUEST): $(GUEST_OBJ)
 $(LIBHOST): $(HOST_OBJ)
@@ -69,7 +75,7 @@ $(BUILD)/sandbox-agent: $(BUILD)/guest/cli/main.o $(LIBGUEST) $(LIBCOMMON)
 $(BUILD)/sandbox-app-boot $(BUILD)/sandbox-claude: $(BUILD)/sandbox-agent
 	ln -sf sandbox-agent $@
 $(BUILD)/sandbox-ctl: $(BUILD)/host/main.o $(LIBHOST) $(LIBCOMMON)
-	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(DEP_LIBS)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(DEP_LIBS) $(HOST_LIBS)
 
 # Unit tests: one Check binary per module.
 # Their shared helpers (tests/unit/support/) are compiled once into one archive.
@@ -86,13 +92,13 @@ $(BUILD)/tests/%: tests/unit/%.c $(LIBTESTSUPPORT) $(LIBGUEST) $(LIBHOST) $(LIBC
 	@mkdir -p $(@D)
 	@echo "  CCLD $@"
 	@$(CC) $(ALL_CFLAGS) $(UNIT_INC) $(ALL_LDFLAGS) -o $@ $< $(LIBTESTSUPPORT) $(LIBGUEST) \
-		$(LIBHOST) $(LIBCOMMON) $(DEP_LIBS) $(CHECK_LIBS)
+		$(LIBHOST) $(LIBCOMMON) $(DEP_LIBS) $(HOST_LIBS) $(CHECK_LIBS)
 
 # Fuzz targets replayed over their committed corpus with a plain main() (tests/fuzz/replay.c).
 $(BUILD)/replay/%: tests/fuzz/%.c tests/fuzz/replay.c $(LIBGUEST) $(LIBHOST) $(LIBCOMMON)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) $(ALL_LAYER_INC) $(ALL_LDFLAGS) -o $@ $< tests/fuzz/replay.c $(LIBGUEST) $(LIBHOST) \
-		$(LIBCOMMON) $(DEP_LIBS)
+		$(LIBCOMMON) $(DEP_LIBS) $(HOST_LIBS)
 
 unit: $(UNIT_BIN) all
 replay: $(REPLAY_BIN)

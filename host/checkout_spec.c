@@ -12,6 +12,7 @@
 
 #include <json-c/printbuf.h>
 
+#include "forge_http.h"
 #include "git_fetch.h"
 #include "keys.h"
 
@@ -32,25 +33,61 @@ void checkout_spec_dispose(struct checkout_spec *sp)
 	*sp = (struct checkout_spec){0};
 }
 
-static int spec_read_fd(int fd, struct checkout_spec *sp, struct err *err)
+static int read_fd(int fd, size_t max, const char *what, char *buf, size_t *len, struct err *err)
 {
-	sp->buf = sodium_malloc(CHECKOUT_SPEC_MAX + 1);
-	if (!sp->buf)
-		return err_set(err, ERR_FAILED, ENOMEM, "cannot allocate guarded memory");
 	for (;;) {
-		ssize_t n = read(fd, sp->buf + sp->len, CHECKOUT_SPEC_MAX + 1 - sp->len);
+		ssize_t n = read(fd, buf + *len, max + 1 - *len);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0)
-			return err_errno(err, "cannot read the checkout spec");
+			return err_errno(err, "cannot read the %s", what);
 		if (n == 0)
 			break;
-		sp->len += (size_t)n;
-		if (sp->len > CHECKOUT_SPEC_MAX)
-			return err_set(err, ERR_REFUSED, EFBIG,
-			               "the checkout spec is over %d bytes", CHECKOUT_SPEC_MAX);
+		*len += (size_t)n;
+		if (*len > max)
+			return err_set(err, ERR_REFUSED, EFBIG, "the %s is over %zu bytes", what,
+			               max);
 	}
-	sp->buf[sp->len] = '\0';
+	buf[*len] = '\0';
+	return 0;
+}
+
+int checkout_spec_read_private(const char *path, size_t max, const char *what, char **ret_buf,
+                               size_t *ret_len, struct err *err)
+{
+	_cleanup_close_ int fd = -1;
+	struct stat st;
+	size_t len = 0;
+	char *buf;
+
+	*ret_buf = NULL;
+	*ret_len = 0;
+	if (keys_sodium_init(err) < 0)
+		return err_ret(err);
+	if (strcmp(path, "-") != 0) {
+		fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+		if (fd < 0)
+			return err_errno(err, "cannot open the %s %s", what, path);
+		if (fstat(fd, &st) < 0)
+			return err_errno(err, "cannot stat %s", path);
+		if (!S_ISREG(st.st_mode) || (st.st_mode & 077) || st.st_uid != geteuid())
+			return err_set(err, ERR_REFUSED, EPERM,
+			               "%s holds a secret (the %s): it must be a regular file of "
+			               "yours that only you can read (chmod 600 %s)",
+			               path, what, path);
+		if ((size_t)st.st_size > max)
+			return err_set(err, ERR_REFUSED, EFBIG, "the %s %s is over %zu bytes", what,
+			               path, max);
+	}
+	buf = sodium_malloc(max + 1);
+	if (!buf)
+		return err_set(err, ERR_FAILED, ENOMEM, "cannot allocate guarded memory");
+	if (read_fd(fd >= 0 ? fd : STDIN_FILENO, max, what, buf, &len, err) < 0) {
+		sodium_free(buf);
+		return err_ret(err);
+	}
+	*ret_buf = buf;
+	*ret_len = len;
 	return 0;
 }
 
@@ -65,32 +102,13 @@ static const char *spec_string(json_object *o, const char *key)
 
 int checkout_spec_load(const char *path, struct checkout_spec *sp, struct err *err)
 {
-	_cleanup_close_ int fd = -1;
 	struct json_tokener *tok;
 	json_object *v;
-	struct stat st;
 	int r;
 
-	if (keys_sodium_init(err) < 0)
+	if (checkout_spec_read_private(path, CHECKOUT_SPEC_MAX, "checkout spec", &sp->buf, &sp->len,
+	                               err) < 0)
 		return err_ret(err);
-	if (strcmp(path, "-") == 0) {
-		r = spec_read_fd(STDIN_FILENO, sp, err);
-	} else {
-		fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-		if (fd < 0)
-			return err_errno(err, "cannot open the checkout spec %s", path);
-		if (fstat(fd, &st) < 0)
-			return err_errno(err, "cannot stat %s", path);
-		if (!S_ISREG(st.st_mode) || (st.st_mode & 077) || st.st_uid != geteuid())
-			return err_set(
-			    err, ERR_REFUSED, EPERM,
-			    "%s holds a token: it must be a regular file of yours that only "
-			    "you can read (chmod 600)",
-			    path);
-		r = spec_read_fd(fd, sp, err);
-	}
-	if (r < 0)
-		return r;
 	tok = json_tokener_new_ex(4);
 	if (!tok)
 		return err_oom(err);
@@ -106,6 +124,8 @@ int checkout_spec_load(const char *path, struct checkout_spec *sp, struct err *e
 	sp->clone_url = spec_string(sp->obj, "clone_url");
 	sp->ref = spec_string(sp->obj, "ref");
 	sp->username = spec_string(sp->obj, "username");
+	sp->repository = spec_string(sp->obj, "repository");
+	sp->api_url = spec_string(sp->obj, "api_url");
 	if (!sp->clone_url)
 		return err_set(err, ERR_REFUSED, EINVAL, "the checkout spec has no clone_url");
 	if (json_object_object_get_ex(sp->obj, "token", &v) &&
@@ -120,6 +140,8 @@ int checkout_spec_load(const char *path, struct checkout_spec *sp, struct err *e
 	if (git_fetch_url_check(sp->clone_url, sp->token_len > 0, err) < 0 ||
 	    (sp->ref && sp->ref[0] && git_fetch_ref_check(sp->ref, err) < 0))
 		return err_ret(err);
+	if (sp->api_url && forge_http_api_url_check(sp->api_url, err) < 0)
+		return err_wrap(err, "the checkout spec's api_url");
 	return 0;
 }
 

@@ -21,12 +21,22 @@ struct checkout_spec {
 	json_object *obj;
 	/* pointers into obj; token may be NULL */
 	const char *clone_url, *ref, *username, *token;
+	/* OWNER/NAME and the forge's REST API (NULL when absent: `publish --pull-request` then
+	 * uses FORGE_HTTP_DEFAULT_API), checked when present */
+	const char *repository, *api_url;
 	size_t token_len;
 };
 
 /* Read and check the spec (clone_url present; git_fetch_url_check, git_fetch_ref_check). */
 int checkout_spec_load(const char *path, struct checkout_spec *sp, struct err *err);
 void checkout_spec_dispose(struct checkout_spec *sp);
+/*
+ * Read a file that holds a secret (a spec, a private key) into guarded memory (sodium_free
+ * *ret_buf; NUL-terminated): "-" is stdin; a path must be a regular file of this user that
+ * only they can read (no group or other bits), at most max bytes. what names it in errors.
+ */
+int checkout_spec_read_private(const char *path, size_t max, const char *what, char **ret_buf,
+                               size_t *ret_len, struct err *err);
 /* Remove a private temporary repository the command fetched into. */
 void checkout_spec_tmp_remove(const char *dir);
 

@@ -150,8 +150,8 @@ static int host_fetch(struct ctl *ctl, struct checkout_spec *sp, const char *app
 		    .s = s, .stream = connect_session_new_stream(s), .err = &ctl->err};
 		ps.cap = 60 * 1024;
 		ps.buf = malloc(ps.cap);
-		r = ps.buf ? connect_session_send(s, MSG_CHECKOUT_PACK, 0, ps.stream,
-		                                  json_object_get(begin), NULL, 0, &ctl->err)
+		r = ps.buf ? connect_session_send(s, MSG_CHECKOUT_PACK, 0, ps.stream, begin, NULL,
+		                                  0, &ctl->err)
 		           : err_oom(&ctl->err);
 	}
 	if (r == 0 && git_pack_write(repo, &res.tip, NULL, 0, pack_sink, &ps, NULL, &ctl->err) < 0)

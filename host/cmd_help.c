@@ -149,15 +149,51 @@ const struct cmd_info cmd_help_commands[] = {
         .connects = true,
         .synopsis = "publish --spec FILE|- --branch NAME [--app-dir DIR] [--author \"Name "
                     "<email>\"]\n"
-                    "            [--message M]",
+                    "            [--message M] [--pull-request [--title T] [--body-file F] "
+                    "[--base BRANCH] [--draft]]",
         .summary = "commit the app's changes in the guest and push them to a new branch",
         .options = "  --spec FILE|-        the checkout's spec (where to push, the token)\n"
                    "  --branch NAME        the new branch\n" APP_DIR_OPT
                    "  --author \"N <e>\"     the commit's author\n"
-                   "  --message M          the commit's message\n",
-        .example = "sandbox-ctl --incus sbx-42 publish --spec - --branch agent/work < spec.json",
+                   "  --message M          the commit's message\n"
+                   "  --pull-request       then open a pull request from the branch (the\n"
+                   "                       spec's repository and api_url; docs/forge.md)\n"
+                   "  --title T            its title (the message's first line)\n"
+                   "  --body-file F        its description, from a file\n"
+                   "  --base BRANCH        its base (the spec's branch, else the default)\n"
+                   "  --draft              open it as a draft\n",
+        .example = "sandbox-ctl --incus sbx-42 publish --spec - --branch agent/work --pull-request "
+                   "< spec.json",
         .value_options =
-            (const char *const[]){"--spec", "--branch", "--app-dir", "--author", "--message", NULL},
+            (const char *const[]){"--spec", "--branch", "--app-dir", "--author", "--message",
+                                  "--title", "--body-file", "--base", NULL},
+        .flag_options = (const char *const[]){"--pull-request", "--draft", NULL},
+    },
+    {
+        .name = "github-token",
+        .fn = cmd_github_token,
+        .connects = false,
+        .synopsis = "github-token --app-id N --private-key FILE --installation N "
+                    "--repository OWNER/NAME\n"
+                    "            [--permissions contents:read,...] [--api-url URL] "
+                    "[--clone-url URL] [--ref REF]",
+        .summary = "a GitHub App's installation token for one repository, about an hour, "
+                   "printed as a checkout spec",
+        .options = "  --app-id N           the app's id (or client id): the JWT's issuer\n"
+                   "  --private-key FILE   the app's PEM key (0600; never echoed)\n"
+                   "  --installation N     the installation's number\n"
+                   "  --repository O/N     the one repository the token covers\n"
+                   "  --permissions LIST   NAME:read|write,... (contents:read); publish:\n"
+                   "                       contents:write,pull_requests:write\n"
+                   "  --api-url URL        the REST API (https://api.github.com)\n"
+                   "  --clone-url URL      the spec's clone URL (from the API URL)\n"
+                   "  --ref REF            the spec's ref\n",
+        .example = "sandbox-ctl github-token --app-id 12345 --private-key app.pem "
+                   "--installation 678 \\\n"
+                   "      --repository acme/shop | sandbox-ctl --incus sbx-42 checkout --spec -",
+        .value_options =
+            (const char *const[]){"--app-id", "--private-key", "--installation", "--repository",
+                                  "--permissions", "--api-url", "--clone-url", "--ref", NULL},
     },
     {
         .name = "egress",
@@ -338,7 +374,7 @@ int cmd_help_completion(struct ctl *ctl, int argc, char **argv)
 	    "\t\tcase \" $commands \" in *\" $w \"*) cmd=$w; break ;; esac\n"
 	    "\tdone\n"
 	    "\tcase $prev in\n"
-	    "\t--key | --known-guests | --out | --spec)\n"
+	    "\t--key | --known-guests | --out | --spec | --body-file | --private-key)\n"
 	    "\t\tCOMPREPLY=($(compgen -f -- \"$cur\")); return ;;\n"
 	    "\t--connect)\n"
 	    "\t\tCOMPREPLY=($(compgen -W 'vsock: unix: serial: fc: exec' -- \"$cur\")); return ;;\n"

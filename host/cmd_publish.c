@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * sandbox-ctl publish --spec FILE|- --branch NAME [--app-dir DIR] [--author "Name <email>"]
- *                     [--message M]
+ *                     [--message M] [--pull-request [--title T] [--body-file F]
+ *                     [--base BRANCH] [--draft]]
  *
  * Publish the work done in the sandbox as a branch (docs/protocol.md §7.9; docs/design.md,
  * "Channel"). The spec is the checkout spec {repository, ref, clone_url, username, token}, on
@@ -14,6 +15,10 @@
  * repository; and pushes the new commit to refs/heads/NAME with the token (git_publish_push:
  * never forced, so an existing branch is only fast-forwarded). The token never enters the
  * guest; every copy this process holds is wiped when it is done.
+ *
+ * With --pull-request the host then opens a pull request from the branch through the forge's
+ * REST API (github_pulls.c; docs/forge.md) with the same token, the spec's repository
+ * (OWNER/NAME) and api_url. Its options are checked before anything is pushed.
  */
 #include "cmd.h"
 
@@ -31,11 +36,14 @@
 #include "git_pack.h"
 #include "git_publish.h"
 #include "checkout_spec.h"
+#include "file.h"
+#include "forge_http.h"
+#include "github_pulls.h"
 #include "keys.h"
 
 #define USAGE                                                                                      \
 	"publish --spec FILE|- --branch NAME [--app-dir DIR] [--author \"Name <email>\"] "         \
-	"[--message M]"
+	"[--message M] [--pull-request [--title T] [--body-file F] [--base BRANCH] [--draft]]"
 #define DEFAULT_AUTHOR "Sandbox <sandbox@localhost>"
 
 /*
@@ -75,6 +83,9 @@ static int author_parse(const char *s, char *buf, size_t len, const char **ret_n
 
 struct publish_req {
 	const char *app_dir, *branch, *name, *email, *message;
+	bool pull_request, draft;
+	const char *title, *base; /* NULL: the message's first line; the fetched branch */
+	char *body;               /* --body-file's text, or NULL */
 };
 
 /* Receive the pack on stream into recv, and the final ok. */
@@ -136,6 +147,88 @@ static int reply_commit(json_object *reply, const char *key, git_oid *ret, struc
 		return err_set(err, ERR_FAILED, EPROTO, "the agent's reply has no valid \"%s\"",
 		               key);
 	return 0;
+}
+
+/* What --pull-request needs of the spec, checked before anything is pushed; sets up libcurl. */
+static int pull_request_check(const struct checkout_spec *sp, struct err *err)
+{
+	if (github_pulls_repository_check(sp->repository, err) < 0)
+		return err_wrap(err, "--pull-request");
+	if (sp->token_len == 0)
+		return err_set(err, ERR_REFUSED, EINVAL,
+		               "--pull-request needs the spec's token: the forge's API opens no "
+		               "pull request without one");
+	return forge_http_global_init(err);
+}
+
+/* The title: --title, else the first line of --message, else one naming the branch. */
+static void pull_request_title(const struct publish_req *pr, char *buf, size_t len)
+{
+	if (pr->title)
+		snprintf(buf, len, "%s", pr->title);
+	else if (pr->message && strcspn(pr->message, "\n") > 0)
+		snprintf(buf, len, "%.*s", (int)strcspn(pr->message, "\n"), pr->message);
+	else
+		snprintf(buf, len, "Work from the sandbox (%s)", pr->branch);
+	/* A line cut at the limit ends on a whole UTF-8 character. */
+	if (strlen(buf) == len - 1) {
+		size_t i = len - 2, need;
+		while (i > 0 && ((unsigned char)buf[i] & 0xc0) == 0x80)
+			i--;
+		need = (unsigned char)buf[i] >= 0xf0   ? 4
+		       : (unsigned char)buf[i] >= 0xe0 ? 3
+		       : (unsigned char)buf[i] >= 0xc0 ? 2
+		                                       : 1;
+		if (i + need > len - 1)
+			buf[i] = '\0';
+	}
+}
+
+/*
+ * Open the pull request after the push; its answer (or the open one that exists) goes into
+ * doc as "pull_request". A refusal leaves the error in doc too: the push did happen.
+ */
+static int pull_request_open(struct ctl *ctl, const struct checkout_spec *sp,
+                             const struct publish_req *pr, const struct git_fetch_result *res,
+                             json_object *doc)
+{
+	char title[GITHUB_PULLS_TITLE_MAX + 1];
+	const char *heads = "refs/heads/";
+	struct github_pulls_req req = {
+	    .api_url = sp->api_url,
+	    .repository = sp->repository,
+	    .head = pr->branch,
+	    .base = pr->base,
+	    .title = title,
+	    .body = pr->body,
+	    .draft = pr->draft,
+	    .token = sp->token,
+	    .token_len = sp->token_len,
+	    .timeout_ms = ctl->so.timeout_ms,
+	};
+	json_object *result = NULL, *e, *inner;
+	int r;
+
+	pull_request_title(pr, title, sizeof(title));
+	/* The base: --base, else the branch the spec's ref fetched, else the default branch. */
+	if (!req.base && res->kind == GIT_FETCH_BRANCH &&
+	    strncmp(res->remote_ref, heads, strlen(heads)) == 0)
+		req.base = res->remote_ref + strlen(heads);
+	output_note(&ctl->out, "opening a pull request from %s%s%s in %s", pr->branch,
+	            req.base ? " into " : "", req.base ? req.base : "", sp->repository);
+	r = github_pulls_open(&req, &result, &ctl->err);
+	json_object_object_add(doc, "pull_request", result);
+	if (r == 0)
+		return 0;
+	r = output_exit_of(&ctl->err);
+	e = output_error_doc(&ctl->err);
+	if (e && json_object_object_get_ex(e, "error", &inner)) {
+		json_object_object_add(inner, "reason",
+		                       json_object_new_string(cmd_reason_of(r, &ctl->err)));
+		json_object_object_add(doc, "error", json_object_get(inner));
+	}
+	json_object_put(e);
+	return r;
 }
 
 static int publish_run(struct ctl *ctl, struct checkout_spec *sp, const struct publish_req *pr,
@@ -217,16 +310,28 @@ static int publish_run(struct ctl *ctl, struct checkout_spec *sp, const struct p
 		json_object_object_add(*ret, "pushed", json_object_new_boolean(1));
 	}
 	json_object_put(reply);
+	if (r == 0 && pr->pull_request)
+		r = pull_request_open(ctl, sp, pr, &res, *ret);
 	return r;
 }
 
 int cmd_publish(struct ctl *ctl, int argc, char **argv)
 {
 	static const struct option opts[] = {
-	    {"spec", required_argument, NULL, 's'},    {"app-dir", required_argument, NULL, 'a'},
-	    {"branch", required_argument, NULL, 'b'},  {"author", required_argument, NULL, 'A'},
-	    {"message", required_argument, NULL, 'm'}, {0},
+	    {"spec", required_argument, NULL, 's'},
+	    {"app-dir", required_argument, NULL, 'a'},
+	    {"branch", required_argument, NULL, 'b'},
+	    {"author", required_argument, NULL, 'A'},
+	    {"message", required_argument, NULL, 'm'},
+	    {"pull-request", no_argument, NULL, 'P'},
+	    {"title", required_argument, NULL, 't'},
+	    {"body-file", required_argument, NULL, 'F'},
+	    {"base", required_argument, NULL, 'B'},
+	    {"draft", no_argument, NULL, 'D'},
+	    {0},
 	};
+	const char *body_file = NULL;
+	size_t body_len = 0;
 	struct publish_req pr = {.app_dir = CTL_DEFAULT_APP_DIR};
 	const char *spec_path = NULL, *author = DEFAULT_AUTHOR;
 	struct git_fetch_global_opts gopts = {0};
@@ -250,6 +355,16 @@ int cmd_publish(struct ctl *ctl, int argc, char **argv)
 			author = optarg;
 		else if (c == 'm')
 			pr.message = optarg;
+		else if (c == 'P')
+			pr.pull_request = true;
+		else if (c == 't')
+			pr.title = optarg;
+		else if (c == 'F')
+			body_file = optarg;
+		else if (c == 'B')
+			pr.base = optarg;
+		else if (c == 'D')
+			pr.draft = true;
 		else
 			return cmd_bad_option(ctl, USAGE, c, argv);
 	}
@@ -265,8 +380,27 @@ int cmd_publish(struct ctl *ctl, int argc, char **argv)
 		return cmd_usage(ctl, USAGE, "--author must be \"Name <email>\"");
 	if (git_publish_branch_check(pr.branch, &ctl->err) < 0)
 		return output_exit_of(&ctl->err);
-	if (checkout_spec_load(spec_path, &sp, &ctl->err) < 0) {
+	if (!pr.pull_request && (pr.title || body_file || pr.base || pr.draft))
+		return cmd_usage(
+		    ctl, USAGE,
+		    "--title, --body-file, --base and --draft describe a pull request: "
+		    "add --pull-request");
+	if (pr.title && (strlen(pr.title) > GITHUB_PULLS_TITLE_MAX || !pr.title[0]))
+		return cmd_usage(ctl, USAGE, "--title must be 1 to %d bytes",
+		                 GITHUB_PULLS_TITLE_MAX);
+	if (pr.base && git_publish_branch_check(pr.base, &ctl->err) < 0) {
+		err_wrap(&ctl->err, "--base");
+		return output_exit_of(&ctl->err);
+	}
+	if (body_file && file_read_capped(AT_FDCWD, body_file, GITHUB_PULLS_BODY_MAX, 0, &pr.body,
+	                                  &body_len, &ctl->err) < 0) {
+		err_wrap(&ctl->err, "--body-file %s", body_file);
+		return output_exit_of(&ctl->err);
+	}
+	if (checkout_spec_load(spec_path, &sp, &ctl->err) < 0 ||
+	    (pr.pull_request && pull_request_check(&sp, &ctl->err) < 0)) {
 		checkout_spec_dispose(&sp);
+		free(pr.body);
 		return output_exit_of(&ctl->err);
 	}
 	if (git_fetch_global_init(&gopts, &ctl->err) < 0) {
@@ -284,8 +418,14 @@ int cmd_publish(struct ctl *ctl, int argc, char **argv)
 		checkout_spec_tmp_remove(tmpl);
 	}
 	git_fetch_global_shutdown();
+	if (pr.pull_request)
+		forge_http_global_shutdown();
 	checkout_spec_dispose(&sp);
-	if (r == 0)
+	free(pr.body);
+	/* A failed pull request after a push still tells what was pushed. */
+	if (r == 0 || (result && json_object_object_get_ex(result, "error", NULL)))
 		ctl->result = result;
+	else
+		json_object_put(result);
 	return r;
 }

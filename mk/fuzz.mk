@@ -48,7 +48,7 @@ $(FUZZ_LIBCOMMON) $(FUZZ_LIBGUEST) $(FUZZ_LIBHOST):
 
 $(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_LIBGUEST) $(FUZZ_LIBHOST) $(FUZZ_LIBCOMMON) | fuzz-check-cc
 	$(FUZZ_CC) $(FUZZ_CFLAGS) $(ALL_LAYER_INC) -fsanitize=fuzzer -o $@ $< $(FUZZ_LIBGUEST) $(FUZZ_LIBHOST) \
-		$(FUZZ_LIBCOMMON) $(DEP_LIBS)
+		$(FUZZ_LIBCOMMON) $(DEP_LIBS) $(HOST_LIBS)
 
 # One target at a time (2 cores: one for the fuzzer, one for the rest of the machine).
 fuzz-run: fuzz

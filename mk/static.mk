@@ -60,6 +60,10 @@ $(SBUILD)/%.o: %.c $(SBUILD)/.prefix
 	@echo "  MUSL-CC $<"
 	@$(MUSL_CC) $(STATIC_CFLAGS) $(call layer_inc,$<) -c $< -o $@
 
+# The static set has no libcrypto (the guest must not carry it): the static sandbox-ctl is built
+# without `github-token`, which then says so (host/github_app.c; the Debian package's has it).
+$(S_HOST_OBJ): STATIC_CFLAGS += -DSA_NO_LIBCRYPTO
+
 $(S_LIBCOMMON): $(S_COMMON_OBJ)
 $(S_LIBGUEST): $(S_GUEST_OBJ)
 $(S_LIBHOST): $(S_HOST_OBJ)

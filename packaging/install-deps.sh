@@ -12,6 +12,9 @@ clang clang-format libclang-rt-14-dev musl-tools cmake curl autoconf automake li
 TEST_PKGS="python3 ruby ruby-rails ruby-sqlite3 bundler sqlite3 puma ruby-byebug
 ruby-web-console ruby-pg nodejs npm postgresql postgresql-client procps iproute2 util-linux nftables
 qemu-system-x86 busybox-static kmod lighttpd valgrind squid"
+# sandbox-ctl links libcrypto (github-token's RS256); the forge tests make and check keys with openssl.
+BUILD_PKGS="$BUILD_PKGS libssl-dev"
+TEST_PKGS="$TEST_PKGS openssl"
 
 pkgs="$BUILD_PKGS"
 [ "${SANDBOX_DEPS_MINIMAL:-0}" = 1 ] || pkgs="$pkgs $TEST_PKGS"
