@@ -130,6 +130,12 @@ int cmd_verify(struct ctl *ctl, int argc, char **argv)
 	r = connect_session_open(&ctl->so, &s, &ctl->err);
 	if (r != 0)
 		return r;
+	if (!connect_session_has_capability(s, "verify")) {
+		err_set(&ctl->err, ERR_REFUSED, EOPNOTSUPP,
+		        "the agent cannot run the confinement checks (it is older than verify): "
+		        "install this version's sandbox-agent in the image");
+		return CTL_EXIT_REFUSED;
+	}
 	if (token_file_make(&t, base, &ctl->err) < 0) {
 		token_file_remove(&t);
 		return CTL_EXIT_FAILED;
