@@ -37,6 +37,7 @@
 #include "strv.h"
 #include "supervisor.h"
 #include "sigfd.h"
+#include "step_inputs.h"
 
 #define READY_BACKOFF_MIN_MS 1
 #define READY_BACKOFF_MAX_MS 5
@@ -221,40 +222,76 @@ static int rails_has_task(const struct step_context *ctx, char **tasks_cache, co
 	return 0;
 }
 
-/* A skipped step says so in its log, in state.json and to the observer. */
+/* A skipped step says so in its log, in state.json (its phase's detail) and to the observer. */
 static void step_record_skip(const struct step_context *ctx, const struct plan_step *s,
-                             const char *why, struct boot_state *st)
+                             const char *phase, const char *why, struct boot_state *st)
 {
 	_cleanup_logfile_ struct logfile *log = NULL;
 	_cleanup_free_ char *line = NULL;
 	struct err e;
 
 	if (logfile_open(s->log_path, BOOT_LOG_MAX_BYTES, (uid_t)-1, (gid_t)-1, &log, &e) == 0 &&
-	    asprintf(&line, "$ %s\n(skipped: %s)\n", s->command, why) >= 0)
+	    asprintf(&line, "$ %s\n(skipped: %s)\n", s->command ? s->command : "", why) >= 0)
 		(void)logfile_write(log, line, strlen(line), &e);
 	strv_push(&st->skipped, s->name);
+	boot_state_phase_set(st, phase, "skipped", why, clock_realtime_ms());
 	observe(ctx, s->name, "skipped", why);
 }
 
-static int run_setup(const struct step_context *ctx, struct boot_state *st, size_t from,
-                     struct boot_result *res, struct err *err)
+/*
+ * An installer (npm ci, bundle install, ...) whose inputs are the ones it last succeeded with,
+ * what it built in place (carried over by a checkout, or still there), is not run again.
+ * Either way the phase keeps the digest for the next boot.
+ */
+static bool step_unchanged(const struct boot_plan *p, const struct plan_step *s, const char *phase,
+                           struct boot_state *prev, struct boot_state *st, char *why, size_t len)
+{
+	char hex[STEP_INPUTS_HEX_LEN + 1], what[256];
+	struct boot_phase *old = boot_state_phase_find(prev, phase);
+
+	if (step_inputs_digest(p, s, hex, what, sizeof(what)) != 1 || !old || !old->inputs ||
+	    strcmp(old->inputs, hex) != 0 ||
+	    (strcmp(old->status, "succeeded") != 0 && strcmp(old->status, "skipped") != 0))
+		return false;
+	boot_state_set(&boot_state_phase_find(st, phase)->inputs, hex);
+	snprintf(why, len,
+	         "its inputs are unchanged since it last succeeded (%s, the command and the "
+	         "environment) and what it builds is in place",
+	         what);
+	return true;
+}
+
+/* After an installer succeeded: the digest its next boot compares with. */
+static void step_record_inputs(const struct boot_plan *p, const struct plan_step *s,
+                               const char *phase, struct boot_state *st)
+{
+	char hex[STEP_INPUTS_HEX_LEN + 1];
+
+	if (step_inputs_digest(p, s, hex, NULL, 0) == 1)
+		boot_state_set(&boot_state_phase_find(st, phase)->inputs, hex);
+}
+
+static int run_setup(const struct step_context *ctx, struct boot_state *prev, struct boot_state *st,
+                     size_t from, struct boot_result *res, struct err *err)
 {
 	const struct boot_plan *p = ctx->plan;
 	_cleanup_free_ char *tasks = NULL;
 
 	for (size_t i = from; i < p->n_steps; i++) {
 		const struct plan_step *s = &p->steps[i];
+		char phase[64], why[512];
 		bool has = true;
 
+		step_phase_name(p, i, phase, sizeof(phase));
 		if (s->skip) {
-			step_record_skip(ctx, s, s->skip, st);
+			step_record_skip(ctx, s, phase, s->skip, st);
 			continue;
 		}
-		{
-			char phase[64];
-			step_phase_name(p, i, phase, sizeof(phase));
-			save_state_phase(p, st, "booting", s->name, phase);
+		if (step_unchanged(p, s, phase, prev, st, why, sizeof(why))) {
+			step_record_skip(ctx, s, phase, why, st);
+			continue;
 		}
+		save_state_phase(p, st, "booting", s->name, phase);
 		if (s->if_task) {
 			if (rails_has_task(ctx, &tasks, s->if_task, &has, err) < 0) {
 				_cleanup_free_ char *pre = NULL;
@@ -264,9 +301,8 @@ static int run_setup(const struct step_context *ctx, struct boot_state *st, size
 				return -1;
 			}
 			if (!has) {
-				char why[128];
 				snprintf(why, sizeof(why), "the app has no %s task", s->if_task);
-				step_record_skip(ctx, s, why, st);
+				step_record_skip(ctx, s, phase, why, st);
 				continue;
 			}
 		}
@@ -275,6 +311,7 @@ static int run_setup(const struct step_context *ctx, struct boot_state *st, size
 			result_fail_at(res, s->name, s->log_path);
 			return -1;
 		}
+		step_record_inputs(p, s, phase, st);
 		strv_push(&st->completed, s->name);
 		observe(ctx, s->name, "done", NULL);
 	}
@@ -812,7 +849,7 @@ int boot_engine_run(struct boot_plan *p, const struct boot_options *o,
 	 * finds them; services started above are not ours to stop and stay outside.
 	 */
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
-	if (run_setup(&ctx, &st, from < p->n_steps ? from : p->n_steps, res, err) < 0)
+	if (run_setup(&ctx, &prev, &st, from < p->n_steps ? from : p->n_steps, res, err) < 0)
 		goto out;
 
 	result_fail_at(res, "start", NULL);

@@ -167,7 +167,8 @@ static int load_phases(json_object *root, struct boot_state *s)
 		ph = &s->phases[s->n_phases - 1];
 		if ((get_str(e, "status") &&
 		     boot_state_set(&ph->status, get_str(e, "status")) < 0) ||
-		    boot_state_set(&ph->detail, get_str(e, "detail")) < 0)
+		    boot_state_set(&ph->detail, get_str(e, "detail")) < 0 ||
+		    boot_state_set(&ph->inputs, get_str(e, "inputs")) < 0)
 			return -ENOMEM;
 		ph->started_ms = iso_parse(get_str(e, "started_at"));
 		ph->finished_ms = iso_parse(get_str(e, "finished_at"));
@@ -327,6 +328,8 @@ static void platform_fields(json_object *o, const struct boot_state *s)
 		    e, "duration_ms",
 		    ph->started_ms && end ? json_object_new_int64(end - ph->started_ms) : NULL);
 		add_str(e, "detail", ph->detail);
+		if (ph->inputs)
+			add_str(e, "inputs", ph->inputs);
 		json_object_array_add(steps, e);
 	}
 	json_object_object_add(o, "steps", steps);
@@ -426,6 +429,7 @@ void boot_state_dispose(struct boot_state *s)
 		free(s->phases[i].log);
 		free(s->phases[i].status);
 		free(s->phases[i].detail);
+		free(s->phases[i].inputs);
 	}
 	free(s->phases);
 	free(s->server_exit);

@@ -23,6 +23,7 @@ struct boot_phase {
 	char *log;    /* its log file, or NULL */
 	char *status; /* "pending", "running", "succeeded", "failed", "skipped" */
 	char *detail; /* why it failed or was skipped, or NULL */
+	char *inputs; /* an installer step's inputs digest when it last succeeded (step_inputs.h) */
 	int64_t started_ms, finished_ms; /* unix time in ms; 0: not yet */
 };
 
