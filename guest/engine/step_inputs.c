@@ -45,8 +45,8 @@ static void feed_env(crypto_generichash_state *h, const struct boot_plan *p)
 	}
 }
 
-int step_inputs_digest(const struct boot_plan *p, const struct plan_step *s, char *hex,
-                       char *what, size_t what_len)
+int step_inputs_digest(const struct boot_plan *p, const struct plan_step *s, char *hex, char *what,
+                       size_t what_len)
 {
 	const struct tree_carry_group *g = tree_carry_group_of_command(s->command);
 	_cleanup_close_ int dfd = -1;

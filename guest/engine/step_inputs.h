@@ -23,7 +23,7 @@
  * a digest, 0 when the step is not an installer or its inputs cannot be read safely (a link, a
  * file over the cap): then it always runs.
  */
-int step_inputs_digest(const struct boot_plan *p, const struct plan_step *s, char *hex,
-                       char *what, size_t what_len);
+int step_inputs_digest(const struct boot_plan *p, const struct plan_step *s, char *hex, char *what,
+                       size_t what_len);
 
 #endif

@@ -18,19 +18,26 @@
 #define RENAME_NOREPLACE (1 << 0)
 #endif
 
-static const char *const node_inputs[] = {
-    "package.json", "package-lock.json", "npm-shrinkwrap.json", "yarn.lock", "pnpm-lock.yaml",
-    "bun.lockb",    "bun.lock",          ".npmrc",              ".yarnrc.yml", ".nvmrc",
-    ".node-version", NULL};
+static const char *const node_inputs[] = {"package.json",
+                                          "package-lock.json",
+                                          "npm-shrinkwrap.json",
+                                          "yarn.lock",
+                                          "pnpm-lock.yaml",
+                                          "bun.lockb",
+                                          "bun.lock",
+                                          ".npmrc",
+                                          ".yarnrc.yml",
+                                          ".nvmrc",
+                                          ".node-version",
+                                          NULL};
 static const char *const node_outputs[] = {"node_modules", NULL};
 static const char *const no_caches[] = {NULL};
-static const char *const node_installers[] = {
-    "npm ci", "npm install", "npm i", "yarn install", "yarn", "pnpm install", "pnpm i",
-    "bun install", NULL};
+static const char *const node_installers[] = {"npm ci",       "npm install", "npm i",
+                                              "yarn install", "yarn",        "pnpm install",
+                                              "pnpm i",       "bun install", NULL};
 
-static const char *const ruby_inputs[] = {"Gemfile",       "Gemfile.lock",   "gems.rb",
-                                          "gems.locked",   ".ruby-version",  ".tool-versions",
-                                          NULL};
+static const char *const ruby_inputs[] = {
+    "Gemfile", "Gemfile.lock", "gems.rb", "gems.locked", ".ruby-version", ".tool-versions", NULL};
 static const char *const ruby_outputs[] = {"vendor/bundle", ".bundle", NULL};
 /* bootsnap's and the asset pipeline's caches (both check what they cache). */
 static const char *const ruby_caches[] = {"tmp/cache", NULL};
@@ -186,7 +193,8 @@ static bool carry_one(int old_fd, int new_fd, const char *path, uid_t uid, gid_t
 	fd = open_parent(old_fd, path, false, (uid_t)-1, (gid_t)-1, &sname);
 	if (fd < 0) {
 		if (fd != -ENOENT)
-			snprintf(why, len, "a parent of %s in the old tree is a link or not a directory",
+			snprintf(why, len,
+			         "a parent of %s in the old tree is a link or not a directory",
 			         path);
 		return false;
 	}
@@ -237,8 +245,8 @@ static struct tree_carry_entry *report_add(struct tree_carry_report *rep, const 
 }
 
 /* Carry (or report as built again) each of dirs; same: the group's inputs are unchanged. */
-static void carry_dirs(int old_fd, int new_fd, const char *const *dirs, bool same,
-                       const char *why, uid_t uid, gid_t gid, struct tree_carry_report *rep)
+static void carry_dirs(int old_fd, int new_fd, const char *const *dirs, bool same, const char *why,
+                       uid_t uid, gid_t gid, struct tree_carry_report *rep)
 {
 	for (const char *const *d = dirs; *d; d++) {
 		struct tree_carry_entry *e;
@@ -292,9 +300,9 @@ void tree_carry_report_format(const struct tree_carry_report *rep, char *buf, si
 
 	buf[0] = '\0';
 	for (size_t i = 0; i < rep->n && used < len; i++)
-		used += (size_t)snprintf(buf + used, len - used, "%s%s %s (%s)", i ? "; " : "",
-		                         rep->e[i].path, rep->e[i].moved ? "carried over" : "not carried",
-		                         rep->e[i].why);
+		used += (size_t)snprintf(
+		    buf + used, len - used, "%s%s %s (%s)", i ? "; " : "", rep->e[i].path,
+		    rep->e[i].moved ? "carried over" : "not carried", rep->e[i].why);
 }
 
 static bool plain_word_char(char c)
@@ -317,7 +325,8 @@ const struct tree_carry_group *tree_carry_group_of_command(const char *command)
 			size_t n = strlen(*in);
 			if (strncmp(command, *in, n) == 0 &&
 			    (command[n] == '\0' || command[n] == ' ') &&
-			    /* "bundle exec rake" or "npm i --x" are not "bundle"/"npm i" + options */
+			    /* "bundle exec rake" or "npm i --x" are not "bundle"/"npm i" + options
+			     */
 			    (command[n] == '\0' || command[n + strspn(command + n, " ")] == '-' ||
 			     command[n + strspn(command + n, " ")] == '\0'))
 				return g;

@@ -31,11 +31,11 @@
 #define TREE_CARRY_MAX_ENTRIES 8
 
 struct tree_carry_group {
-	const char *name;                /* "node", "ruby" */
-	const char *const *inputs;       /* relative file names, NULL-terminated */
-	const char *const *outputs;      /* directories the installer builds, NULL-terminated */
-	const char *const *caches;       /* directories the app fills as it runs, carried too */
-	const char *const *installers;   /* commands that build the outputs, NULL-terminated */
+	const char *name;              /* "node", "ruby" */
+	const char *const *inputs;     /* relative file names, NULL-terminated */
+	const char *const *outputs;    /* directories the installer builds, NULL-terminated */
+	const char *const *caches;     /* directories the app fills as it runs, carried too */
+	const char *const *installers; /* commands that build the outputs, NULL-terminated */
 };
 
 /* The groups, ending with a zeroed entry. */
@@ -43,9 +43,9 @@ extern const struct tree_carry_group tree_carry_groups[];
 
 /* One directory's decision. */
 struct tree_carry_entry {
-	char path[64];  /* "node_modules" */
-	bool moved;     /* carried into the new tree */
-	char why[192];  /* "package-lock.json unchanged", "package-lock.json changed", ... */
+	char path[64]; /* "node_modules" */
+	bool moved;    /* carried into the new tree */
+	char why[192]; /* "package-lock.json unchanged", "package-lock.json changed", ... */
 };
 
 struct tree_carry_report {
