@@ -261,6 +261,15 @@ static bool step_unchanged(const struct boot_plan *p, const struct plan_step *s,
 	return true;
 }
 
+/* The app's own part of a phase: the time its command ran (boot_step_run's report). */
+static void phase_app_ms(const struct step_context *ctx, struct boot_state *st, const char *phase)
+{
+	struct boot_phase *ph = boot_state_phase_find(st, phase);
+
+	if (ph && ctx->command_ms && *ctx->command_ms >= 0)
+		ph->app_ms = *ctx->command_ms;
+}
+
 /* After an installer succeeded: the digest its next boot compares with. */
 static void step_record_inputs(const struct boot_plan *p, const struct plan_step *s,
                                const char *phase, struct boot_state *st)
@@ -312,6 +321,7 @@ static int run_setup(const struct step_context *ctx, struct boot_state *prev, st
 			return -1;
 		}
 		step_record_inputs(p, s, phase, st);
+		phase_app_ms(ctx, st, phase);
 		strv_push(&st->completed, s->name);
 		observe(ctx, s->name, "done", NULL);
 	}
@@ -362,6 +372,7 @@ static int run_manifest(const struct step_context *ctx, char *const *env, struct
 		log_rescrub(p, s->log_path);
 	}
 	unlink(p->manifest_scratch);
+	phase_app_ms(ctx, st, "manifest");
 	strv_push(&st->completed, "manifest");
 	observe(ctx, "manifest", "done", ret->mcp_path);
 	return 0;
@@ -630,6 +641,7 @@ static int run_start(const struct step_context *ctx, char *const *env, unsigned 
 	const struct boot_plan *p = ctx->plan;
 	_cleanup_free_ char *status_path = NULL;
 	struct supervisor_info info = {0};
+	uint64_t started_at;
 	struct supervisor_spec spec = {
 	    .command = p->start.command,
 	    .cwd = p->app_dir,
@@ -672,8 +684,11 @@ static int run_start(const struct step_context *ctx, char *const *env, unsigned 
 	procset_add_root(ctx->procs, info.supervisor_pid, info.supervisor_start);
 	observe(ctx, "start", "started", p->start.command);
 
+	started_at = clock_now_ms();
 	if (wait_ready(ctx, &info, env, port, m->mcp_path, err) < 0)
 		return -1;
+	/* The server's own part: from started to answering (less the probes' few ms). */
+	boot_state_phase_find(st, "start")->app_ms = (int64_t)(clock_now_ms() - started_at);
 	observe(ctx, "start", "answered", m->mcp_path);
 	if (check_start_url(p, port, err) < 0)
 		return -1;
@@ -738,12 +753,14 @@ int boot_engine_run(struct boot_plan *p, const struct boot_options *o,
 	int prev_r;
 	_cleanup_(log_marks_dispose) struct log_marks marks = {0};
 	struct manifest m = {0};
+	int64_t command_ms = -1;
 	struct step_context ctx = {
 	    .plan = p,
 	    .obs = obs,
 	    .deadline_ms = clock_now_ms() + (uint64_t)p->timeout * 1000,
 	    .grace_ms = p->grace_ms,
 	    .signal_fd = -1,
+	    .command_ms = &command_ms,
 	};
 	_cleanup_close_ int signal_fd = -1;
 	sigset_t stop_signals, saved_mask;

@@ -115,7 +115,8 @@ static int step_execute(const struct step_context *ctx, const char *name, const 
 	_cleanup_free_ char *header = NULL;
 	struct step_sink sink = {.obs = ctx->obs, .name = name, .err = err};
 	struct err log_err;
-	uint64_t start = clock_now_ms(), limit = ctx->deadline_ms, exited_at = 0;
+	uint64_t start = clock_now_ms(), limit = ctx->deadline_ms, exited_at = 0,
+	         spawned_at = start;
 	bool step_limit = false, exited = false, eof = false;
 	struct err interrupt = {0};
 	int status = 0, fds[2];
@@ -177,6 +178,7 @@ static int step_execute(const struct step_context *ctx, const char *name, const 
 		    .new_session = true,
 		    .keep_fd = -1,
 		};
+		spawned_at = clock_now_ms();
 		if (proc_spawn(&spec, &pid, err) < 0) {
 			free(sink.capture);
 			return err_wrap(err, "cannot start step %s", name);
@@ -231,6 +233,8 @@ static int step_execute(const struct step_context *ctx, const char *name, const 
 				while (waitpid(-1, NULL, WNOHANG) > 0)
 					;
 				exited_at = clock_now_ms();
+				if (ctx->command_ms)
+					*ctx->command_ms = (int64_t)(exited_at - spawned_at);
 				/* Leftovers may hold the pipe open: stop them now. */
 				if (ctx->procs) {
 					struct err stop_err;

@@ -30,6 +30,8 @@ struct step_context {
 	uint64_t deadline_ms; /* monotonic, the whole boot's */
 	unsigned grace_ms;
 	int signal_fd; /* signalfd of SIGTERM/SIGINT/SIGHUP: the boot is being stopped; or -1 */
+	int64_t
+	    *command_ms; /* out, or NULL: how long the last step's command ran (spawn to exit) */
 };
 
 /*

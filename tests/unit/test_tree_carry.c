@@ -43,7 +43,8 @@ static void setup(void)
 	snprintf(root, sizeof(root), "/tmp/test_tree_carry.XXXXXX");
 	ck_assert_ptr_nonnull(mkdtemp(root));
 	run("mkdir old new && echo '{\"lock\":1}' >old/package-lock.json && "
-	    "cp old/package-lock.json new/ && echo '{}' >old/package.json && cp old/package.json new/ "
+	    "cp old/package-lock.json new/ && echo '{}' >old/package.json && cp old/package.json "
+	    "new/ "
 	    "&& mkdir -p old/node_modules/express && echo x >old/node_modules/express/index.js");
 	old_fd = open_dir("old");
 	new_fd = open_dir("new");
@@ -136,7 +137,8 @@ START_TEST(test_hostile_parent_link)
 	const struct tree_carry_entry *e;
 
 	/* tmp/cache: the new tree's tmp is a link: nothing is moved through it. */
-	run("echo 'gem \"rails\"' >old/Gemfile && cp old/Gemfile new/ && mkdir -p old/tmp/cache/bootsnap "
+	run("echo 'gem \"rails\"' >old/Gemfile && cp old/Gemfile new/ && mkdir -p "
+	    "old/tmp/cache/bootsnap "
 	    "&& mkdir victim && ln -s ../victim new/tmp");
 	tree_carry_run(old_fd, new_fd, getuid(), getgid(), &r);
 	e = entry(&r, "tmp/cache");
@@ -154,7 +156,8 @@ START_TEST(test_hostile_old_tree)
 	const struct tree_carry_entry *e;
 
 	/* The old tree's node_modules is a link (to a directory the app does not own). */
-	run("rm -rf old/node_modules && mkdir -p secret/express && ln -s ../secret old/node_modules");
+	run("rm -rf old/node_modules && mkdir -p secret/express && ln -s ../secret "
+	    "old/node_modules");
 	tree_carry_run(old_fd, new_fd, getuid(), getgid(), &r);
 	e = entry(&r, "node_modules");
 	ck_assert_ptr_nonnull(e);
