@@ -866,12 +866,6 @@ int boot_engine_run(struct boot_plan *p, const struct boot_options *o,
 	 * finds them; services started above are not ours to stop and stay outside.
 	 */
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
-	/* From now on also inside the boot's cgroup: the steps are born there, none is moved. */
-	{
-		struct err join_err;
-		if (procset_join_self(procs, &join_err) < 0)
-			log_debug("%s", join_err.msg);
-	}
 	if (run_setup(&ctx, &prev, &st, from < p->n_steps ? from : p->n_steps, res, err) < 0)
 		goto out;
 

@@ -415,6 +415,11 @@ enum procset_backend procset_backend_of(const struct procset *ps)
 	return ps->backend;
 }
 
+int procset_procs_fd(const struct procset *ps)
+{
+	return ps->procs_fd;
+}
+
 static int pid_list_put(struct pid_start **v, size_t *n, pid_t pid, uint64_t start)
 {
 	struct pid_start *nv;
@@ -509,50 +514,6 @@ static int read_pseudo(int dirfd, const char *name, char **ret)
 	}
 	buf[len] = '\0';
 	*ret = TAKE_PTR(buf);
-	return 0;
-}
-
-/* Whether the calling process itself is a direct member of the set's cgroup. */
-static bool self_inside(const struct procset *ps)
-{
-	_cleanup_close_ int dfd = -1;
-	_cleanup_free_ char *list = NULL;
-	pid_t me = getpid();
-
-	if (!ps->path || !*ps->path)
-		return false;
-	dfd = open(ps->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd < 0 || read_pseudo(dfd, "cgroup.procs", &list) < 0)
-		return false;
-	for (char *line = list, *nl; line && *line; line = nl ? nl + 1 : NULL) {
-		nl = strchr(line, '\n');
-		if (strtol(line, NULL, 10) == me)
-			return true;
-	}
-	return false;
-}
-
-/*
- * A caller inside the cgroup already has its children born there: they need not move.
- * Moving a process (a write to cgroup.procs) waits for an RCU grace period, about 10 ms each.
- */
-int procset_procs_fd(const struct procset *ps)
-{
-	if (ps->procs_fd >= 0 && self_inside(ps))
-		return -1;
-	return ps->procs_fd;
-}
-
-int procset_join_self(struct procset *ps, struct err *err)
-{
-	char me[24];
-	int n;
-
-	if (ps->procs_fd < 0)
-		return 0;
-	n = snprintf(me, sizeof(me), "%d\n", (int)getpid());
-	if (write(ps->procs_fd, me, (size_t)n) != n)
-		return err_errno(err, "joining %s", ps->path);
 	return 0;
 }
 

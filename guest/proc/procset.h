@@ -51,16 +51,8 @@ void procset_free(struct procset *ps);
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct procset *, procset_free)
 #define _cleanup_procset_ _cleanup_(procset_freep)
 
-/*
- * Descriptor a child writes its pid into before exec (proc_spec.procs_fd), or -1: no cgroup,
- * or the caller is in the cgroup itself (procset_join_self), so its children are born there.
- */
+/* Descriptor a child writes its pid into before exec (proc_spec.procs_fd), or -1. */
 int procset_procs_fd(const struct procset *ps);
-/*
- * Move the calling process into the set's cgroup (nothing without one): its children are then
- * born inside instead of each being moved there (a move costs an RCU grace period, ~10 ms).
- */
-int procset_join_self(struct procset *ps, struct err *err);
 /* Remember a process group (and its leader's start time) that belongs to the set. */
 int procset_add_group(struct procset *ps, pid_t pgid, uint64_t start_time);
 /*
