@@ -41,9 +41,10 @@ enum checkout_flags {
 
 /*
  * Test hook, called at the named points: "staged" (tree checked out, owned, moded),
- * "fsynced" (and flushed to disk), then dir_swap's: "before-swap", "renamed-old" (two-rename
- * swap only: the app directory has just been renamed away), "after-swap" (the new tree is the
- * app directory; the old one is not removed yet). A test kills the process there.
+ * "fsynced" (and flushed to disk), "carried" (what the old tree built from unchanged lockfiles
+ * moved in, tree_carry.h; not on a first checkout), then dir_swap's: "before-swap", "renamed-old"
+ * (two-rename swap only: the app directory has just been renamed away), "after-swap" (the new tree
+ * is the app directory; the old one is not removed yet). A test kills the process there.
  */
 typedef dir_swap_hook_fn checkout_hook_fn;
 /* A ready hook: raise(SIGKILL) when point equals the string userdata. */
