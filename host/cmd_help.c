@@ -93,18 +93,20 @@ const struct cmd_info cmd_help_commands[] = {
         .fn = cmd_logs,
         .connects = true,
         .synopsis = "logs --log NAME [--app-dir DIR] [--offset N | --tail N] [--max N] [--follow] "
-                    "[--raw]",
+                    "[--raw] [--timestamps]",
         .summary = "a boot's log (setup, manifest, server, or a spec step) from a byte offset",
         .options = "  --log NAME           which log\n" APP_DIR_OPT
                    "  --offset N           from this byte (the last next_offset)\n"
                    "  --tail N             from the start of the last N lines (at most 10000)\n"
                    "  --max N              at most N bytes\n"
                    "  --follow             keep reading as bytes arrive (JSON Lines)\n"
-                   "  --raw                the bytes on stdout, not JSON\n",
+                   "  --raw                the bytes on stdout, not JSON\n"
+                   "  --timestamps         when each line was written (\"times\"; with --raw,\n"
+                   "                       before each line)\n",
         .example = "sandbox-ctl --incus sbx-42 logs --log server --tail 50 --follow",
         .value_options =
             (const char *const[]){"--log", "--app-dir", "--offset", "--tail", "--max", NULL},
-        .flag_options = (const char *const[]){"--follow", "--raw", NULL},
+        .flag_options = (const char *const[]){"--follow", "--raw", "--timestamps", NULL},
     },
     {
         .name = "stop",

@@ -437,7 +437,9 @@ static int check_no_boot(struct ctl *ctl, struct session *s, const char *app_dir
 	r = connect_session_request(s, MSG_STATUS, req, NULL, 0, &reply, &ctl->err);
 	if (r != 0)
 		return r;
-	if (json_object_object_get_ex(reply, "state", &state) &&
+	/* "status"; agents before the vocabulary was made one said "state". */
+	if ((json_object_object_get_ex(reply, "status", &state) ||
+	     json_object_object_get_ex(reply, "state", &state)) &&
 	    json_object_is_type(state, json_type_string) &&
 	    strcmp(json_object_get_string(state), "booting") == 0) {
 		err_set(&ctl->err, ERR_REFUSED, EBUSY,

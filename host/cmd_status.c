@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * sandbox-ctl status [--app-dir DIR]: the boot's state as the agent knows it (docs/protocol.md
- * §7.5): {"state": ..., "phase": ..., "since": ..., "reason": ..., "logs": {...}}.
+ * §7.5): {"status": ..., "boot_id": ..., "phase": ..., "since": ..., "cause": ...,
+ * "reason": ..., "logs": {...}}.
  */
 #include "cmd.h"
 

@@ -36,7 +36,7 @@ static const char usage_text[] =
     "  boot [--app-dir DIR | --spec FILE] [--from STEP] [--restart] [--pass-env NAME]\n"
     "       [--with-token] [--wait] [--deadline S]\n"
     "  status [--app-dir DIR]\n"
-    "  logs --log NAME [--app-dir DIR] [--offset N] [--max N] [--follow] [--raw]\n"
+    "  logs --log NAME [--app-dir DIR] [--offset N] [--max N] [--follow] [--raw] [--timestamps]\n"
     "  stop [--app-dir DIR] [--discard] [--grace S]\n"
     "  runtime [--app-dir DIR]\n"
     "  checkout --spec FILE|- [--app-dir DIR] [--guest-fetch]\n"

@@ -10,7 +10,7 @@ BUILD_PKGS="build-essential pkg-config git ca-certificates file xz-utils cpio
 libyaml-dev libjson-c-dev libcurl4-openssl-dev libgit2-dev libsodium-dev zlib1g-dev check
 clang clang-format libclang-rt-14-dev musl-tools cmake curl autoconf automake libtool"
 TEST_PKGS="python3 ruby ruby-rails ruby-sqlite3 bundler sqlite3 puma ruby-byebug
-ruby-web-console ruby-pg nodejs npm postgresql postgresql-client procps iproute2 util-linux
+ruby-web-console ruby-pg nodejs npm postgresql postgresql-client procps iproute2 util-linux nftables
 qemu-system-x86 busybox-static kmod lighttpd valgrind"
 
 pkgs="$BUILD_PKGS"

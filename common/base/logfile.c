@@ -12,6 +12,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "clock.h"
+#include "log.h"
+#include "logtimes.h"
+
 #define LOG_MODE 0600
 #define TAIL_BASE_WINDOW (1024 * 1024)
 
@@ -28,6 +32,11 @@ struct logfile {
 	uint64_t size;       /* of the current file */
 	uint64_t offset;     /* across the log's history */
 	struct err last_err; /* for logfile_sink() */
+	/* The time index (logtimes.h), when logfile_keep_times() asked for one: */
+	int times_fd;
+	char *times_name, *times_rotated;
+	uint64_t times_size;
+	int64_t times_last_sec; /* of the last record; -1: none in this file yet */
 };
 
 static int log_create(struct logfile *lf, struct err *err)
@@ -71,9 +80,13 @@ void logfile_close(struct logfile *lf)
 		close(lf->fd);
 	if (lf->dirfd >= 0)
 		close(lf->dirfd);
+	if (lf->times_fd >= 0)
+		close(lf->times_fd);
 	free(lf->path);
 	free(lf->name);
 	free(lf->rotated);
+	free(lf->times_name);
+	free(lf->times_rotated);
 	free(lf);
 }
 
@@ -87,7 +100,7 @@ int logfile_open(const char *path, uint64_t max_bytes, uid_t uid, gid_t gid, str
 
 	if (!lf || !dir_copy || !base_copy)
 		return err_oom_at(err, "opening log %s", path);
-	lf->fd = lf->dirfd = -1;
+	lf->fd = lf->dirfd = lf->times_fd = -1;
 	lf->uid = uid;
 	lf->gid = gid;
 	lf->max_bytes = max_bytes;
@@ -108,10 +121,84 @@ int logfile_open(const char *path, uint64_t max_bytes, uid_t uid, gid_t gid, str
 	return 0;
 }
 
+/* The index's file, created 0600 and owned like the log; -1 when it cannot be had. */
+static int times_create(struct logfile *lf)
+{
+	struct stat st;
+	int fd =
+	    openat(lf->dirfd, lf->times_name,
+	           O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY, LOG_MODE);
+
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
+	    (lf->uid != (uid_t)-1 && (st.st_uid != lf->uid || st.st_gid != lf->gid) &&
+	     fchown(fd, lf->uid, lf->gid) < 0)) {
+		close(fd);
+		return -1;
+	}
+	/* An index from before a crash may end in half a record: records start again aligned. */
+	lf->times_size = (uint64_t)st.st_size;
+	if (lf->times_size % LOGTIMES_RECORD &&
+	    ftruncate(fd, (off_t)(lf->times_size - lf->times_size % LOGTIMES_RECORD)) == 0)
+		lf->times_size -= lf->times_size % LOGTIMES_RECORD;
+	lf->times_last_sec = -1;
+	return fd;
+}
+
+int logfile_keep_times(struct logfile *lf, struct err *err)
+{
+	if (!lf->regular)
+		return 0;
+	if (asprintf(&lf->times_name, "%s" LOGTIMES_SUFFIX, lf->name) < 0 ||
+	    asprintf(&lf->times_rotated, "%s" LOGTIMES_SUFFIX, lf->rotated) < 0) {
+		lf->times_rotated = NULL;
+		return err_oom_at(err, "indexing the times of log %s", lf->path);
+	}
+	lf->times_fd = times_create(lf);
+	if (lf->times_fd < 0)
+		return err_errno(err, "cannot open the time index of log %s", lf->path);
+	return 0;
+}
+
+void logfile_keep_times_or_say(struct logfile *lf)
+{
+	struct err e;
+
+	if (logfile_keep_times(lf, &e) < 0)
+		log_debug("%s; its lines will have no times", e.msg);
+}
+
+/* Note that the bytes at the current file's end are written now (one record a second). */
+static void times_note(struct logfile *lf)
+{
+	int64_t ms = clock_realtime_ms();
+	char rec[LOGTIMES_RECORD];
+
+	if (lf->times_fd < 0 || ms / 1000 == lf->times_last_sec)
+		return;
+	logtimes_format(rec, lf->size, ms);
+	if (write(lf->times_fd, rec, sizeof(rec)) != (ssize_t)sizeof(rec)) {
+		/* The index is help, not the log: without room it stops, the log goes on. */
+		close(lf->times_fd);
+		lf->times_fd = -1;
+		return;
+	}
+	lf->times_size += sizeof(rec);
+	lf->times_last_sec = ms / 1000;
+}
+
 static int log_rotate(struct logfile *lf, struct err *err)
 {
 	if (renameat(lf->dirfd, lf->name, lf->dirfd, lf->rotated) < 0)
 		return err_errno(err, "cannot rotate log %s to %s.1", lf->path, lf->path);
+	if (lf->times_fd >= 0) {
+		close(lf->times_fd);
+		lf->times_fd = -1;
+		if (renameat(lf->dirfd, lf->times_name, lf->dirfd, lf->times_rotated) == 0 ||
+		    errno == ENOENT)
+			lf->times_fd = times_create(lf);
+	}
 	return log_create(lf, err);
 }
 
@@ -132,6 +219,13 @@ int logfile_write(struct logfile *lf, const void *buf, size_t len, struct err *e
 		size_t chunk = len;
 		ssize_t n;
 
+		/* A full time index rotates its log too, so neither grows without bound. */
+		if (lf->times_fd >= 0 && lf->size > 0 &&
+		    lf->times_size + LOGTIMES_RECORD > LOGTIMES_MAX_BYTES) {
+			int r = log_rotate(lf, err);
+			if (r < 0)
+				return r;
+		}
 		if (lf->regular && lf->max_bytes > 0) {
 			if (lf->size > 0 && lf->size + len > lf->max_bytes) {
 				int r = log_rotate(lf, err);
@@ -141,6 +235,7 @@ int logfile_write(struct logfile *lf, const void *buf, size_t len, struct err *e
 			if (lf->size + chunk > lf->max_bytes)
 				chunk = lf->size < lf->max_bytes ? lf->max_bytes - lf->size : 1;
 		}
+		times_note(lf);
 		n = write(lf->fd, p, chunk);
 		if (n < 0) {
 			if (errno == EINTR)

@@ -33,6 +33,14 @@ int logfile_open(const char *path, uint64_t max_bytes, uid_t uid, gid_t gid, str
  * and "disk full writing PATH"; the bytes that did reach the file are counted in the offset.
  */
 int logfile_write(struct logfile *lf, const void *buf, size_t len, struct err *err);
+/*
+ * Keep a time index beside the log (PATH.times, logtimes.h), rotated with it, from the next
+ * write on. Only regular files; a failure to write the index later stops the index, never
+ * the log.
+ */
+int logfile_keep_times(struct logfile *lf, struct err *err);
+/* The same where the log matters and its index does not: a failure is logged at debug. */
+void logfile_keep_times_or_say(struct logfile *lf);
 uint64_t logfile_offset(const struct logfile *lf);
 uint64_t logfile_file_start(const struct logfile *lf);
 void logfile_close(struct logfile *lf);

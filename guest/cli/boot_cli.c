@@ -24,6 +24,7 @@
 #include "clock.h"
 #include "boot_stop.h"
 #include "boot_engine.h"
+#include "boot_observe.h"
 #include "boot_plan.h"
 #include "boot_services.h"
 #include "log.h"
@@ -391,7 +392,7 @@ static int do_status(struct boot_options *o)
 
 	err_clear(&err);
 	if (state_dir_for(o, state_dir, sizeof(state_dir), &err) < 0 ||
-	    boot_engine_status(state_dir, &json, &err) < 0) {
+	    boot_observe_json(state_dir, &json, &err) < 0) {
 		fprintf(stderr, "Sandbox status failed: %s\n", err.msg);
 		return exit_code(&err);
 	}

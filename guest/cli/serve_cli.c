@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 
 #include "boot_plan.h"
+#include "egress_config.h"
 #include "git_fetch.h"
 #include "keys.h"
 #include "log.h"
@@ -26,36 +27,46 @@
 
 static void usage(FILE *f)
 {
-	fprintf(f,
-	        "usage: sandbox-agent serve [OPTIONS]\n"
-	        "\n"
-	        "The daemon sandbox-ctl talks to: an authenticated, encrypted channel\n"
-	        "(docs/protocol.md) that pushes trees and secrets, boots the app, and reports.\n"
-	        "\n"
-	        "Transports (default: --vsock, --unix %s, and --serial %s, waited for until it "
-	        "appears; in a container --unix alone, and --vsock and --serial are refused):\n"
-	        "  --vsock [PORT]              vsock, any CID, port %u by default\n"
-	        "  --vsock-allow-cid CID       the peer CID accepted on vsock (%u, the host)\n"
-	        "  --unix PATH                 a unix socket; peers must be root (repeatable)\n"
-	        "  --serial PATH               a virtio-serial port, one session at a time\n"
-	        "  --stdio                     one session on stdin/stdout: relayed to the daemon\n"
-	        "                              running on %s, else served here, then exit\n"
-	        "  --one-shot                  with --stdio: never relay, serve the session here\n"
-	        "  --daemon-socket PATH        with --stdio: the running daemon's socket (default "
-	        "above)\n"
-	        "Keys and state:\n"
-	        "  --authorized-keys FILE      host keys accepted (%s)\n"
-	        "  --authorized-keys-dir DIR   more, one *.pub file each (%s)\n"
-	        "  --key FILE                  the guest's key, made at first start (%s)\n"
-	        "  --state-dir DIR             the daemon's runtime state (%s)\n"
-	        "  --handshake-timeout MS      unauthenticated peers are cut off after this (%d)\n"
-	        "  --publish-timeout MS        a publish is stopped after this (%u)\n"
-	        "What boots get (as sandbox-app-boot's options):\n"
-	        "  --user NAME  --listen ADDR:PORT  --no-forward  --grace MS  --cache-root DIR\n"
-	        "  -v, --verbose  --help\n",
-	        SERVE_DEFAULT_UNIX, SERVE_DEFAULT_SERIAL, SERVE_VSOCK_PORT, SERVE_HOST_CID,
-	        SERVE_DEFAULT_UNIX, SERVE_DEFAULT_AUTHKEYS, SERVE_DEFAULT_AUTHKEYS_DIR,
-	        SERVE_DEFAULT_KEY, SERVE_DEFAULT_STATE_DIR, 5000, SERVE_PUBLISH_TIMEOUT_MS);
+	fprintf(
+	    f,
+	    "usage: sandbox-agent serve [OPTIONS]\n"
+	    "\n"
+	    "The daemon sandbox-ctl talks to: an authenticated, encrypted channel\n"
+	    "(docs/protocol.md) that pushes trees and secrets, boots the app, and reports.\n"
+	    "\n"
+	    "Transports (default: --vsock, --unix %s, and --serial %s, waited for until it "
+	    "appears; in a container --unix alone, and --vsock and --serial are refused):\n"
+	    "  --vsock [PORT]              vsock, any CID, port %u by default\n"
+	    "  --vsock-allow-cid CID       the peer CID accepted on vsock (%u, the host)\n"
+	    "  --unix PATH                 a unix socket; peers must be root (repeatable)\n"
+	    "  --serial PATH               a virtio-serial port, one session at a time\n"
+	    "  --stdio                     one session on stdin/stdout: relayed to the daemon\n"
+	    "                              running on %s, else served here, then exit\n"
+	    "  --one-shot                  with --stdio: never relay, serve the session here\n"
+	    "  --daemon-socket PATH        with --stdio: the running daemon's socket (default "
+	    "above)\n"
+	    "Keys and state:\n"
+	    "  --authorized-keys FILE      host keys accepted (%s)\n"
+	    "  --authorized-keys-dir DIR   more, one *.pub file each (%s)\n"
+	    "  --key FILE                  the guest's key, made at first start (%s)\n"
+	    "  --state-dir DIR             the daemon's runtime state (%s)\n"
+	    "  --handshake-timeout MS      unauthenticated peers are cut off after this (%d)\n"
+	    "  --publish-timeout MS        a publish is stopped after this (%u)\n"
+	    "What boots get (as sandbox-app-boot's options):\n"
+	    "  --user NAME  --listen ADDR:PORT  --no-forward  --grace MS  --cache-root DIR\n"
+	    "Limits of every boot (the smallest of these, the spec's and sandbox.yml's):\n"
+	    "  --limit-memory SIZE         memory of a boot's processes (default 4GiB)\n"
+	    "  --limit-pids N              processes and threads (default 4096)\n"
+	    "  --limit-cpu-weight N        CPU weight, 1-10000 (default 100)\n"
+	    "  --limit-disk SIZE           the workspace's disk budget (default 20GiB)\n"
+	    "Egress of every boot (the spec's proxy wins over this, this over sandbox.yml's):\n"
+	    "  --egress-proxy URL          the app's and agent's users reach loopback and this\n"
+	    "                              proxy only (nftables), and get HTTPS_PROXY & co.\n"
+	    "  --egress-required           a boot fails when the rules cannot be applied\n"
+	    "  -v, --verbose  --help\n",
+	    SERVE_DEFAULT_UNIX, SERVE_DEFAULT_SERIAL, SERVE_VSOCK_PORT, SERVE_HOST_CID,
+	    SERVE_DEFAULT_UNIX, SERVE_DEFAULT_AUTHKEYS, SERVE_DEFAULT_AUTHKEYS_DIR,
+	    SERVE_DEFAULT_KEY, SERVE_DEFAULT_STATE_DIR, 5000, SERVE_PUBLISH_TIMEOUT_MS);
 }
 
 static int parse_uint(const char *s, unsigned long max, unsigned long *ret)
@@ -77,6 +88,23 @@ static int bad(const char *opt, const char *val, const char *what)
 {
 	fprintf(stderr, "sandbox-agent serve: %s takes %s, got '%s'\n", opt, what, val ? val : "");
 	return 2;
+}
+
+/*
+ * A limit every boot gets: checked here, then handed to the runners (and so to every boot)
+ * as SANDBOX_AGENT_LIMIT_<KEY> in the environment they inherit (limits_config.h).
+ */
+static int serve_cli_limit(const char *key, const char *value)
+{
+	struct limits_request r = {0};
+	struct err err;
+
+	if (limits_config_set(&r, key, value, &err) < 0) {
+		fprintf(stderr, "sandbox-agent serve: --limit-%s: %s\n",
+		        strcmp(key, "cpu_weight") ? key : "cpu-weight", err.msg);
+		return -1;
+	}
+	return setenv(limits_config_env_name(key), value, 1);
 }
 
 int serve_cli_main(int argc, char **argv)
@@ -101,6 +129,12 @@ int serve_cli_main(int argc, char **argv)
 		OPT_RUNNER,
 		OPT_ONE_SHOT,
 		OPT_DAEMON_SOCKET,
+		OPT_LIMIT_MEMORY,
+		OPT_LIMIT_PIDS,
+		OPT_LIMIT_CPU,
+		OPT_LIMIT_DISK,
+		OPT_EGRESS_PROXY,
+		OPT_EGRESS_REQUIRED,
 	};
 	static const struct option longopts[] = {
 	    {"unix", required_argument, NULL, OPT_UNIX},
@@ -122,6 +156,12 @@ int serve_cli_main(int argc, char **argv)
 	    {"grace", required_argument, NULL, OPT_GRACE},
 	    {"cache-root", required_argument, NULL, OPT_CACHE_ROOT},
 	    {"runner", no_argument, NULL, OPT_RUNNER},
+	    {"limit-memory", required_argument, NULL, OPT_LIMIT_MEMORY},
+	    {"limit-pids", required_argument, NULL, OPT_LIMIT_PIDS},
+	    {"limit-cpu-weight", required_argument, NULL, OPT_LIMIT_CPU},
+	    {"limit-disk", required_argument, NULL, OPT_LIMIT_DISK},
+	    {"egress-proxy", required_argument, NULL, OPT_EGRESS_PROXY},
+	    {"egress-required", no_argument, NULL, OPT_EGRESS_REQUIRED},
 	    {"verbose", no_argument, NULL, 'v'},
 	    {"help", no_argument, NULL, 'h'},
 	    {0},
@@ -243,6 +283,34 @@ int serve_cli_main(int argc, char **argv)
 			break;
 		case OPT_RUNNER:
 			return serve_runner_main(3);
+		case OPT_LIMIT_MEMORY:
+		case OPT_LIMIT_PIDS:
+		case OPT_LIMIT_CPU:
+		case OPT_LIMIT_DISK:
+			if (serve_cli_limit(c == OPT_LIMIT_MEMORY ? "memory"
+			                    : c == OPT_LIMIT_PIDS ? "pids"
+			                    : c == OPT_LIMIT_CPU  ? "cpu_weight"
+			                                          : "disk",
+			                    optarg) < 0)
+				return 2;
+			break;
+		case OPT_EGRESS_PROXY: {
+			_cleanup_free_ char *host = NULL;
+			unsigned port;
+
+			if (egress_config_check_proxy(optarg, &host, &port, &err) < 0) {
+				fprintf(stderr, "sandbox-agent serve: --egress-proxy: %s\n",
+				        err.msg);
+				return 2;
+			}
+			if (setenv(EGRESS_ENV_PROXY, optarg, 1) < 0)
+				return 1;
+			break;
+		}
+		case OPT_EGRESS_REQUIRED:
+			if (setenv(EGRESS_ENV_REQUIRED, "1", 1) < 0)
+				return 1;
+			break;
 		case 'v':
 			log_max_level = LOG_DEBUG;
 			break;

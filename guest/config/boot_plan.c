@@ -297,6 +297,7 @@ static int plan_env(struct boot_plan *p, const struct boot_options *o, char *con
 	    .cache_root = p->cache_root,
 	    .home = p->user.uid != (uid_t)-1 ? p->user.home : NULL,
 	    .user = p->user.uid != (uid_t)-1 ? p->user.name : NULL,
+	    .egress_proxy = p->egress.proxy,
 	};
 	r = child_env_build(&req, &p->env, err);
 	if (r < 0) {
@@ -325,6 +326,11 @@ static int plan_from_directory(struct boot_plan *p, const struct boot_options *o
 		err->cls = ERR_REFUSED;
 		return r;
 	}
+	r = egress_config_resolve(NULL, &cfg.egress, o->caller_env, &p->egress, err);
+	if (r < 0) {
+		err_wrap(err, "Sandbox configuration failed");
+		goto out_config;
+	}
 	r = plan_user(p, o, NULL, false, err);
 	if (r >= 0)
 		r = plan_session_id(p, o, err);
@@ -352,6 +358,9 @@ static int plan_from_directory(struct boot_plan *p, const struct boot_options *o
 		goto out_config;
 	}
 	p->timeout = o->timeout ? o->timeout : BOOT_DEFAULT_TIMEOUT;
+	r = limits_config_resolve(NULL, &cfg.limits, o->caller_env, &p->limits, err);
+	if (r < 0)
+		goto out_config;
 	p->listen_port = o->listen_port ? o->listen_port : BOOT_DEFAULT_LISTEN_PORT;
 	p->check_up = !o->no_forward;
 	r = 0;
@@ -396,6 +405,8 @@ static int plan_from_spec(struct boot_plan *p, const struct boot_options *o, str
 	}
 	r = plan_paths(p, o, spec.app_dir, spec_dir, spec.manifest_path, err);
 	if (r >= 0)
+		r = egress_config_resolve(&spec.egress, NULL, o->caller_env, &p->egress, err);
+	if (r >= 0)
 		r = plan_user(p, o, spec.user, true, err);
 	if (r >= 0)
 		r = plan_session_id(p, o, err);
@@ -427,6 +438,9 @@ static int plan_from_spec(struct boot_plan *p, const struct boot_options *o, str
 	}
 	p->port = spec.port;
 	p->timeout = o->timeout ? o->timeout : (spec.timeout ? spec.timeout : BOOT_DEFAULT_TIMEOUT);
+	r = limits_config_resolve(&spec.limits, NULL, o->caller_env, &p->limits, err);
+	if (r < 0)
+		goto out_spec;
 	p->listen_port = o->listen_port ? o->listen_port : spec.listen_port;
 	if (spec.start_url && !(p->start_url = strdup(spec.start_url))) {
 		r = oom(err);
@@ -505,6 +519,7 @@ int boot_plan_step_index(const struct boot_plan *p, const char *name)
 void boot_plan_dispose(struct boot_plan *p)
 {
 	free(p->app_dir);
+	egress_config_dispose(&p->egress);
 	free(p->workspace);
 	free(p->state_dir);
 	free(p->logs_dir);
@@ -621,6 +636,11 @@ char *boot_plan_to_json(const struct boot_plan *p)
 	json_object_array_add(steps, step_to_json(p, &p->manifest, true));
 	json_object_array_add(steps, step_to_json(p, &p->start, true));
 	json_object_object_add(root, "steps", steps);
+	json_object_object_add(root, "limits", limits_config_to_json(&p->limits));
+	json_object_object_add(root, "egress_proxy",
+	                       p->egress.proxy ? json_object_new_string(p->egress.proxy) : NULL);
+	json_object_object_add(root, "egress_required",
+	                       json_object_new_boolean(p->egress.required));
 	json_object_object_add(root, "environment", env_to_json(p, p->env));
 	json_object_object_add(root, "masked_secret_names", strv_to_json(p->secret_env_names));
 	json_object_object_add(root, "warnings", strv_to_json(p->warnings));

@@ -20,7 +20,9 @@
 
 #include "boot_spec.h"
 #include "database_config.h"
+#include "egress_config.h"
 #include "err.h"
+#include "limits_config.h"
 #include "proc.h"
 #include "scrub.h"
 #include "toolchain.h"
@@ -110,10 +112,12 @@ struct boot_plan {
 	struct boot_toolchain toolchain; /* what the spec asked for */
 	struct toolchain_choice tools;   /* what was selected */
 	bool keep_on_failure;
-	char *mode, *kind;      /* spec: informational, shown in state.json */
-	char *recorded_steps;   /* spec: its recorded_steps (JSON text), first in state.json */
-	struct scrubber *scrub; /* every known secret value */
-	char **warnings;        /* sandbox.yml's warnings, as in boot_options.notes */
+	char *mode, *kind;         /* spec: informational, shown in state.json */
+	char *recorded_steps;      /* spec: its recorded_steps (JSON text), first in state.json */
+	struct scrubber *scrub;    /* every known secret value */
+	char **warnings;           /* sandbox.yml's warnings, as in boot_options.notes */
+	struct boot_limits limits; /* memory, pids, CPU weight, disk budget (limits_config.h) */
+	struct boot_egress egress; /* the proxy the app's and agent's users may reach */
 };
 
 int boot_plan_build(const struct boot_options *o, struct boot_plan *ret, struct err *err);

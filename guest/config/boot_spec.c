@@ -679,6 +679,63 @@ static int spec_keep_on_failure(struct json_object *obj, struct boot_spec *s, st
 	return 0;
 }
 
+/* `limits`: sizes as strings ("2GiB") or byte counts, counts as integers. */
+static int spec_limits(struct json_object *obj, struct boot_spec *s, struct err *err)
+{
+	struct json_object *v = spec_member(obj, "limits");
+
+	if (!v)
+		return 0;
+	if (!json_object_is_type(v, json_type_object))
+		return spec_refuse(err, "limits", "must be an object");
+	spec_log_unknown(v, "limits.", limits_config_keys);
+	for (size_t i = 0; limits_config_keys[i]; i++) {
+		struct json_object *e = spec_member(v, limits_config_keys[i]);
+		char key[32];
+		struct err why;
+
+		if (!e)
+			continue;
+		snprintf(key, sizeof(key), "limits.%s", limits_config_keys[i]);
+		if (!json_object_is_type(e, json_type_string) &&
+		    !json_object_is_type(e, json_type_int))
+			return spec_refuse(err, key, "must be a string or an integer");
+		if (limits_config_set(&s->limits, limits_config_keys[i], json_object_get_string(e),
+		                      &why) < 0)
+			return spec_refuse(err, key, "is invalid: %s", why.msg);
+	}
+	return 0;
+}
+
+/* `egress`: {"proxy": URL, "required": bool}. */
+static int spec_egress(struct json_object *obj, struct boot_spec *s, struct err *err)
+{
+	static const char *const known[] = {"proxy", "required", NULL};
+	struct json_object *v = spec_member(obj, "egress"), *e;
+	char *host = NULL;
+	unsigned port;
+	struct err why;
+
+	if (!v)
+		return 0;
+	if (!json_object_is_type(v, json_type_object))
+		return spec_refuse(err, "egress", "must be an object");
+	spec_log_unknown(v, "egress.", known);
+	if ((e = spec_member(v, "required"))) {
+		if (!json_object_is_type(e, json_type_boolean))
+			return spec_refuse(err, "egress.required", "must be true or false");
+		s->egress.required = json_object_get_boolean(e);
+	}
+	if (!(e = spec_member(v, "proxy")))
+		return 0;
+	if (!json_object_is_type(e, json_type_string))
+		return spec_refuse(err, "egress.proxy", "must be a string");
+	if (egress_config_check_proxy(json_object_get_string(e), &host, &port, &why) < 0)
+		return spec_refuse(err, "egress.proxy", "is invalid: %s", why.msg);
+	free(host);
+	return spec_dup(json_object_get_string(e), &s->egress.proxy, err);
+}
+
 static int spec_from_object(struct json_object *obj, struct boot_spec *s, struct err *err)
 {
 	static const char *const known[] = {"version",
@@ -701,6 +758,8 @@ static int spec_from_object(struct json_object *obj, struct boot_spec *s, struct
 	                                    "kind",
 	                                    "recorded_steps",
 	                                    "facts",
+	                                    "limits",
+	                                    "egress",
 	                                    NULL};
 	struct json_object *v;
 	int r;
@@ -750,6 +809,10 @@ static int spec_from_object(struct json_object *obj, struct boot_spec *s, struct
 		r = spec_start_url(obj, s, err);
 	if (r >= 0)
 		r = spec_keep_on_failure(obj, s, err);
+	if (r >= 0)
+		r = spec_limits(obj, s, err);
+	if (r >= 0)
+		r = spec_egress(obj, s, err);
 	if (r >= 0)
 		r = spec_plain_string(obj, "mode", &s->mode, err);
 	if (r >= 0)
@@ -959,6 +1022,7 @@ void boot_spec_dispose(struct boot_spec *s)
 		return;
 	free(s->app_dir);
 	free(s->manifest_path);
+	egress_config_request_dispose(&s->egress);
 	boot_step_dispose(&s->manifest);
 	boot_step_dispose(&s->start);
 	free(s->user);

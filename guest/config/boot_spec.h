@@ -10,7 +10,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "egress_config.h"
 #include "err.h"
+#include "limits_config.h"
 
 #define BOOT_SPEC_MAX (1024 * 1024)
 #define BOOT_STEP_DEFAULT_TIMEOUT 600
@@ -54,7 +56,9 @@ struct boot_spec {
 	bool keep_on_failure;
 	char *mode;
 	char *kind;
-	char *recorded_steps; /* the spec's recorded_steps array as JSON text, or NULL */
+	char *recorded_steps;         /* the spec's recorded_steps array as JSON text, or NULL */
+	struct limits_request limits; /* `limits`, 0 where not given */
+	struct egress_request egress; /* `egress` */
 };
 
 /* ret is filled only on success; release it with boot_spec_dispose. */

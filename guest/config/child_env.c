@@ -7,6 +7,7 @@
  * reads back. Also the per-sandbox SECRET_KEY_BASE file and session ids (libsodium).
  */
 #include "child_env.h"
+#include "egress_config.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -360,6 +361,9 @@ int child_env_build(const struct child_env_request *req, char ***ret_env, struct
 	if (req->user && (env_set_checked(&env, "USER", req->user, err) < 0 ||
 	                  env_set_checked(&env, "LOGNAME", req->user, err) < 0))
 		return err_ret(err);
+	/* The proxy is the only way out (egress_config.h): neither caller nor file may bypass. */
+	if (req->egress_proxy && egress_config_proxy_env(&env, req->egress_proxy) < 0)
+		return err_oom_at(err, "building the environment");
 	/* Last, so neither the caller nor the file can point them elsewhere. */
 	if (req->manifest_path) {
 		if (env_set_checked(&env, "ACTION_AGENT_SANDBOX_MANIFEST", req->manifest_path,

@@ -29,13 +29,15 @@ struct child_env_request {
 	const char *cache_root;      /* shared download caches live below it; NULL = none */
 	const char *home;            /* run user's HOME, USER and LOGNAME; NULL = keep */
 	const char *user;
+	const char *egress_proxy; /* HTTPS_PROXY and the rest point here; NULL = keep */
 };
 
 /*
  * Build the environment of setup steps: the caller's minus the dropped names, plus opted-in
  * names, the database variables (unless file_env sets them), file_env, SECRET_KEY_BASE, the
  * download caches (bundler, npm, yarn, pnpm, bun: download caches only, never where an app
- * installs), HOME/USER/LOGNAME (and, with home, the run user's PATH), then the two
+ * installs), HOME/USER/LOGNAME (and, with home, the run user's PATH), the egress proxy's
+ * HTTPS_PROXY, HTTP_PROXY and NO_PROXY (lowercase too; egress_config.h), then the two
  * ACTION_AGENT_SANDBOX_* variables that the file cannot override. PORT is never set here.
  */
 int child_env_build(const struct child_env_request *req, char ***ret_env, struct err *err);

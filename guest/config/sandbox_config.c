@@ -51,7 +51,9 @@ struct open_how {
 #define KEY_SHOWN_MAX 64
 #define LINE_SHOWN_MAX 160
 
-static const char *const known_settings[] = {"env", "setup", "manifest", "start", NULL};
+static const char *const known_settings[] = {"env",    "setup",  "manifest", "start",
+                                             "limits", "egress", NULL};
+static const char *const egress_keys[] = {"proxy", "required", NULL};
 
 static inline void yaml_event_deletep(yaml_event_t *e)
 {
@@ -158,6 +160,8 @@ struct cfg_build {
 	bool setup_given;
 	char *manifest;
 	char *start;
+	struct limits_request limits;
+	struct egress_request egress;
 };
 
 static void cfg_build_dispose(struct cfg_build *b)
@@ -166,6 +170,7 @@ static void cfg_build_dispose(struct cfg_build *b)
 	vec_dispose(&b->setup);
 	free(b->manifest);
 	free(b->start);
+	egress_config_request_dispose(&b->egress);
 }
 
 static int oom(struct err *err)
@@ -576,9 +581,166 @@ static int parse_env(struct cfg_parser *p, const yaml_event_t *ev, struct cfg_bu
 	}
 }
 
+#define LIMITS_RULE "`limits` must map memory, pids, cpu_weight and disk to values"
+
+/* One `limits` entry; an unknown key is warned about (with a near miss) and skipped. */
+static int parse_limit_entry(struct cfg_parser *p, const yaml_event_t *key, struct keyset *seen,
+                             struct cfg_build *b)
+{
+	_cleanup_event_ yaml_event_t value = {0};
+	_cleanup_free_ char *name = NULL, *text = NULL;
+	char shown[KEY_SHOWN_MAX + 4];
+	enum yaml_scalar_kind kind;
+	struct err why;
+	int r;
+
+	if (key->type != YAML_SCALAR_EVENT)
+		return refuse_at(p->err, &key->start_mark, LIMITS_RULE);
+	r = resolve_event(p, key, &kind, &name, &why);
+	if (r < 0)
+		return r;
+	if (r > 0 || kind != YAML_KIND_STR)
+		return refuse_at(p->err, &key->start_mark, LIMITS_RULE);
+	r = keyset_add(seen, p->len, name);
+	if (r < 0)
+		return oom(p->err);
+	if (r > 0)
+		return refuse_at(p->err, &key->start_mark, "`limits` sets %s twice",
+		                 key_shown(name, shown));
+	r = next_event(p, &value);
+	if (r < 0)
+		return r;
+	if (!strv_contains((char *const *)limits_config_keys, name)) {
+		const char *near = suggest_closest(name, limits_config_keys);
+
+		key_shown(name, shown);
+		note_add(p->notes, "%s:%zu:%zu: warning: unknown limit `%s` is ignored%s%s%s",
+		         SANDBOX_CONFIG_PATH, key->start_mark.line + 1, key->start_mark.column + 1,
+		         shown,
+		         near ? "; did you mean `"
+		              : " (the limits are memory, pids, cpu_weight and "
+		                "disk)",
+		         near ? near : "", near ? "`?" : "");
+		return skip_node(p, &value);
+	}
+	if (value.type != YAML_SCALAR_EVENT)
+		return refuse_at(p->err, &value.start_mark, "`limits.%s` must be a value, not %s",
+		                 name, node_noun(&value));
+	text = strndup((const char *)value.data.scalar.value, value.data.scalar.length);
+	if (!text)
+		return oom(p->err);
+	if (limits_config_set(&b->limits, name, text, &why) < 0)
+		return refuse_at(p->err, &value.start_mark, "limits: %s", why.msg);
+	return 0;
+}
+
+static int parse_limits(struct cfg_parser *p, const yaml_event_t *ev, struct cfg_build *b)
+{
+	_cleanup_(keyset_dispose) struct keyset seen = {0};
+
+	if (!is_mapping(ev))
+		return refuse_at(p->err, &ev->start_mark, LIMITS_RULE);
+	for (;;) {
+		_cleanup_event_ yaml_event_t key = {0};
+		int r = next_event(p, &key);
+		if (r < 0)
+			return r;
+		if (key.type == YAML_MAPPING_END_EVENT)
+			return 0;
+		r = parse_limit_entry(p, &key, &seen, b);
+		if (r < 0)
+			return r;
+	}
+}
+
+#define EGRESS_RULE "`egress` must map proxy to a URL and required to true or false"
+
+/* One `egress` entry: proxy (a URL) or required (a boolean); others warned about. */
+static int parse_egress_entry(struct cfg_parser *p, const yaml_event_t *key, struct keyset *seen,
+                              struct cfg_build *b)
+{
+	_cleanup_event_ yaml_event_t value = {0};
+	_cleanup_free_ char *name = NULL, *text = NULL, *host = NULL;
+	char shown[KEY_SHOWN_MAX + 4];
+	enum yaml_scalar_kind kind;
+	unsigned port;
+	struct err why;
+	int r;
+
+	if (key->type != YAML_SCALAR_EVENT)
+		return refuse_at(p->err, &key->start_mark, EGRESS_RULE);
+	r = resolve_event(p, key, &kind, &name, &why);
+	if (r < 0)
+		return r;
+	if (r > 0 || kind != YAML_KIND_STR)
+		return refuse_at(p->err, &key->start_mark, EGRESS_RULE);
+	r = keyset_add(seen, p->len, name);
+	if (r < 0)
+		return oom(p->err);
+	if (r > 0)
+		return refuse_at(p->err, &key->start_mark, "`egress` sets %s twice",
+		                 key_shown(name, shown));
+	r = next_event(p, &value);
+	if (r < 0)
+		return r;
+	if (!strv_contains((char *const *)egress_keys, name)) {
+		const char *near = suggest_closest(name, egress_keys);
+
+		key_shown(name, shown);
+		note_add(p->notes,
+		         "%s:%zu:%zu: warning: unknown egress setting `%s` is ignored%s%s%s",
+		         SANDBOX_CONFIG_PATH, key->start_mark.line + 1, key->start_mark.column + 1,
+		         shown, near ? "; did you mean `" : " (they are proxy and required)",
+		         near ? near : "", near ? "`?" : "");
+		return skip_node(p, &value);
+	}
+	if (value.type != YAML_SCALAR_EVENT)
+		return refuse_at(p->err, &value.start_mark, EGRESS_RULE);
+	r = resolve_event(p, &value, &kind, &text, &why);
+	if (r < 0)
+		return r;
+	if (!strcmp(name, "required")) {
+		if (r > 0 || kind != YAML_KIND_BOOL)
+			return refuse_at(p->err, &value.start_mark,
+			                 "`egress.required` must be true or false");
+		b->egress.required = !strcmp(text, "true");
+		return 0;
+	}
+	if (r > 0 || kind != YAML_KIND_STR)
+		return refuse_at(p->err, &value.start_mark, "`egress.proxy` must be a URL");
+	if (egress_config_check_proxy(text, &host, &port, &why) < 0)
+		return refuse_at(p->err, &value.start_mark, "egress: %s", why.msg);
+	free(b->egress.proxy);
+	b->egress.proxy = TAKE_PTR(text);
+	return 0;
+}
+
+static int parse_egress(struct cfg_parser *p, const yaml_event_t *ev, struct cfg_build *b)
+{
+	_cleanup_(keyset_dispose) struct keyset seen = {0};
+
+	if (!is_mapping(ev))
+		return refuse_at(p->err, &ev->start_mark, EGRESS_RULE);
+	for (;;) {
+		_cleanup_event_ yaml_event_t key = {0};
+		int r = next_event(p, &key);
+		if (r < 0)
+			return r;
+		if (key.type == YAML_MAPPING_END_EVENT)
+			return 0;
+		r = parse_egress_entry(p, &key, &seen, b);
+		if (r < 0)
+			return r;
+	}
+}
+
 static int parse_setting(struct cfg_parser *p, const char *name, const yaml_event_t *value,
                          struct cfg_build *b)
 {
+	if (strcmp(name, "egress") == 0)
+		return parse_egress(p, value, b);
+	if (strcmp(name, "limits") == 0)
+		return parse_limits(p, value, b);
 	if (strcmp(name, "env") == 0)
 		return parse_env(p, value, b);
 	if (strcmp(name, "setup") == 0) {
@@ -609,7 +771,7 @@ static void note_unknown_setting(struct cfg_parser *p, const char *name, const y
 	else
 		note_add(p->notes,
 		         "%s:%zu:%zu: warning: unknown setting `%s` is ignored (the settings are "
-		         "env, setup, manifest and start)",
+		         "env, setup, manifest, start, limits and egress)",
 		         SANDBOX_CONFIG_PATH, mark->line + 1, mark->column + 1, shown);
 }
 
@@ -781,8 +943,11 @@ int sandbox_config_parse_noted(const char *buf, size_t len, char ***notes,
 	    .setup = setup,
 	    .manifest = TAKE_PTR(b.manifest),
 	    .start = TAKE_PTR(b.start),
+	    .limits = b.limits,
+	    .egress = b.egress,
 	    .has_file = false,
 	};
+	b.egress.proxy = NULL;
 	return 0;
 }
 
@@ -794,6 +959,7 @@ void sandbox_config_dispose(struct sandbox_config *c)
 	strv_free(c->setup);
 	free(c->manifest);
 	free(c->start);
+	egress_config_request_dispose(&c->egress);
 	*c = (struct sandbox_config){0};
 }
 

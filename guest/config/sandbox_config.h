@@ -13,7 +13,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "egress_config.h"
 #include "err.h"
+#include "limits_config.h"
 
 #define SANDBOX_CONFIG_PATH ".activeagents/sandbox.yml"
 #define SANDBOX_CONFIG_MAX (256 * 1024)
@@ -30,7 +32,9 @@ struct sandbox_config {
 	char **setup; /* commands, in order (the defaults when the file has no `setup`) */
 	char *manifest;
 	char *start;
-	bool has_file; /* the file existed */
+	struct limits_request limits; /* `limits:`, 0 where not given */
+	struct egress_request egress; /* `egress:` */
+	bool has_file;                /* the file existed */
 };
 
 /* Flags for sandbox_config_load_at(). */

@@ -33,6 +33,8 @@
 #include "log.h"
 #include "manifest.h"
 #include "procset.h"
+#include "boot_egress.h"
+#include "boot_limits.h"
 #include "ready.h"
 #include "strv.h"
 #include "supervisor.h"
@@ -230,9 +232,12 @@ static void step_record_skip(const struct step_context *ctx, const struct plan_s
 	_cleanup_free_ char *line = NULL;
 	struct err e;
 
-	if (logfile_open(s->log_path, BOOT_LOG_MAX_BYTES, (uid_t)-1, (gid_t)-1, &log, &e) == 0 &&
-	    asprintf(&line, "$ %s\n(skipped: %s)\n", s->command ? s->command : "", why) >= 0)
-		(void)logfile_write(log, line, strlen(line), &e);
+	if (logfile_open(s->log_path, BOOT_LOG_MAX_BYTES, (uid_t)-1, (gid_t)-1, &log, &e) == 0) {
+		logfile_keep_times_or_say(log);
+		if (asprintf(&line, "$ %s\n(skipped: %s)\n", s->command ? s->command : "", why) >=
+		    0)
+			(void)logfile_write(log, line, strlen(line), &e);
+	}
 	strv_push(&st->skipped, s->name);
 	boot_state_phase_set(st, phase, "skipped", why, clock_realtime_ms());
 	observe(ctx, s->name, "skipped", why);
@@ -753,6 +758,8 @@ int boot_engine_run(struct boot_plan *p, const struct boot_options *o,
 	int prev_r;
 	_cleanup_(log_marks_dispose) struct log_marks marks = {0};
 	struct manifest m = {0};
+	const char *limit_hit = NULL;
+	struct boot_disk_budget disk = {0};
 	int64_t command_ms = -1;
 	struct step_context ctx = {
 	    .plan = p,
@@ -760,6 +767,8 @@ int boot_engine_run(struct boot_plan *p, const struct boot_options *o,
 	    .deadline_ms = clock_now_ms() + (uint64_t)p->timeout * 1000,
 	    .grace_ms = p->grace_ms,
 	    .signal_fd = -1,
+	    .limit_hit = &limit_hit,
+	    .disk = &disk,
 	    .command_ms = &command_ms,
 	};
 	_cleanup_close_ int signal_fd = -1;
@@ -832,7 +841,14 @@ int boot_engine_run(struct boot_plan *p, const struct boot_options *o,
 	}
 	st.boot_pid = getpid();
 	st.boot_start = proc_start_time(getpid());
-	st.started_at = (int64_t)time(NULL);
+	{
+		unsigned char id[8];
+		char hex[17];
+		randombytes_buf(id, sizeof(id));
+		sodium_bin2hex(hex, sizeof(hex), id, sizeof(id));
+		boot_state_set(&st.boot_id, hex);
+		snprintf(res->boot_id, sizeof(res->boot_id), "%s", hex);
+	}
 	/* Steps completed before the one we resume from count as done. */
 	for (size_t i = 0; i < from && i < p->n_steps && prev.completed; i++)
 		if (strv_contains(prev.completed, p->steps[i].name))
@@ -852,6 +868,12 @@ int boot_engine_run(struct boot_plan *p, const struct boot_options *o,
 	procset_add_root(procs, getpid(), proc_start_time(getpid()));
 	ctx.procs = procs;
 	boot_state_set(&st.cgroup, procset_cgroup_path(procs));
+	if (boot_limits_apply(p, procs, set_name, o->notes, err) < 0)
+		goto out;
+	boot_disk_budget_init(&disk, p->workspace, p->state_dir, p->limits.disk);
+	boot_limits_state(p, &st);
+	if (boot_egress_apply(p, &st, o->notes, err) < 0)
+		goto out;
 	save_state(p, &st, "booting", "preflight");
 
 	if (prepare_directories(p, err) < 0)
@@ -898,6 +920,7 @@ out:
 		res->log_from = log_marks_of(&marks, res->log_path);
 		err_scrub(p, err);
 		boot_state_set(&st.reason, err->msg);
+		boot_state_set(&st.limit_hit, limit_hit);
 		st.kept = p->keep_on_failure;
 		save_state(p, &st, "failed", res->step);
 		observe(&ctx, res->step, "failed", err->msg);
@@ -907,6 +930,8 @@ out:
 		if (procs && !p->keep_on_failure &&
 		    procset_stop(procs, p->grace_ms, getpid(), &stop_err) < 0)
 			log_debug("stopping after the failure: %s", stop_err.msg);
+		else if (procs && !p->keep_on_failure)
+			procset_remove_limits(procs); /* emptied: its limits' cgroups go */
 	}
 	manifest_dispose(&m);
 	boot_state_dispose(&prev);
@@ -973,67 +998,4 @@ int boot_engine_stop(const char *state_dir, unsigned grace_ms, struct err *err)
 	}
 	boot_state_dispose(&st);
 	return r;
-}
-
-/* How a server that was ready ended: the supervisor's record, its time, the log's end. */
-static int status_of_crash(const char *state_dir, struct boot_state *st)
-{
-	_cleanup_free_ char *sup = NULL, *log = NULL, *tail = NULL, *reason = NULL;
-	char how[256], ended[32] = "";
-	struct stat sst;
-	struct err e;
-	int exited = 0;
-
-	if (asprintf(&sup, "%s/supervisor.json", state_dir) < 0 ||
-	    asprintf(&log, "%s/logs/server.log", state_dir) < 0)
-		return -ENOMEM;
-	if (supervisor_read_status(sup, &exited, how, sizeof(how), &e) < 0 || !exited)
-		snprintf(how, sizeof(how), "exited (how is not recorded)");
-	/* The supervisor writes its record once more when the server ends. */
-	if (exited && stat(sup, &sst) == 0) {
-		struct tm tm;
-		st->server_ended_at = (int64_t)sst.st_mtime;
-		if (gmtime_r(&sst.st_mtime, &tm))
-			strftime(ended, sizeof(ended), " at %Y-%m-%dT%H:%M:%SZ", &tm);
-	}
-	if (logfile_tail(log, 20, 500, &tail, &e) == 0 && tail && *tail)
-		st->server_log_tail = TAKE_PTR(tail);
-	if (boot_state_set(&st->server_exit, how) < 0 ||
-	    asprintf(&reason,
-	             "the server %s%s after it was ready; the app is not running (see "
-	             "logs/server.log)",
-	             how, ended) < 0) {
-		reason = NULL;
-		return -ENOMEM;
-	}
-	return boot_state_set(&st->reason, reason);
-}
-
-int boot_engine_status(const char *state_dir, char **ret_json, struct err *err)
-{
-	struct boot_state st;
-	int r = boot_state_load(state_dir, &st, err);
-
-	if (r < 0)
-		return r;
-	if (r == 1) {
-		*ret_json = strdup("{\"status\":\"none\"}");
-		return 0;
-	}
-	/* A server that died since the last write is reported as such, with how and when. */
-	if (st.status && strcmp(st.status, "ready") == 0 && st.server_pid > 1 &&
-	    !proc_is(st.server_pid, st.server_start)) {
-		boot_state_set(&st.status, "crashed");
-		if (status_of_crash(state_dir, &st) < 0) {
-			boot_state_dispose(&st);
-			return err_oom(err);
-		}
-	}
-	/* A boot whose process is gone without saying how it ended was killed. */
-	if (st.status && strcmp(st.status, "booting") == 0 &&
-	    !(st.boot_pid > 1 && proc_is(st.boot_pid, st.boot_start)))
-		boot_state_set(&st.status, "interrupted");
-	*ret_json = boot_state_to_json(&st);
-	boot_state_dispose(&st);
-	return *ret_json ? 0 : err_oom(err);
 }

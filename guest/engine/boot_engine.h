@@ -21,6 +21,7 @@ struct boot_result {
 	uint64_t log_from;       /* the log's size when this boot began: its lines come after */
 	unsigned port;           /* the app's port once started */
 	char mcp_path[1024];
+	char boot_id[17]; /* this boot's id (state.json's boot_id), "" before it has one */
 };
 
 /*
@@ -35,8 +36,5 @@ int boot_engine_run(struct boot_plan *p, const struct boot_options *o,
  * and logs. Returns 0 when nothing is left (also when nothing ran).
  */
 int boot_engine_stop(const char *state_dir, unsigned grace_ms, struct err *err);
-
-/* --status: the state as JSON, with whether the server still runs. */
-int boot_engine_status(const char *state_dir, char **ret_json, struct err *err);
 
 #endif

@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "json_strict.h"
 #include "file.h"
 #include "log.h"
@@ -233,10 +234,22 @@ int boot_state_load(const char *state_dir, struct boot_state *ret, struct err *e
 		    {"reason", &s.reason},         {"shape", &s.shape},
 		    {"app_dir", &s.app_dir},       {"runtime_path", &s.runtime_path},
 		    {"session_id", &s.session_id}, {"cgroup", &s.cgroup},
+		    {"boot_id", &s.boot_id},       {"limit_hit", &s.limit_hit},
 		};
 		for (size_t i = 0; i < ELEMENTSOF(strings); i++)
 			if (boot_state_set(strings[i].field, get_str(root, strings[i].key)) < 0)
 				goto out_oom;
+	}
+	{
+		json_object *lim = NULL;
+		if (json_object_object_get_ex(root, "limits", &lim) &&
+		    json_object_is_type(lim, json_type_object) &&
+		    boot_state_set(&s.limits, json_object_to_json_string_ext(lim, 0)) < 0)
+			goto out_oom;
+		if (json_object_object_get_ex(root, "egress", &lim) &&
+		    json_object_is_type(lim, json_type_object) &&
+		    boot_state_set(&s.egress, json_object_to_json_string_ext(lim, 0)) < 0)
+			goto out_oom;
 	}
 	s.port = (unsigned)get_int(root, "port");
 	s.boot_pid = (pid_t)get_int(root, "boot_pid");
@@ -245,16 +258,18 @@ int boot_state_load(const char *state_dir, struct boot_state *ret, struct err *e
 	s.supervisor_start = (uint64_t)get_int(root, "supervisor_start");
 	s.server_pid = (pid_t)get_int(root, "server_pid");
 	s.server_start = (uint64_t)get_int(root, "server_start");
-	s.started_at = get_int(root, "started_at");
-	s.updated_at = get_int(root, "updated_at");
+	s.updated_ms = get_int(root, "updated_ms");
 	/* The spec shape's file speaks the platform's words: running, ISO times. */
 	if (s.status && strcmp(s.status, "running") == 0 &&
 	    boot_state_set(&s.status, "booting") < 0)
 		goto out_oom;
 	s.started_ms = get_int(root, "started_ms");
 	s.finished_ms = get_int(root, "finished_ms");
-	if (!s.started_at && s.started_ms)
-		s.started_at = s.started_ms / 1000;
+	/* A file written before times were milliseconds: started_at and updated_at in seconds. */
+	if (!s.started_ms)
+		s.started_ms = get_int(root, "started_at") * 1000;
+	if (!s.updated_ms)
+		s.updated_ms = get_int(root, "updated_at") * 1000;
 	if (boot_state_set(&s.mode, get_str(root, "mode")) < 0 ||
 	    boot_state_set(&s.kind, get_str(root, "kind")) < 0 ||
 	    boot_state_set(&s.resumed_from, get_str(root, "resumed_from")) < 0)
@@ -308,12 +323,8 @@ static void platform_fields(json_object *o, const struct boot_state *s)
 	json_object_object_add(o, "version", json_object_new_int(1));
 	if (spec && s->status && strcmp(s->status, "booting") == 0)
 		json_object_object_add(o, "status", json_object_new_string("running"));
-	if (spec) {
-		json_object_object_add(o, "started_at", iso_time(s->started_ms));
-		json_object_object_add(o, "finished_at", iso_time(s->finished_ms));
-	} else {
-		json_object_object_add(o, "started_at", json_object_new_int64(s->started_at));
-	}
+	json_object_object_add(o, "started_at", iso_time(s->started_ms));
+	json_object_object_add(o, "finished_at", iso_time(s->finished_ms));
 	json_object_object_add(o, "started_ms", json_object_new_int64(s->started_ms));
 	json_object_object_add(o, "finished_ms", json_object_new_int64(s->finished_ms));
 	add_timeline_totals(o, s);
@@ -377,6 +388,10 @@ static json_object *state_to_object(const struct boot_state *s)
 	add_str(o, "runtime_path", s->runtime_path);
 	add_str(o, "session_id", s->session_id);
 	add_str(o, "cgroup", s->cgroup);
+	add_str(o, "boot_id", s->boot_id);
+	json_object_object_add(o, "limits", s->limits ? json_tokener_parse(s->limits) : NULL);
+	add_str(o, "limit_hit", s->limit_hit);
+	json_object_object_add(o, "egress", s->egress ? json_tokener_parse(s->egress) : NULL);
 	for (size_t i = 0; s->completed && s->completed[i]; i++)
 		json_object_array_add(done, json_object_new_string(s->completed[i]));
 	json_object_object_add(o, "completed", done);
@@ -392,13 +407,15 @@ static json_object *state_to_object(const struct boot_state *s)
 	                       json_object_new_int64((int64_t)s->supervisor_start));
 	json_object_object_add(o, "server_pid", json_object_new_int64(s->server_pid));
 	json_object_object_add(o, "server_start", json_object_new_int64((int64_t)s->server_start));
-	json_object_object_add(o, "updated_at", json_object_new_int64(s->updated_at));
+	json_object_object_add(o, "updated_ms", json_object_new_int64(s->updated_ms));
 	platform_fields(o, s);
+	if (s->cause)
+		add_str(o, "cause", s->cause);
 	if (s->server_exit) {
 		add_str(o, "server_exit", s->server_exit);
 		json_object_object_add(
-		    o, "server_ended_at",
-		    s->server_ended_at ? json_object_new_int64(s->server_ended_at) : NULL);
+		    o, "server_ended_ms",
+		    s->server_ended_ms ? json_object_new_int64(s->server_ended_ms) : NULL);
 		add_str(o, "server_log_tail", s->server_log_tail);
 	}
 	return o;
@@ -420,7 +437,7 @@ int boot_state_save(const char *state_dir, struct boot_state *s, struct err *err
 	const char *text;
 	size_t len;
 
-	s->updated_at = (int64_t)time(NULL);
+	s->updated_ms = clock_realtime_ms();
 	if (asprintf(&path, "%s/%s", state_dir, BOOT_STATE_FILE) < 0)
 		return err_oom(err);
 	o = state_to_object(s);
@@ -447,11 +464,15 @@ void boot_state_dispose(struct boot_state *s)
 	free(s->runtime_path);
 	free(s->session_id);
 	free(s->cgroup);
+	free(s->boot_id);
 	strv_free(s->completed);
 	strv_free(s->skipped);
 	free(s->mode);
 	free(s->kind);
 	free(s->recorded_steps);
+	free(s->limits);
+	free(s->limit_hit);
+	free(s->egress);
 	free(s->resumed_from);
 	for (size_t i = 0; i < s->n_phases; i++) {
 		free(s->phases[i].name);
@@ -461,6 +482,7 @@ void boot_state_dispose(struct boot_state *s)
 		free(s->phases[i].inputs);
 	}
 	free(s->phases);
+	free(s->cause);
 	free(s->server_exit);
 	free(s->server_log_tail);
 	memset(s, 0, sizeof(*s));

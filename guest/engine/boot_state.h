@@ -39,6 +39,10 @@ struct boot_state {
 	char *runtime_path;
 	char *session_id;
 	char *cgroup;     /* the process set's cgroup ("" for the fallback) */
+	char *boot_id;    /* 16 hex digits, new for every boot (a resume and a restart too) */
+	char *limits;     /* JSON text of the limits the boot runs with (limits_config_to_json) */
+	char *limit_hit;  /* "memory", "pids", "disk": the limit a failure ran into, or NULL */
+	char *egress;     /* JSON text: the egress rules' outcome (boot_egress.h) */
 	char **completed; /* steps that finished, in order */
 	char **skipped;   /* steps skipped (their reason is in their log) */
 	unsigned port;
@@ -48,20 +52,21 @@ struct boot_state {
 	uint64_t supervisor_start;
 	pid_t server_pid;
 	uint64_t server_start;
-	int64_t started_at; /* unix seconds */
-	int64_t updated_at;
+	int64_t updated_ms; /* unix ms of the last save */
 	/* What the platform reads from a spec boot's state.json (docs/boot-spec.md). */
 	char *mode, *kind;
 	char *recorded_steps; /* JSON text of the spec's recorded_steps, or NULL */
 	char *resumed_from;   /* --from STEP */
 	bool restarted;       /* --restart */
 	bool kept;            /* failed with keep_on_failure: its processes were left running */
-	int64_t started_ms, finished_ms;
+	int64_t started_ms, finished_ms; /* unix ms; finished_ms 0 while running */
 	struct boot_phase *phases;
 	size_t n_phases;
-	/* Only in --status, when the server is found gone after it was ready (never saved): */
+	/* Only in what boot_observe() derives (never saved): */
+	char *cause;             /* a failure's kind: "boot_failed", "boot_interrupted",
+	                            "server_exited"; NULL unless status is "failed" */
 	char *server_exit;       /* "exited with status 3", "was killed by signal SIGKILL" */
-	int64_t server_ended_at; /* unix seconds, 0 when unknown */
+	int64_t server_ended_ms; /* unix ms, 0 when unknown */
 	char *server_log_tail;   /* the last lines of its log */
 };
 

@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "boot_limits.h"
 #include "clock.h"
 #include "file.h"
 #include "log.h"
@@ -118,8 +119,10 @@ static int step_execute(const struct step_context *ctx, const char *name, const 
 	uint64_t start = clock_now_ms(), limit = ctx->deadline_ms, exited_at = 0,
 	         spawned_at = start;
 	bool step_limit = false, exited = false, eof = false;
-	struct err interrupt = {0};
-	int status = 0, fds[2];
+	struct err interrupt = {0}, limit_err = {0};
+	struct boot_limits_watch watch = {0};
+	const char *limit_hit = NULL;
+	int status = 0, fds[2], join[CGROUP_LIMITS_N];
 	pid_t pid;
 	char buf[65536];
 
@@ -131,6 +134,7 @@ static int step_execute(const struct step_context *ctx, const char *name, const 
 	}
 	if (logfile_open(log_path, BOOT_LOG_MAX_BYTES, (uid_t)-1, (gid_t)-1, &log, err) < 0)
 		return err_wrap(err, "cannot open the log of step %s", name);
+	logfile_keep_times_or_say(log);
 	sink.log = log;
 	if (ret_out) {
 		sink.capture = malloc(CAPTURE_MAX);
@@ -174,10 +178,15 @@ static int step_execute(const struct step_context *ctx, const char *name, const 
 		    .user = &p->user,
 		    .output_fd = out_w,
 		    .procs_fd = ctx->procs ? procset_procs_fd(ctx->procs) : -1,
+		    .join_fds = join,
 		    /* A session of its own: no step can join the engine's process group. */
 		    .new_session = true,
 		    .keep_fd = -1,
 		};
+		if (ctx->procs) {
+			spec.n_join_fds = procset_join_fds(ctx->procs, join);
+			boot_limits_watch_begin(p, ctx->procs, &watch);
+		}
 		spawned_at = clock_now_ms();
 		if (proc_spawn(&spec, &pid, err) < 0) {
 			free(sink.capture);
@@ -201,6 +210,10 @@ static int step_execute(const struct step_context *ctx, const char *name, const 
 			break;
 		if (!exited && boot_step_interrupted(ctx, &interrupt))
 			break;
+		if (!exited && ctx->procs &&
+		    boot_limits_watch_check(p, ctx->procs, ctx->disk, &watch, command, false,
+		                            &limit_hit, &limit_err) < 0)
+			break;
 		if (exited && now >= exited_at + DRAIN_AFTER_EXIT_MS)
 			break;
 		timeout = (int)((exited ? exited_at + DRAIN_AFTER_EXIT_MS : limit) - now);
@@ -212,6 +225,8 @@ static int step_execute(const struct step_context *ctx, const char *name, const 
 			pfd[nfds++] = (struct pollfd){.fd = ctx->signal_fd, .events = POLLIN};
 		if (!exited && pidfd < 0 && timeout > 50)
 			timeout = 50;
+		if (!exited && ctx->procs && timeout > BOOT_LIMITS_LOOK_MS)
+			timeout = BOOT_LIMITS_LOOK_MS;
 		if (poll(pfd, (nfds_t)nfds, timeout) < 0 && errno != EINTR) {
 			err_errno(err, "poll");
 			break;
@@ -262,6 +277,12 @@ static int step_execute(const struct step_context *ctx, const char *name, const 
 			*err = interrupt;
 			return err_ret(err);
 		}
+		if (limit_hit) {
+			if (ctx->limit_hit)
+				*ctx->limit_hit = limit_hit;
+			*err = limit_err;
+			return err_ret(err);
+		}
 		if (step_limit)
 			return err_set(err, ERR_FAILED, ETIMEDOUT, "`%s` timed out after %u s",
 			               command, timeout_s);
@@ -274,6 +295,20 @@ static int step_execute(const struct step_context *ctx, const char *name, const 
 			free(sink.capture);
 		*err = log_err;
 		return err_wrap(err, "step %s", name);
+	}
+	/* A step that succeeded all the same is not failed for a process the kernel killed. */
+	if (ctx->procs && !(WIFEXITED(status) && WEXITSTATUS(status) == 0) &&
+	    boot_limits_explain(p, ctx->procs, &watch, command, status, err))
+		limit_hit = "memory";
+	else if (ctx->procs && boot_limits_watch_check(p, ctx->procs, ctx->disk, &watch, command,
+	                                               true, &limit_hit, err) < 0)
+		limit_hit = limit_hit ? limit_hit : "disk";
+	if (limit_hit) {
+		if (ctx->limit_hit)
+			*ctx->limit_hit = limit_hit;
+		if (ret_out)
+			free(sink.capture);
+		return err_ret(err);
 	}
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
 		char how[64], why[512];

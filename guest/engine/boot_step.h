@@ -11,6 +11,7 @@
 
 #include <stdint.h>
 
+#include "boot_disk.h"
 #include "boot_plan.h"
 #include "procset.h"
 
@@ -30,6 +31,8 @@ struct step_context {
 	uint64_t deadline_ms; /* monotonic, the whole boot's */
 	unsigned grace_ms;
 	int signal_fd; /* signalfd of SIGTERM/SIGINT/SIGHUP: the boot is being stopped; or -1 */
+	const char **limit_hit; /* set to "memory", "pids" or "disk" when a step ran into it */
+	struct boot_disk_budget *disk; /* the workspace's disk budget, or NULL */
 	int64_t
 	    *command_ms; /* out, or NULL: how long the last step's command ran (spawn to exit) */
 };

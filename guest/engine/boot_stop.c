@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "boot_egress.h"
 #include "boot_engine.h"
 #include "boot_state.h"
 #include "boot_services.h"
@@ -73,6 +74,7 @@ static int discard(const struct boot_stop_request *rq, struct err *ret_warning, 
 	}
 	if (boot_services_drop_databases(&plan, &plan_err) < 0)
 		*ret_warning = plan_err;
+	boot_egress_remove(&plan);
 	r = workspace_discard(plan.workspace, err);
 	boot_plan_dispose(&plan);
 	if (r < 0)

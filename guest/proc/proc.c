@@ -526,11 +526,15 @@ static _noreturn_ void child_run(const struct child_args *a)
 		proc_child_fail(rfd, STAGE_PGRP, errno);
 	}
 
-	if (spec->procs_fd >= 0 && !a->born_inside) {
+	for (unsigned i = 0; i <= spec->n_join_fds; i++) {
+		int fd = i == 0 ? spec->procs_fd : spec->join_fds[i - 1];
 		ssize_t n;
 
+		/* Created in the set's cgroup already (clone3): only the limits' v1 cgroups. */
+		if (fd < 0 || (i == 0 && a->born_inside))
+			continue;
 		do
-			n = write(spec->procs_fd, "0\n", 2);
+			n = write(fd, "0\n", 2);
 		while (n < 0 && errno == EINTR);
 		if (n != 2)
 			proc_child_fail(rfd, STAGE_JOIN, errno);

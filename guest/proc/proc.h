@@ -34,7 +34,9 @@ struct proc_spec {
 	const struct run_user *user; /* NULL: the caller */
 	int output_fd;               /* stdout and stderr; -1: /dev/null */
 	int procs_fd;                /* cgroup.procs (or tasks) to join before exec; -1: none */
-	bool new_session;            /* setsid() instead of setpgid(0, 0) */
+	const int *join_fds;         /* more cgroup.procs to join (v1 limits), n_join_fds of them */
+	unsigned n_join_fds;
+	bool new_session; /* setsid() instead of setpgid(0, 0) */
 	int keep_fd; /* one more descriptor kept open across exec (e.g. a notify pipe), or -1 */
 };
 

@@ -25,23 +25,18 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cgroup_limits.h"
+#include "cgroup_place.h"
 #include "clock.h"
 #include "cleanup.h"
 #include "log.h"
 #include "proc.h"
 
-#define CGROUP_ROOT "/sys/fs/cgroup"
-#define SET_DIR "sandbox-app-runtime"
+#define CGROUP_ROOT CGROUP_PLACE_ROOT
+#define SET_DIR CGROUP_PLACE_SET_DIR
 #define NAME_MAX_LEN 100
 #define KILL_WAIT_MS 2000
 #define NEST_MAX 32
-
-#ifndef CGROUP_SUPER_MAGIC
-#define CGROUP_SUPER_MAGIC 0x27e0eb
-#endif
-#ifndef CGROUP2_SUPER_MAGIC
-#define CGROUP2_SUPER_MAGIC 0x63677270
-#endif
 
 struct pid_start {
 	pid_t pid;
@@ -52,6 +47,7 @@ struct procset {
 	enum procset_backend backend;
 	char *path; /* the cgroup directory, "" without one */
 	int procs_fd;
+	struct cgroup_limits_set lim; /* where the limits live (beside the set in cgroup v1) */
 	struct pid_start *groups;
 	size_t n_groups;
 	struct pid_start *roots;
@@ -79,6 +75,7 @@ static struct procset *procset_new(enum procset_backend backend, const char *pat
 		return NULL;
 	ps->backend = backend;
 	ps->procs_fd = -1;
+	cgroup_limits_init(&ps->lim);
 	ps->path = strdup(path);
 	if (!ps->path) {
 		free(ps);
@@ -93,160 +90,11 @@ void procset_free(struct procset *ps)
 		return;
 	if (ps->procs_fd >= 0)
 		close(ps->procs_fd);
+	cgroup_limits_dispose(&ps->lim);
 	free(ps->path);
 	free(ps->groups);
 	free(ps->roots);
 	free(ps);
-}
-
-/* ---- finding where we sit ---- */
-
-/* Undo the octal escapes (\040 for a space) of /proc/self/mountinfo, in place. */
-static void unescape_octal(char *s)
-{
-	char *w = s;
-
-	for (char *r = s; *r;) {
-		if (r[0] == '\\' && r[1] >= '0' && r[1] <= '3' && r[2] >= '0' && r[2] <= '7' &&
-		    r[3] >= '0' && r[3] <= '7') {
-			*w++ = (char)((r[1] - '0') * 64 + (r[2] - '0') * 8 + (r[3] - '0'));
-			r += 4;
-		} else {
-			*w++ = *r++;
-		}
-	}
-	*w = '\0';
-}
-
-static bool list_has(const char *list, const char *item)
-{
-	size_t n = strlen(item);
-
-	for (const char *p = list; p && *p;) {
-		const char *e = strchr(p, ',');
-		size_t len = e ? (size_t)(e - p) : strlen(p);
-
-		if (len == n && !strncmp(p, item, n))
-			return true;
-		p = e ? e + 1 : NULL;
-	}
-	return false;
-}
-
-/*
- * The mount point and mounted root of the cgroup2 hierarchy (controller NULL) or of the v1
- * hierarchy holding controller, below /sys/fs/cgroup.
- */
-static int cgroup_mount(const char *controller, char **ret_mnt, char **ret_root)
-{
-	_cleanup_fclose_ FILE *f = fopen("/proc/self/mountinfo", "re");
-	_cleanup_free_ char *line = NULL;
-	size_t cap = 0;
-
-	if (!f)
-		return -errno;
-	while (getline(&line, &cap, f) > 0) {
-		char *fields[6] = {0}, *save = NULL, *sep, *fstype, *opts;
-		int i = 0;
-
-		line[strcspn(line, "\n")] = '\0';
-		sep = strstr(line, " - ");
-		if (!sep)
-			continue;
-		*sep = '\0';
-		for (char *t = strtok_r(line, " ", &save); t && i < 6;
-		     t = strtok_r(NULL, " ", &save))
-			fields[i++] = t;
-		if (i < 5)
-			continue;
-		fstype = strtok_r(sep + 3, " ", &save);
-		(void)strtok_r(NULL, " ", &save); /* source */
-		opts = strtok_r(NULL, " ", &save);
-		if (!fstype)
-			continue;
-		if (controller ? strcmp(fstype, "cgroup") || !list_has(opts, controller)
-		               : strcmp(fstype, "cgroup2"))
-			continue;
-		unescape_octal(fields[3]);
-		unescape_octal(fields[4]);
-		if (strncmp(fields[4], CGROUP_ROOT, strlen(CGROUP_ROOT)) ||
-		    (fields[4][strlen(CGROUP_ROOT)] && fields[4][strlen(CGROUP_ROOT)] != '/'))
-			continue;
-		*ret_mnt = strdup(fields[4]);
-		*ret_root = strdup(fields[3]);
-		if (!*ret_mnt || !*ret_root) {
-			free(*ret_mnt);
-			free(*ret_root);
-			return -ENOMEM;
-		}
-		return 0;
-	}
-	return -ENOENT;
-}
-
-/* Our own cgroup path in the cgroup2 hierarchy (controller NULL) or in controller's. */
-static int own_cgroup(const char *controller, char **ret)
-{
-	_cleanup_fclose_ FILE *f = fopen("/proc/self/cgroup", "re");
-	_cleanup_free_ char *line = NULL;
-	size_t cap = 0;
-
-	if (!f)
-		return -errno;
-	while (getline(&line, &cap, f) > 0) {
-		char *c1 = strchr(line, ':'), *c2;
-
-		line[strcspn(line, "\n")] = '\0';
-		if (!c1 || !(c2 = strchr(c1 + 1, ':')))
-			continue;
-		*c1 = *c2 = '\0';
-		if (controller ? !list_has(c1 + 1, controller) : strcmp(line, "0") || c1[1])
-			continue;
-		if (c2[1] != '/')
-			return -EINVAL;
-		*ret = strdup(c2 + 1);
-		return *ret ? 0 : -ENOMEM;
-	}
-	return -ENOENT;
-}
-
-/* mount point + (our path below the mounted root) + /sandbox-app-runtime */
-static int set_base_dir(const char *controller, char **ret)
-{
-	_cleanup_free_ char *mnt = NULL, *root = NULL, *own = NULL;
-	const char *rel;
-	size_t rl;
-	int r;
-
-	r = cgroup_mount(controller, &mnt, &root);
-	if (r < 0)
-		return r;
-	r = own_cgroup(controller, &own);
-	if (r < 0)
-		return r;
-	rl = strlen(root);
-	if (!strcmp(root, "/"))
-		rel = own;
-	else if (!strncmp(own, root, rl) && (own[rl] == '/' || own[rl] == '\0'))
-		rel = own + rl;
-	else
-		return -ENOENT; /* we sit outside the mounted part */
-	if (strstr(rel, "/../") || strstr(rel, "/./") || strstr(rel, " (deleted)"))
-		return -EINVAL;
-	while (*rel == '/')
-		rel++;
-	if (asprintf(ret, "%s%s%s/" SET_DIR, mnt, *rel ? "/" : "", rel) < 0)
-		return -ENOMEM;
-	return 0;
-}
-
-static long fs_magic(const char *path)
-{
-	struct statfs sfs;
-
-	if (statfs(path, &sfs) < 0)
-		return -errno;
-	return (long)sfs.f_type;
 }
 
 static int open_procs(const char *dir)
@@ -269,12 +117,12 @@ static int cgroup_make(const char *controller, const char *name, struct procset 
 	const char *what = controller ? controller : "cgroup2";
 	int r;
 
-	r = set_base_dir(controller, &base);
+	r = cgroup_place_base(controller, &base);
 	if (r < 0) {
 		errno = -r;
 		return err_errno(err, "find where this process sits in the %s hierarchy", what);
 	}
-	if (fs_magic(base) != want && fs_magic(base) != -ENOENT)
+	if (cgroup_place_fs_magic(base) != want && cgroup_place_fs_magic(base) != -ENOENT)
 		return err_set(err, ERR_FAILED, EINVAL, "%s is not a %s hierarchy", base, what);
 	if (mkdir(base, 0755) < 0 && errno != EEXIST)
 		return err_errno(err, "create cgroup %s", base);
@@ -282,7 +130,7 @@ static int cgroup_make(const char *controller, const char *name, struct procset 
 		return err_oom(err);
 	if (mkdir(dir, 0755) < 0 && errno != EEXIST)
 		return err_errno(err, "create cgroup %s", dir);
-	if (fs_magic(dir) != want)
+	if (cgroup_place_fs_magic(dir) != want)
 		return err_set(err, ERR_FAILED, EINVAL, "%s is not a %s cgroup", dir, what);
 	ps = procset_new(controller ? PROCSET_CGROUP1 : PROCSET_CGROUP2, dir);
 	if (!ps)
@@ -388,7 +236,7 @@ int procset_open(const char *cgroup_path, struct procset **ret, struct err *err)
 	if (strcmp(real, cgroup_path))
 		return err_set(err, ERR_REFUSED, EINVAL,
 		               "refusing process set %s: it resolves to %s", cgroup_path, real);
-	magic = fs_magic(cgroup_path);
+	magic = cgroup_place_fs_magic(cgroup_path);
 	if (magic != CGROUP_SUPER_MAGIC && magic != CGROUP2_SUPER_MAGIC)
 		return err_set(err, ERR_REFUSED, EINVAL, "refusing process set %s: not a cgroup",
 		               cgroup_path);
@@ -401,8 +249,39 @@ int procset_open(const char *cgroup_path, struct procset **ret, struct err *err)
 		errno = -ps->procs_fd;
 		return err_errno(err, "open %s/cgroup.procs", cgroup_path);
 	}
+	/* The limits' cgroups of the same name, where they exist. */
+	if (cgroup_limits_place(cgroup_path, ps->backend == PROCSET_CGROUP2,
+	                        strrchr(cgroup_path, '/') + 1, &(struct cgroup_limits){0}, false,
+	                        &ps->lim, err) < 0)
+		return -1;
 	*ret = TAKE_PTR(ps);
 	return 0;
+}
+
+int procset_limit(struct procset *ps, const char *name, const struct cgroup_limits *l,
+                  struct err *err)
+{
+	if (!name_valid(name))
+		return err_set(err, ERR_FAILED, EINVAL, "invalid process set name \"%s\"", name);
+	if (cgroup_limits_place(ps->path, ps->backend == PROCSET_CGROUP2, name, l, true, &ps->lim,
+	                        err) < 0)
+		return -1;
+	return cgroup_limits_write(&ps->lim, l, err);
+}
+
+unsigned procset_join_fds(const struct procset *ps, int fds[CGROUP_LIMITS_N])
+{
+	return cgroup_limits_join_fds(&ps->lim, fds);
+}
+
+void procset_limit_hits(const struct procset *ps, struct cgroup_limits_hits *ret)
+{
+	cgroup_limits_read(&ps->lim, ret);
+}
+
+void procset_remove_limits(struct procset *ps)
+{
+	cgroup_limits_remove(&ps->lim);
 }
 
 const char *procset_cgroup_path(const struct procset *ps)
@@ -928,7 +807,10 @@ static int rmdir_tree(const char *path, int depth)
 
 void procset_destroy(struct procset *ps)
 {
-	if (!ps || ps->backend == PROCSET_NO_CGROUP || !*ps->path)
+	if (!ps)
+		return;
+	cgroup_limits_remove(&ps->lim);
+	if (ps->backend == PROCSET_NO_CGROUP || !*ps->path)
 		return;
 	if (ps->procs_fd >= 0) {
 		close(ps->procs_fd);

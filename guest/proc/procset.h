@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "cgroup_limits.h"
 #include "err.h"
 
 struct procset;
@@ -53,6 +54,24 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(struct procset *, procset_free)
 
 /* Descriptor a child writes its pid into before exec (proc_spec.procs_fd), or -1. */
 int procset_procs_fd(const struct procset *ps);
+/*
+ * Limit the set's memory, processes and CPU weight (cgroup_limits.h): in its own cgroup2
+ * directory, or in v1 cgroups named name made beside it (also without a cgroup of the set's
+ * own), which every process spawned into the set joins too (procset_join_fds()). A limit that
+ * cannot be had fails (ERR_FAILED, saying why). procset_open() finds such cgroups again.
+ */
+int procset_limit(struct procset *ps, const char *name, const struct cgroup_limits *l,
+                  struct err *err);
+/*
+ * The cgroup.procs descriptors a child joins before exec besides procset_procs_fd() (the v1
+ * limits' cgroups; proc_spec.join_fds); returns how many (at most CGROUP_LIMITS_N).
+ */
+unsigned procset_join_fds(const struct procset *ps, int fds[CGROUP_LIMITS_N]);
+/* What the limits did so far (out-of-memory kills, refused forks) and what they are. */
+void procset_limit_hits(const struct procset *ps, struct cgroup_limits_hits *ret);
+/* Remove the v1 cgroups of the limits made beside the set (once it is empty). */
+void procset_remove_limits(struct procset *ps);
+
 /* Remember a process group (and its leader's start time) that belongs to the set. */
 int procset_add_group(struct procset *ps, pid_t pgid, uint64_t start_time);
 /*

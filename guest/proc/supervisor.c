@@ -74,10 +74,11 @@ struct sup {
 	uint64_t server_start;
 	bool server_running;
 	int server_status;
-	bool stopping;    /* SIGTERM received: the server's group was sent TERM */
-	bool grace_armed; /* the timer runs */
-	bool grace_over;  /* the timer fired */
-	bool quit;        /* leave the loop: stop the rest and exit */
+	uint64_t oom_base; /* the set's out-of-memory kills when the server started */
+	bool stopping;     /* SIGTERM received: the server's group was sent TERM */
+	bool grace_armed;  /* the timer runs */
+	bool grace_over;   /* the timer fired */
+	bool quit;         /* leave the loop: stop the rest and exit */
 	bool status_written;
 	char log_error[ERR_MSG_MAX];
 };
@@ -87,6 +88,37 @@ struct sup {
 static struct json_object *json_str_or_null(const char *s)
 {
 	return s ? json_object_new_string(s) : NULL;
+}
+
+/*
+ * The kernel killed a process of the set for memory since the server started: the server's
+ * end is told as that, "was killed: out of memory (limit 2 GiB)".
+ */
+static bool supervisor_oom_describe(const struct sup *s, char *buf, size_t len)
+{
+	bool killed = WIFSIGNALED(s->server_status) && WTERMSIG(s->server_status) == SIGKILL;
+	struct cgroup_limits_hits h;
+	char limit[32] = "";
+
+	procset_limit_hits(s->procs, &h);
+	/* The kernel counts the kill just after it sends SIGKILL: a reap can come first. */
+	for (int i = 0; killed && h.oom_kills <= s->oom_base && i < 10; i++) {
+		usleep(5000);
+		procset_limit_hits(s->procs, &h);
+	}
+	if (h.oom_kills <= s->oom_base)
+		return false;
+	if (h.now.memory_max)
+		cgroup_limits_format_size(h.now.memory_max, limit, sizeof(limit));
+	if (killed)
+		snprintf(buf, len, "was killed: out of memory%s%s%s", *limit ? " (limit " : "",
+		         limit, *limit ? ")" : "");
+	else {
+		size_t n = strlen(buf);
+		snprintf(buf + n, len - n, " after a process of it was killed: out of memory%s%s%s",
+		         *limit ? " (limit " : "", limit, *limit ? ")" : "");
+	}
+	return true;
 }
 
 static void status_write(struct sup *s, bool final)
@@ -112,8 +144,13 @@ static void status_write(struct sup *s, bool final)
 	                                              : exited           ? "exited"
 	                                                                 : "running"));
 	if (exited) {
+		bool oom = false;
+
 		proc_describe_status(s->server_status, status, sizeof(status));
+		if (s->procs)
+			oom = supervisor_oom_describe(s, status, sizeof(status));
 		json_object_object_add(o, "status", json_object_new_string(status));
+		json_object_object_add(o, "out_of_memory", json_object_new_boolean(oom));
 		json_object_object_add(o, "exit_code",
 		                       WIFEXITED(s->server_status)
 		                           ? json_object_new_int(WEXITSTATUS(s->server_status))
@@ -490,7 +527,7 @@ static int server_spawn(struct sup *s, struct err *err)
 {
 	const struct supervisor_spec *spec = s->spec;
 	_cleanup_close_ int wr = -1;
-	int p[2];
+	int p[2], join[CGROUP_LIMITS_N];
 
 	if (pipe2(p, O_CLOEXEC) < 0)
 		return err_errno(err, "supervisor: pipe");
@@ -508,9 +545,17 @@ static int server_spawn(struct sup *s, struct err *err)
 	    .user = spec->user,
 	    .output_fd = wr,
 	    .procs_fd = s->procs ? procset_procs_fd(s->procs) : -1,
+	    .join_fds = join,
 	    .new_session = false,
 	    .keep_fd = -1,
 	};
+	if (s->procs) {
+		struct cgroup_limits_hits h;
+
+		ps.n_join_fds = procset_join_fds(s->procs, join);
+		procset_limit_hits(s->procs, &h);
+		s->oom_base = h.oom_kills;
+	}
 	if (proc_spawn(&ps, &s->server_pid, err) < 0)
 		return -1;
 	s->server_start = proc_start_time(s->server_pid);
@@ -556,6 +601,7 @@ static int sup_setup(struct sup *s, int report_fd, struct err *err)
 	if (logfile_open(spec->log_path, spec->log_max_bytes, (uid_t)-1, (gid_t)-1, &s->log, err) <
 	    0)
 		return -1;
+	logfile_keep_times_or_say(s->log);
 	if (spec->scrub) {
 		s->stream = scrub_stream_new(spec->scrub, output_sink, s->log);
 		if (!s->stream)

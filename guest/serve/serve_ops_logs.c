@@ -20,6 +20,7 @@
 
 #include "boot_state.h"
 #include "log.h"
+#include "logtimes.h"
 #include "proc.h"
 #include "serve_apps.h"
 #include "serve_jobs.h"
@@ -37,6 +38,7 @@ struct logs_op {
 	uint64_t max; /* 0: no limit */
 	uint64_t sent;
 	bool follow;
+	bool times;    /* each logs.data names when its lines were written */
 	ino_t ino;     /* of path when last looked at (0: none yet) */
 	uint64_t base; /* size of path.1 then */
 };
@@ -190,14 +192,46 @@ static bool writer_done(struct conn *c, struct logs_op *op)
 	return done;
 }
 
+/* The most time records one logs.data carries: one a second of a 64 KiB chunk is plenty. */
+#define LOGS_TIMES_MAX 256
+
+/*
+ * "times": [[offset, unix ms], ...] for the len bytes at op->offset, read from file_path
+ * (where those bytes start at file_pos): the time of the write each line at or after offset
+ * began in (logtimes.h). Offsets are the stream's, as "offset" is; the first may lie before it.
+ */
+static json_object *chunk_times(const struct logs_op *op, const char *file_path, uint64_t file_pos,
+                                size_t len)
+{
+	struct logtimes_rec recs[LOGS_TIMES_MAX];
+	char index[PATH_MAX + 16];
+	json_object *a = json_object_new_array();
+	size_t n;
+
+	snprintf(index, sizeof(index), "%s" LOGTIMES_SUFFIX, file_path);
+	n = logtimes_lookup(index, file_pos, file_pos + len, recs, LOGS_TIMES_MAX);
+	for (size_t i = 0; i < n; i++) {
+		json_object *pair = json_object_new_array();
+		/* A stream offset: the chunk's own, moved by where the record lies in the file. */
+		json_object_array_add(
+		    pair,
+		    json_object_new_int64((int64_t)(op->offset + recs[i].pos) - (int64_t)file_pos));
+		json_object_array_add(pair, json_object_new_int64(recs[i].ms));
+		json_object_array_add(a, pair);
+	}
+	return a;
+}
+
 static int send_data(struct conn *c, struct stream *st, struct logs_op *op, const void *buf,
-                     size_t len, bool end)
+                     size_t len, bool end, json_object *times)
 {
 	json_object *o = json_object_new_object();
 
 	json_object_object_add(o, "log", json_object_new_string(op->log));
 	json_object_object_add(o, "offset", json_object_new_int64((int64_t)op->offset));
 	json_object_object_add(o, "skipped", json_object_new_int(0));
+	if (times)
+		json_object_object_add(o, "times", times);
 	if (end)
 		st->done = true;
 	return serve_stream_send(c, MSG_LOGS_DATA, end ? MSG_F_END : 0, st->id, o, buf, len);
@@ -207,7 +241,8 @@ static int logs_pump(struct conn *c, struct stream *st)
 {
 	struct logs_op *op = st->data;
 	uint8_t buf[SERVE_CHUNK];
-	uint64_t s1, s0, total, want;
+	uint64_t s1, s0, total, want, file_pos;
+	const char *file;
 	ino_t ino;
 	ssize_t n;
 	int fd;
@@ -238,24 +273,22 @@ static int logs_pump(struct conn *c, struct stream *st)
 			    file_size(op->path, NULL) + file_size(op->path1, NULL) > total &&
 			    !(op->max && op->sent >= op->max))
 				return 1;
-			send_data(c, st, op, NULL, 0, true);
+			send_data(c, st, op, NULL, 0, true, NULL);
 		}
 		return 0;
 	}
-	if (op->offset < s1) {
-		fd = open(op->path1, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-		if (want > s1 - op->offset)
-			want = s1 - op->offset;
-		n = fd < 0 ? -1 : pread(fd, buf, want, (off_t)op->offset);
-	} else {
-		fd = open(op->path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-		n = fd < 0 ? -1 : pread(fd, buf, want, (off_t)(op->offset - s1));
-	}
+	file = op->offset < s1 ? op->path1 : op->path;
+	file_pos = op->offset < s1 ? op->offset : op->offset - s1;
+	if (op->offset < s1 && want > s1 - op->offset)
+		want = s1 - op->offset;
+	fd = open(file, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	n = fd < 0 ? -1 : pread(fd, buf, want, (off_t)file_pos);
 	if (fd >= 0)
 		close(fd);
 	if (n <= 0)
 		return 0; /* rotated or truncated under us: look again next time */
-	if (send_data(c, st, op, buf, (size_t)n, false) < 0)
+	if (send_data(c, st, op, buf, (size_t)n, false,
+	              op->times ? chunk_times(op, file, file_pos, (size_t)n) : NULL) < 0)
 		return 0;
 	op->offset += (uint64_t)n;
 	op->sent += (uint64_t)n;
@@ -264,7 +297,7 @@ static int logs_pump(struct conn *c, struct stream *st)
 
 static void logs_cancel(struct conn *c, struct stream *st)
 {
-	send_data(c, st, st->data, NULL, 0, true);
+	send_data(c, st, st->data, NULL, 0, true, NULL);
 }
 
 static const struct stream_ops logs_ops = {
@@ -323,6 +356,8 @@ int serve_ops_logs(struct conn *c, struct stream *st, const struct msg *m)
 	op->max = (uint64_t)max;
 	op->follow = m->json && json_object_object_get_ex(m->json, "follow", &v) &&
 	             json_object_get_boolean(v);
+	op->times = m->json && json_object_object_get_ex(m->json, "timestamps", &v) &&
+	            json_object_get_boolean(v);
 	/* A log that is not there, and that no running boot or server may still write. */
 	if (access(op->path, F_OK) < 0 && access(op->path1, F_OK) < 0 && writer_done(c, op)) {
 		log_missing(op->state_dir, app_dir, log, &err);

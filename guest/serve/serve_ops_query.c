@@ -16,7 +16,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "boot_state.h"
+#include "boot_observe.h"
 #include "file.h"
 #include "log.h"
 #include "proc.h"
@@ -61,8 +61,7 @@ int serve_ops_query_status(struct conn *c, struct stream *st, const struct msg *
 	_cleanup_free_ char *app_dir = NULL;
 	_cleanup_free_ char *state_dir = NULL;
 	struct boot_state s = {0};
-	const char *dir, *state, *reason = NULL;
-	bool in_progress;
+	const char *dir;
 	json_object *o;
 	struct err err;
 	int r;
@@ -72,70 +71,55 @@ int serve_ops_query_status(struct conn *c, struct stream *st, const struct msg *
 	if (!dir || serve_apps_normalize(dir, &app_dir, &err) < 0 ||
 	    serve_apps_state_dir(c->srv, app_dir, &state_dir, &err) < 0)
 		return serve_stream_error(c, st, &err);
-	in_progress = serve_jobs_find(c->srv, JOB_BOOT, state_dir) != NULL;
-	r = boot_state_load(state_dir, &s, &err);
+	r = boot_observe(state_dir, serve_jobs_find(c->srv, JOB_BOOT, state_dir) != NULL, &s, &err);
 	if (r < 0)
 		return serve_stream_error(c, st, &err);
 	o = json_object_new_object();
 	json_object_object_add(o, "app_dir", json_object_new_string(app_dir));
-	if (r == 1) {
-		json_object_object_add(o, "state",
-		                       json_object_new_string(in_progress ? "booting" : "none"));
-		return serve_stream_ok(c, st, o);
+	json_object_object_add(o, "status", json_object_new_string(s.status));
+	if (r == 0) {
+		if (s.boot_id)
+			json_object_object_add(o, "boot_id", json_object_new_string(s.boot_id));
+		if (s.step)
+			json_object_object_add(o, "phase", json_object_new_string(s.step));
+		json_object_object_add(o, "since", json_object_new_int64(s.updated_ms));
+		if (s.cause)
+			json_object_object_add(o, "cause", json_object_new_string(s.cause));
+		if (s.cause && s.reason)
+			json_object_object_add(o, "reason", json_object_new_string(s.reason));
+		if (s.server_exit)
+			json_object_object_add(o, "server_exit",
+			                       json_object_new_string(s.server_exit));
+		if (s.port)
+			json_object_object_add(o, "port", json_object_new_int((int)s.port));
+		json_object_object_add(o, "logs", log_sizes(state_dir));
 	}
-	state = s.status ? s.status : "none";
-	if (strcmp(state, "booting") == 0 && !in_progress &&
-	    !(s.boot_pid > 1 && proc_is(s.boot_pid, s.boot_start))) {
-		state = "failed";
-		reason = "the boot was interrupted: its process is gone";
-	} else if (strcmp(state, "ready") == 0 && s.server_pid > 1 &&
-	           !proc_is(s.server_pid, s.server_start)) {
-		state = "failed";
-		reason = "the server exited after it was ready";
-	} else if (in_progress) {
-		state = "booting";
-	}
-	if (!reason && strcmp(state, "failed") == 0)
-		reason = s.reason;
-	json_object_object_add(o, "state", json_object_new_string(state));
-	if (s.step)
-		json_object_object_add(o, "phase", json_object_new_string(s.step));
-	json_object_object_add(o, "since", json_object_new_int64(s.updated_at * 1000));
-	if (reason)
-		json_object_object_add(o, "reason", json_object_new_string(reason));
-	if (s.port)
-		json_object_object_add(o, "port", json_object_new_int((int)s.port));
-	json_object_object_add(o, "logs", log_sizes(state_dir));
 	boot_state_dispose(&s);
 	return serve_stream_ok(c, st, o);
 }
 
 /*
  * Whether the boot's runtime is gone (-1, err set, ENOENT): no boot holds it ready with its
- * server running. A boot in progress has no runtime yet.
+ * server running. A boot in progress has no runtime yet. s is what boot_observe() found.
  */
-static int runtime_gone(struct conn *c, const char *state_dir, const struct boot_state *s,
-                        struct err *err)
+static int runtime_gone(const struct boot_state *s, struct err *err)
 {
-	const char *status = s->status ? s->status : "none";
-
-	if (serve_jobs_find(c->srv, JOB_BOOT, state_dir) ||
-	    (strcmp(status, "booting") == 0 && s->boot_pid > 1 &&
-	     proc_is(s->boot_pid, s->boot_start)))
+	if (strcmp(s->status, "booting") == 0)
 		return err_set(
 		    err, ERR_FAILED, ENOENT,
 		    "the app's runtime is not there yet: a boot is in progress (step %s)",
 		    s->step ? s->step : "none yet");
-	if (strcmp(status, "booting") == 0)
-		status = "interrupted";
-	if (strcmp(status, "ready") != 0)
-		return err_set(
-		    err, ERR_FAILED, ENOENT,
-		    "the app's runtime is gone: its server is not running (last boot: %s)", status);
-	if (s->server_pid > 1 && !proc_is(s->server_pid, s->server_start))
+	if (s->cause && strcmp(s->cause, "server_exited") == 0)
 		return err_set(err, ERR_FAILED, ENOENT,
 		               "the app's runtime is gone: its server is not running (last boot: "
-		               "ready, then the server exited)");
+		               "ready, then the server %s)",
+		               s->server_exit ? s->server_exit : "exited");
+	if (strcmp(s->status, "ready") != 0)
+		return err_set(
+		    err, ERR_FAILED, ENOENT,
+		    "the app's runtime is gone: its server is not running (last boot: %s%s%s)",
+		    s->status, s->cause ? ", " : "",
+		    s->cause && strcmp(s->cause, "boot_interrupted") == 0 ? "interrupted" : "");
 	return 0;
 }
 
@@ -157,20 +141,20 @@ int serve_ops_query_runtime(struct conn *c, struct stream *st, const struct msg 
 	if (!dir || serve_apps_normalize(dir, &app_dir, &err) < 0 ||
 	    serve_apps_state_dir(c->srv, app_dir, &state_dir, &err) < 0)
 		return serve_stream_error(c, st, &err);
-	r = boot_state_load(state_dir, &s, &err);
-	if (r < 0) {
-		boot_state_dispose(&s);
+	r = boot_observe(state_dir, serve_jobs_find(c->srv, JOB_BOOT, state_dir) != NULL, &s, &err);
+	if (r < 0)
 		return serve_stream_error(c, st, &err);
-	}
-	if (r == 0) {
-		/* runtime.json describes a running server: without one it is stale. */
-		r = runtime_gone(c, state_dir, &s, &err);
+	/* runtime.json describes a running server: without one it is stale. */
+	if (r == 0 || strcmp(s.status, "booting") == 0) {
+		r = runtime_gone(&s, &err);
 		if (r == 0 && s.runtime_path)
 			path = strdup(s.runtime_path);
-		boot_state_dispose(&s);
-		if (r < 0)
-			return serve_stream_error(c, st, &err);
+	} else {
+		r = 0;
 	}
+	boot_state_dispose(&s);
+	if (r < 0)
+		return serve_stream_error(c, st, &err);
 	if (!path) {
 		char *slash = strrchr(app_dir, '/');
 		if (asprintf(&path, "%.*s/runtime.json", (int)(slash - app_dir), app_dir) < 0)

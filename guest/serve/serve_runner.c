@@ -54,6 +54,7 @@ struct runner {
 	struct secrets_store *secrets;
 	struct boot_plan *plan;
 	char last_step[64];
+	char boot_id[17]; /* the boot's id once the engine gave it one */
 };
 
 static void say(struct runner *r, uint16_t type, json_object *json, const void *data, size_t len)
@@ -353,6 +354,8 @@ static void boot_result(struct runner *r, const char *status, int code, const ch
 		json_object_object_add(o, "log", json_object_new_string(log));
 	if (runtime)
 		json_object_object_add(o, "runtime", runtime);
+	if (r->boot_id[0])
+		json_object_object_add(o, "boot_id", json_object_new_string(r->boot_id));
 	say(r, MSG_BOOT_RESULT, o, NULL, 0);
 }
 
@@ -434,6 +437,7 @@ static int run_boot(struct runner *r)
 	secrets_store_drop_scope(r->secrets, SECRET_SCOPE_ANY);
 
 	rc = boot_engine_run(&plan, &o, &obs, &res, &err);
+	snprintf(r->boot_id, sizeof(r->boot_id), "%s", res.boot_id);
 	wipe_strv(env);
 	if (rc == 0) {
 		boot_result(r, "ready", 0, NULL, NULL, NULL,

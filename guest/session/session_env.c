@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "child_env.h"
+#include "egress_config.h"
 #include "file.h"
 #include "json_strict.h"
 #include "strv.h"
@@ -124,6 +125,9 @@ int session_env_build(const struct session_env_spec *spec, char ***ret_env, stru
 	for (size_t i = 0; i < ELEMENTSOF(fixed); i++)
 		if (strv_env_set(&env, fixed[i][0], fixed[i][1]) < 0)
 			return err_oom_at(err, "building the session's environment");
+	/* The daemon's egress proxy (--egress-proxy): the claude user's only way out. */
+	if (egress_config_proxy_env(&env, strv_env_get(spec->caller_env, EGRESS_ENV_PROXY)) < 0)
+		return err_oom_at(err, "building the session's environment");
 	*ret_env = TAKE_PTR(env);
 	return 0;
 }

@@ -32,7 +32,7 @@ check "setpu: line 4, did you mean setup" \
 check "strat: line 7, did you mean start" \
 	has_line '.activeagents/sandbox.yml:7:1: warning: unknown setting `strat` is ignored; did you mean `start`?'
 check "a far miss lists the settings" \
-	has_line '.activeagents/sandbox.yml:8:1: warning: unknown setting `database` is ignored (the settings are env, setup, manifest and start)'
+	has_line '.activeagents/sandbox.yml:8:1: warning: unknown setting `database` is ignored (the settings are env, setup, manifest, start, limits and egress)'
 stop_boot "$app"
 "$BOOT" --dry-run "$app" >"$TMP/plan.json" 2>"$TMP/plan.err"
 check "--dry-run: the warnings on stderr" grep -q 'unknown setting `envs`' "$TMP/plan.err"
@@ -139,13 +139,15 @@ kill -KILL "$srv"
 for _ in $(seq 50); do kill -0 "$srv" 2>/dev/null || break; sleep 0.1; done
 sleep 0.3
 "$BOOT" --status "$app" >"$TMP/status.json"
-check "--status: crashed, killed by SIGKILL, when, and the log's end" python3 -c '
-import json, sys
+check "--status: failed, cause server_exited, killed by SIGKILL, when (ms), and the log's end" python3 -c '
+import json, re, sys, time
 s = json.load(open(sys.argv[1]))
-assert s["status"] == "crashed", s
+assert s["status"] == "failed" and s["cause"] == "server_exited", s
+assert re.fullmatch(r"[0-9a-f]{16}", s["boot_id"]), s
+assert abs(s["updated_ms"] - time.time() * 1000) < 600000, s
 assert "was killed by signal SIGKILL" in s["reason"] and "after it was ready" in s["reason"], s["reason"]
 assert s["server_exit"] == "was killed by signal SIGKILL", s
-assert isinstance(s["server_ended_at"], int) and s["server_ended_at"] > 0, s
+assert isinstance(s["server_ended_ms"], int) and abs(s["server_ended_ms"] - time.time() * 1000) < 600000, s
 assert "request" in (s["server_log_tail"] or "") or "$ " in (s["server_log_tail"] or ""), s' "$TMP/status.json"
 stop_boot "$app"
 

@@ -182,6 +182,24 @@ check "its cause is the interruption" bash -c "tail -1 '$TMP/err.int' | grep -q 
 check "the interrupted step is gone" [ -z "$(pgrep -f 'sleep 8888')" ]
 "$BOOT" --status "$app" >"$TMP/status.json"
 check "--status says failed, interrupted" grep -q '"reason":"the boot was interrupted by SIGTERM"' "$TMP/status.json"
+check "... with the cause boot_failed (the boot said how it ended)" grep -q '"cause":"boot_failed"' "$TMP/status.json"
+
+echo "--- a boot killed outright: --status derives boot_interrupted"
+app=$(pyapp_make killed 'setup=["exec sleep 8889"]')
+$(platform_env) "$BOOT" --listen "127.0.0.1:$LISTEN_PORT" --grace 1000 --cache-root "$TMP/cache" \
+	"$app" >/dev/null 2>&1 &
+bootpid=$!
+for _ in $(seq 100); do pgrep -f 'sleep 8889' >/dev/null && break; sleep 0.1; done
+kill -KILL "$bootpid"
+wait "$bootpid" 2>/dev/null
+"$BOOT" --status "$app" >"$TMP/status.json"
+check "--status: failed, cause boot_interrupted, its process is gone" python3 -c '
+import json, sys
+s = json.load(open(sys.argv[1]))
+assert s["status"] == "failed" and s["cause"] == "boot_interrupted", s
+assert s["reason"] == "the boot was interrupted: its process is gone", s' "$TMP/status.json"
+"$BOOT" --stop --grace 1000 "$app" >/dev/null 2>&1
+check "its step was stopped by --stop" [ -z "$(pgrep -f 'sleep 8889')" ]
 
 echo "--- two apps with the same session id"
 app1=$(pyapp_make twin1)

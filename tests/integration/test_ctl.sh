@@ -117,6 +117,8 @@ ctl boot --app-dir "$APP" --pass-env ANTHROPIC_API_KEY --wait --deadline 60 --co
 check "boot --wait exits 0" [ "$RC" -eq 0 ]
 [ "$RC" -eq 0 ] || cat "$ERR" "$TMP/agent.log"
 check "status ready" [ "$(json "$OUT" 'd["status"]')" = ready ]
+BOOT_ID=$(json "$OUT" 'd["boot_id"]')
+check "the boot has an id of 16 hex digits" grep -qxE "[0-9a-f]{16}" <<<"$BOOT_ID"
 check "the runtime has mcp_path" [ "$(json "$OUT" 'd["runtime"]["mcp_path"]')" = /mcp ]
 check "no token unless asked" [ "$(json "$OUT" '"mcp_token" in d["runtime"]')" = False ]
 check "the phases were shown" grep -q 'sandbox-ctl: setup' "$ERR"
@@ -135,7 +137,12 @@ check "/up after the boot over fc:" [ "$(http_status "http://127.0.0.1:$LISTEN_P
 
 echo "--- status, runtime, logs"
 ctl status --app-dir "$APP" --connect "$A"
-check "status says ready" [ "$(json "$OUT" 'd["state"]')" = ready ]
+check "status says ready" [ "$(json "$OUT" 'd["status"]')" = ready ]
+check "status names the boot by the id the boot gave (the fc: restart made a new one)" \
+	[ "$(json "$OUT" 'len(d["boot_id"]) == 16 and d["boot_id"] != "'"$BOOT_ID"'"')" = True ]
+check "since is Unix milliseconds" \
+	[ "$(json "$OUT" 'abs(d["since"] - __import__("time").time() * 1000) < 600000')" = True ]
+check "no cause or reason while ready" [ "$(json "$OUT" '"cause" in d or "reason" in d')" = False ]
 ctl runtime --app-dir "$APP" --connect "$A"
 check "runtime.json carries the token" [ "$(json "$OUT" 'd["runtime"]["mcp_token"][:3]')" = aa_ ]
 ctl logs --log setup --app-dir "$APP" --connect "$A"
@@ -150,6 +157,21 @@ check "logs --tail 1 exits 0" [ "$RC" -eq 0 ]
 check "--tail 1 is the log's last line" \
 	[ "$(json "$OUT" 'd["data"]')" = "$(tail -n 1 "$APP/../.sandbox/logs/setup.log")" ]
 check "--tail 1 starts where that line starts" [ "$(json "$OUT" 'd["next_offset"] - d["offset"] == len(d["data"].encode())')" = True ]
+ctl logs --log setup --app-dir "$APP" --timestamps --connect "$A"
+check "logs --timestamps exits 0" [ "$RC" -eq 0 ]
+check "the same bytes, and times: [offset, unix ms] in order, from offset 0, of this run" \
+	[ "$(json "$OUT" 'd["data"] == open("'"$APP"'/../.sandbox/logs/setup.log").read() and len(d["times"]) >= 1 and d["times"][0][0] == 0 and [t[0] for t in d["times"]] == sorted(t[0] for t in d["times"]) and all(abs(t[1] - __import__("time").time() * 1000) < 600000 for t in d["times"])')" = True ]
+"$CTL" --connect "$A" logs --log setup --app-dir "$APP" --raw --timestamps >"$OUT" 2>"$ERR"
+check "--raw --timestamps: each line after its ISO time, the line itself unchanged" python3 -c '
+import re, sys
+lines = open(sys.argv[1]).read().splitlines()
+log = open(sys.argv[2]).read().splitlines()
+assert len(lines) == len(log) and lines, (lines, log)
+for got, want in zip(lines, log):
+    m = re.fullmatch(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z) (.*)", got)
+    assert m and m.group(2) == want, (got, want)' "$OUT" "$APP/../.sandbox/logs/setup.log"
+check "the log's own directory lists no index as a log" \
+	[ "$("$CTL" --connect "$A" status --app-dir "$APP" | python3 -c 'import json,sys; print(sorted(json.load(sys.stdin)["logs"]))')" = "['manifest', 'server', 'setup']" ]
 ctl logs --log setpu --app-dir "$APP" --connect "$A"
 check "a log that does not exist: exit 2" [ "$RC" -eq 2 ]
 check "its reason is not_found" [ "$(json "$OUT" 'd["error"]["reason"]')" = not_found ]
@@ -183,7 +205,7 @@ ctl status --app-dir "$APP" --instance agent-stdio --accept-new-guest-key --conn
 	--key "$TMP/guest_key" --state-dir "$TMP/agent.state"
 check "status over exec exits 0" [ "$RC" -eq 0 ]
 [ "$RC" -eq 0 ] || cat "$ERR"
-check "a second daemon finds the app from its state" [ "$(json "$OUT" 'd["state"]')" = ready ]
+check "a second daemon finds the app from its state" [ "$(json "$OUT" 'd["status"]')" = ready ]
 # shellcheck disable=SC2016 # the words are sh -c's positional parameters
 ctl hello --instance agent-stdio --connect exec -- sh -c 'exec "$0" serve --stdio --authorized-keys "$1" --authorized-keys-dir "" --key "$2" --state-dir "$3"' \
 	"$AGENT" "$TMP/authorized_keys" "$TMP/guest_key" "$TMP/agent.state"
@@ -259,7 +281,7 @@ check "it reports the boot started" [ "$(json "$OUT" 'd["status"]')" = started ]
 state=
 for _ in $(seq 300); do
 	ctl status --app-dir "$APP" --connect "$A"
-	state=$(json "$OUT" 'd["state"]')
+	state=$(json "$OUT" 'd["status"]')
 	[ "$state" = booting ] || break
 	sleep 0.2
 done

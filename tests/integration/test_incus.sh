@@ -335,7 +335,7 @@ check "boot --wait: ready in $(elapsed "$t") s (exit $rc)" \
 	test "$rc $(json "$TMP/boot.json" 'd["status"]')" = "0 ready"
 check "its runtime names /mcp" test "$(json "$TMP/boot.json" 'd["runtime"]["mcp_path"]')" = /mcp
 ctl status --app-dir /workspace/ctl/app >"$TMP/status.json"
-check "status: ready" test "$(json "$TMP/status.json" 'd["state"]')" = ready
+check "status: ready" test "$(json "$TMP/status.json" 'd["status"]')" = ready
 ctl logs --log setup --app-dir /workspace/ctl/app >"$TMP/logs.json"
 check "logs --log setup: the step's output" grep -q 'probe secret: \(present\|absent\)' "$TMP/logs.json"
 ctl logs --log server --app-dir /workspace/ctl/app >"$TMP/slogs.json"

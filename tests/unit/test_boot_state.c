@@ -70,7 +70,7 @@ START_TEST(test_roundtrip_keeps_every_field)
 	ck_assert_int_eq(back.supervisor_pid, 4242);
 	ck_assert(back.supervisor_start == 123456789012ULL);
 	ck_assert_int_eq(back.server_pid, 4243);
-	ck_assert(back.updated_at > 0);
+	ck_assert(back.updated_ms > 0);
 	boot_state_dispose(&st);
 	boot_state_dispose(&back);
 }

@@ -261,7 +261,7 @@ START_TEST(test_serial_sessions_on_one_stream)
 	ctl_run_dispose(&r);
 	r = CTL_RUN(&env, NULL, "status", "--connect", addr);
 	ck_assert_msg(r.rc == 0, "%s", r.err);
-	ck_assert_str_eq(ctl_str(&r, "state"), "ready");
+	ck_assert_str_eq(ctl_str(&r, "status"), "ready");
 	ctl_run_dispose(&r);
 	report = ctl_report(&env);
 	ck_assert_uint_eq(ctl_count(report, "hs-ok"), 2);
@@ -290,7 +290,7 @@ START_TEST(test_exec_direct_and_relayed)
 	            "--connect", "exec", "--", "sh", "-c", "exec \"$0\" --relay \"$1\"", self_bin,
 	            addr);
 	ck_assert_msg(r.rc == 0, "%s", r.err);
-	ck_assert_str_eq(ctl_str(&r, "state"), "ready");
+	ck_assert_str_eq(ctl_str(&r, "status"), "ready");
 	ctl_run_dispose(&r);
 	report = ctl_report_wait_lines(&env, "closed", 2);
 	ck_assert_uint_eq(ctl_count(report, "hs-ok"), 2);

@@ -591,7 +591,7 @@ START_TEST(test_status_stop_runtime)
 
 	r = RUN(NULL, "status", "--app-dir", "/srv/app");
 	ck_assert_int_eq(r.rc, 0);
-	ck_assert_str_eq(ctl_str(&r, "state"), "ready");
+	ck_assert_str_eq(ctl_str(&r, "status"), "ready");
 	ck_assert_int_eq(ctl_int(ctl_obj(r.json, "logs"), "setup"), 162000);
 	ctl_run_dispose(&r);
 	r = RUN(NULL, "runtime");

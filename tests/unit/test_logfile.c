@@ -11,7 +11,9 @@
 #include <unistd.h>
 
 #include "file.h"
+#include "clock.h"
 #include "logfile.h"
+#include "logtimes.h"
 #include "scrub.h"
 
 static char tmpdir[64];
@@ -274,6 +276,84 @@ static char *tail_of(const char *content, size_t len, size_t nlines, size_t max)
 		ck_assert_str_eq(_t, want);                                                        \
 	} while (0)
 
+/* Wait for the wall clock's next second, so the next write gets a record of its own. */
+static void next_second(void)
+{
+	int64_t sec = clock_realtime_ms() / 1000;
+
+	while (clock_realtime_ms() / 1000 == sec)
+		usleep(10000);
+}
+
+START_TEST(test_times_index)
+{
+	_cleanup_logfile_ struct logfile *lf = NULL;
+	const char *p = tpath("setup.log");
+	struct logtimes_rec r[8];
+	struct err e;
+	int64_t t0, t1;
+	size_t n;
+
+	write_file(p, "from before\n", 12);
+	ck_assert_int_eq(logfile_open(p, 100, (uid_t)-1, (gid_t)-1, &lf, &e), 0);
+	ck_assert_int_eq(logfile_keep_times(lf, &e), 0);
+	t0 = clock_realtime_ms();
+	ck_assert_int_eq(logfile_write(lf, "one\n", 4, &e), 0);
+	ck_assert_int_eq(logfile_write(lf, "two\n", 4, &e), 0); /* the same second, mostly */
+	next_second();
+	ck_assert_int_eq(logfile_write(lf, "three\n", 6, &e), 0);
+	t1 = clock_realtime_ms();
+	/* The index, record by record: where each write began in the file, and when. */
+	n = logtimes_lookup(tpath("setup.log.times"), 0, 1000, r, 8);
+	ck_assert_uint_ge(n, 2);
+	ck_assert_uint_eq(r[0].pos, 12);
+	ck_assert_int_ge(r[0].ms, t0 - 1);
+	ck_assert_uint_eq(r[n - 1].pos, 20);
+	ck_assert_int_le(r[n - 1].ms, t1);
+	ck_assert_int_ge(r[n - 1].ms / 1000, r[0].ms / 1000 + 1);
+	/* A range asks for the record before it and those inside it. */
+	n = logtimes_lookup(tpath("setup.log.times"), 21, 26, r, 8);
+	ck_assert_uint_eq(n, 1);
+	ck_assert_uint_eq(r[0].pos, 20);
+	n = logtimes_lookup(tpath("setup.log.times"), 0, 12, r, 8);
+	ck_assert_uint_eq(n, 0); /* before the first record: no time known */
+	/* Rotating the log rotates its index: the new file's positions start at 0 again. */
+	next_second();
+	{
+		char big[90];
+		memset(big, 'x', sizeof(big));
+		big[89] = '\n';
+		ck_assert_int_eq(logfile_write(lf, big, sizeof(big), &e), 0);
+	}
+	ck_assert_int_eq(access(tpath("setup.log.1.times"), F_OK), 0);
+	n = logtimes_lookup(tpath("setup.log.times"), 0, 90, r, 8);
+	ck_assert_uint_eq(n, 1);
+	ck_assert_uint_eq(r[0].pos, 0);
+	n = logtimes_lookup(tpath("setup.log.1.times"), 0, 100, r, 8);
+	ck_assert_uint_ge(n, 2);
+	ck_assert_uint_eq(r[0].pos, 12);
+}
+END_TEST
+
+START_TEST(test_times_records)
+{
+	char buf[LOGTIMES_RECORD];
+	struct logtimes_rec r;
+
+	logtimes_format(buf, 0x1234, INT64_C(1796114216123));
+	ck_assert_mem_eq(buf, "0000000000001234 1796114216123\n", LOGTIMES_RECORD);
+	ck_assert_int_eq(logtimes_parse(buf, &r), 0);
+	ck_assert_uint_eq(r.pos, 0x1234);
+	ck_assert_int_eq(r.ms, INT64_C(1796114216123));
+	buf[3] = 'g';
+	ck_assert_int_eq(logtimes_parse(buf, &r), -1);
+	/* An index that is not ours gives no records, not garbage. */
+	write_file(tpath("x.log.times"), "not an index at all, no records\n", 32);
+	ck_assert_uint_eq(logtimes_lookup(tpath("x.log.times"), 0, 10, &r, 1), 0);
+	ck_assert_uint_eq(logtimes_lookup(tpath("missing.times"), 0, 10, &r, 1), 0);
+}
+END_TEST
+
 START_TEST(test_tail_lines)
 {
 	ck_tail("1\n2\n3\n4\n5\n", 3, 500, "3\n4\n5\n");
@@ -382,6 +462,8 @@ static Suite *logfile_suite(void)
 	tcase_add_test(tc, test_dev_full);
 	tcase_add_test(tc, test_tmpfs_full);
 	tcase_add_test(tc, test_scrubbed_stream_into_log);
+	tcase_add_test(tc, test_times_index);
+	tcase_add_test(tc, test_times_records);
 	tcase_add_test(tc, test_tail_lines);
 	tcase_add_test(tc, test_tail_since);
 	tcase_add_test(tc, test_tail_long_lines);

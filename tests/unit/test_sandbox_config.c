@@ -714,16 +714,17 @@ START_TEST(test_notes_unknown_keys)
 	_cleanup_free_ char *n = notes_of(
 	    "start: x\nenvs:\n  A: 1\nsetpu: [a]\n  # c\nstrat: y\nother: 1\n1: 2\n", true);
 
-	ck_assert_str_eq(n, ".activeagents/sandbox.yml:2:1: warning: unknown setting `envs` is "
-	                    "ignored; did you mean `env`?\n"
-	                    ".activeagents/sandbox.yml:4:1: warning: unknown setting `setpu` is "
-	                    "ignored; did you mean `setup`?\n"
-	                    ".activeagents/sandbox.yml:6:1: warning: unknown setting `strat` is "
-	                    "ignored; did you mean `start`?\n"
-	                    ".activeagents/sandbox.yml:7:1: warning: unknown setting `other` is "
-	                    "ignored (the settings are env, setup, manifest and start)\n"
-	                    ".activeagents/sandbox.yml:8:1: warning: a setting whose key is not a "
-	                    "string is ignored\n");
+	ck_assert_str_eq(
+	    n, ".activeagents/sandbox.yml:2:1: warning: unknown setting `envs` is "
+	       "ignored; did you mean `env`?\n"
+	       ".activeagents/sandbox.yml:4:1: warning: unknown setting `setpu` is "
+	       "ignored; did you mean `setup`?\n"
+	       ".activeagents/sandbox.yml:6:1: warning: unknown setting `strat` is "
+	       "ignored; did you mean `start`?\n"
+	       ".activeagents/sandbox.yml:7:1: warning: unknown setting `other` is "
+	       "ignored (the settings are env, setup, manifest, start, limits and egress)\n"
+	       ".activeagents/sandbox.yml:8:1: warning: a setting whose key is not a "
+	       "string is ignored\n");
 	free(n);
 	n = notes_of("env: {A: 1}\nsetup: x\nmanifest: m\nstart: s\n", true);
 	ck_assert_str_eq(n, "");

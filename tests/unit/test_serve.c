@@ -265,7 +265,7 @@ static const char *status_of(struct client *c, struct got **ret)
 	expect_ok(g);
 	if (ret)
 		*ret = g;
-	return got_string(g, "state");
+	return got_string(g, "status");
 }
 
 /* Run a boot on a new stream; the result (END) and the stream's id. */

@@ -333,10 +333,10 @@ int fg_message(struct channel *ch, struct fg_state *st, const struct msg *m)
 		          json_object_to_json_string_ext(m->json, JSON_C_TO_STRING_PLAIN));
 		if (strstr(msg_get_string(m, "app_dir") ?: "", "busy"))
 			return fg_send(ch, MSG_OK, MSG_F_END, m->stream,
-			               fg_obj("{\"state\": \"booting\", \"phase\": \"setup\"}"),
+			               fg_obj("{\"status\": \"booting\", \"phase\": \"setup\"}"),
 			               NULL, 0);
 		return fg_send(ch, MSG_OK, MSG_F_END, m->stream,
-		               fg_obj("{\"state\": \"ready\", \"phase\": \"ready\", \"since\": 1, "
+		               fg_obj("{\"status\": \"ready\", \"phase\": \"ready\", \"since\": 1, "
 		                      "\"logs\": {\"setup\": 162000}}"),
 		               NULL, 0);
 	case MSG_LOGS:

@@ -1,0 +1,164 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Finding where we sit: /proc/self/mountinfo gives each hierarchy's mount point and mounted
+ * root, /proc/self/cgroup our path in it.
+ */
+#include "cgroup_place.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/statfs.h>
+
+#include "cleanup.h"
+
+/* Undo the octal escapes (\040 for a space) of /proc/self/mountinfo, in place. */
+static void unescape_octal(char *s)
+{
+	char *w = s;
+
+	for (char *r = s; *r;) {
+		if (r[0] == '\\' && r[1] >= '0' && r[1] <= '3' && r[2] >= '0' && r[2] <= '7' &&
+		    r[3] >= '0' && r[3] <= '7') {
+			*w++ = (char)((r[1] - '0') * 64 + (r[2] - '0') * 8 + (r[3] - '0'));
+			r += 4;
+		} else {
+			*w++ = *r++;
+		}
+	}
+	*w = '\0';
+}
+
+static bool list_has(const char *list, const char *item)
+{
+	size_t n = strlen(item);
+
+	for (const char *p = list; p && *p;) {
+		const char *e = strchr(p, ',');
+		size_t len = e ? (size_t)(e - p) : strlen(p);
+
+		if (len == n && !strncmp(p, item, n))
+			return true;
+		p = e ? e + 1 : NULL;
+	}
+	return false;
+}
+
+/*
+ * The mount point and mounted root of the cgroup2 hierarchy (controller NULL) or of the v1
+ * hierarchy holding controller, below /sys/fs/cgroup.
+ */
+static int cgroup_mount(const char *controller, char **ret_mnt, char **ret_root)
+{
+	_cleanup_fclose_ FILE *f = fopen("/proc/self/mountinfo", "re");
+	_cleanup_free_ char *line = NULL;
+	size_t cap = 0;
+
+	if (!f)
+		return -errno;
+	while (getline(&line, &cap, f) > 0) {
+		char *fields[6] = {0}, *save = NULL, *sep, *fstype, *opts;
+		int i = 0;
+
+		line[strcspn(line, "\n")] = '\0';
+		sep = strstr(line, " - ");
+		if (!sep)
+			continue;
+		*sep = '\0';
+		for (char *t = strtok_r(line, " ", &save); t && i < 6;
+		     t = strtok_r(NULL, " ", &save))
+			fields[i++] = t;
+		if (i < 5)
+			continue;
+		fstype = strtok_r(sep + 3, " ", &save);
+		(void)strtok_r(NULL, " ", &save); /* source */
+		opts = strtok_r(NULL, " ", &save);
+		if (!fstype)
+			continue;
+		if (controller ? strcmp(fstype, "cgroup") || !list_has(opts, controller)
+		               : strcmp(fstype, "cgroup2"))
+			continue;
+		unescape_octal(fields[3]);
+		unescape_octal(fields[4]);
+		if (strncmp(fields[4], CGROUP_PLACE_ROOT, strlen(CGROUP_PLACE_ROOT)) ||
+		    (fields[4][strlen(CGROUP_PLACE_ROOT)] &&
+		     fields[4][strlen(CGROUP_PLACE_ROOT)] != '/'))
+			continue;
+		*ret_mnt = strdup(fields[4]);
+		*ret_root = strdup(fields[3]);
+		if (!*ret_mnt || !*ret_root) {
+			free(*ret_mnt);
+			free(*ret_root);
+			return -ENOMEM;
+		}
+		return 0;
+	}
+	return -ENOENT;
+}
+
+/* Our own cgroup path in the cgroup2 hierarchy (controller NULL) or in controller's. */
+static int own_cgroup(const char *controller, char **ret)
+{
+	_cleanup_fclose_ FILE *f = fopen("/proc/self/cgroup", "re");
+	_cleanup_free_ char *line = NULL;
+	size_t cap = 0;
+
+	if (!f)
+		return -errno;
+	while (getline(&line, &cap, f) > 0) {
+		char *c1 = strchr(line, ':'), *c2;
+
+		line[strcspn(line, "\n")] = '\0';
+		if (!c1 || !(c2 = strchr(c1 + 1, ':')))
+			continue;
+		*c1 = *c2 = '\0';
+		if (controller ? !list_has(c1 + 1, controller) : strcmp(line, "0") || c1[1])
+			continue;
+		if (c2[1] != '/')
+			return -EINVAL;
+		*ret = strdup(c2 + 1);
+		return *ret ? 0 : -ENOMEM;
+	}
+	return -ENOENT;
+}
+
+/* mount point + (our path below the mounted root) + /sandbox-app-runtime */
+int cgroup_place_base(const char *controller, char **ret)
+{
+	_cleanup_free_ char *mnt = NULL, *root = NULL, *own = NULL;
+	const char *rel;
+	size_t rl;
+	int r;
+
+	r = cgroup_mount(controller, &mnt, &root);
+	if (r < 0)
+		return r;
+	r = own_cgroup(controller, &own);
+	if (r < 0)
+		return r;
+	rl = strlen(root);
+	if (!strcmp(root, "/"))
+		rel = own;
+	else if (!strncmp(own, root, rl) && (own[rl] == '/' || own[rl] == '\0'))
+		rel = own + rl;
+	else
+		return -ENOENT; /* we sit outside the mounted part */
+	if (strstr(rel, "/../") || strstr(rel, "/./") || strstr(rel, " (deleted)"))
+		return -EINVAL;
+	while (*rel == '/')
+		rel++;
+	if (asprintf(ret, "%s%s%s/" CGROUP_PLACE_SET_DIR, mnt, *rel ? "/" : "", rel) < 0)
+		return -ENOMEM;
+	return 0;
+}
+
+long cgroup_place_fs_magic(const char *path)
+{
+	struct statfs sfs;
+
+	if (statfs(path, &sfs) < 0)
+		return -errno;
+	return (long)sfs.f_type;
+}
