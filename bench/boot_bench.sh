@@ -6,6 +6,8 @@
 #              server until it answers) run directly, one after the other, in the same run
 #   detection  the time from the app's listener being up to sandbox-app-boot exiting ready
 #   memory     the supervisor's resident set (VmRSS) with the forwarder running
+#   timeline   from each boot's state.json: the engine's own time inside the boot (engine_ms:
+#              wall time minus the phases' app_ms) and each phase's median duration
 # The app is tests/data/pyapp (python3's http.server), whose commands are quick, so the
 # figures are the engine's own. Prints medians over RUNS boots (default 15). Needs root.
 set -euo pipefail
@@ -59,7 +61,7 @@ engine_once() {
 
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
-: >"$TMP/direct" >"$TMP/engine" >"$TMP/detect" >"$TMP/rss"
+: >"$TMP/direct" >"$TMP/engine" >"$TMP/detect" >"$TMP/rss" >"$TMP/timeline"
 for i in $(seq "$RUNS"); do
 	# The engine first: the app's key file is then the run user's, readable by root after.
 	read -r wall detect < <(engine_once)
@@ -67,6 +69,7 @@ for i in $(seq "$RUNS"); do
 	echo "$detect" >>"$TMP/detect"
 	sup=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["supervisor_pid"])' "$TMP/ws/.sandbox/state.json")
 	awk '/VmRSS/ {print $2}' "/proc/$sup/status" >>"$TMP/rss"
+	cp "$TMP/ws/.sandbox/state.json" "$TMP/timeline.$i"
 	"$BOOT" --stop --grace 1000 "$TMP/ws/app" >/dev/null 2>&1
 	direct_once >>"$TMP/direct"
 done
@@ -82,3 +85,17 @@ printf '  sandbox-app-boot wall time  %8.1f ms\n' "$(echo "$e / 1000" | bc -l)"
 printf '  engine overhead             %8.1f ms\n' "$(echo "($e - $d) / 1000" | bc -l)"
 printf '  listener up -> boot exits   %8.1f ms  (detection, /up check and runtime.json)\n' "$(echo "$t / 1000" | bc -l)"
 printf '  supervisor resident memory  %8.1f MiB\n' "$(echo "$r / 1024" | bc -l)"
+python3 - "$TMP"/timeline.* <<'PY'
+import json, statistics, sys
+runs = [json.load(open(f)) for f in sys.argv[1:]]
+med = lambda v: statistics.median(v) if v else 0
+print("  engine's own time (state.json engine_ms) %6.1f ms  (goal <= 7 ms)" % med([r["engine_ms"] for r in runs]))
+names = [s["name"] for s in runs[0]["steps"]]
+parts = []
+for n in names:
+    ph = [s for r in runs for s in r["steps"] if s["name"] == n]
+    d = med([s["duration_ms"] or 0 for s in ph])
+    a = [s["app_ms"] for s in ph if s["app_ms"] is not None]
+    parts.append("%s %g" % (n, d) + (" (app %g)" % med(a) if a else ""))
+print("  phases, medians in ms: " + ", ".join(parts))
+PY

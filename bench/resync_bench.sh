@@ -6,12 +6,14 @@
 #   fresh    a new workspace: checkout (host fetch, pack streamed) + boot to ready
 #   re-sync  the same workspace, app running: checkout of a new commit + boot again (the
 #            running server is stopped, setup runs again with caches and databases kept)
-# The app is examples/node-app (npm ci against the shared download cache). Prints medians of
-# RUNS (default 5). Needs root, lighttpd and the npm registry (first run fills the cache).
+# The app is examples/$EXAMPLE: node-app (the default: npm ci against the shared download
+# cache) or rails-app (bundle install from the system gems, db:prepare). Prints medians of RUNS
+# (default 5). Needs root, lighttpd and the npm registry (first run fills the cache) or Rails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 RUNS=${RUNS:-5}
+EXAMPLE=${EXAMPLE:-node-app}
 AGENT=${AGENT:-build/sandbox-agent}
 CTL=${CTL:-build/sandbox-ctl}
 TMP=$(mktemp -d /tmp/sandbox-resync.XXXXXX)
@@ -25,7 +27,7 @@ cleanup() {
 			--grace 1 >/dev/null 2>&1
 	done
 	tests/git-server/stop.sh "$TMP/server" >/dev/null 2>&1 || true
-	rm -rf "$TMP"
+	[ -n "${KEEP:-}" ] || rm -rf "$TMP"
 }
 trap cleanup EXIT
 id sandbox >/dev/null 2>&1 || useradd --system --create-home --shell /bin/sh sandbox
@@ -34,7 +36,7 @@ TOKEN="ghs_resync$(head -c 8 /dev/urandom | od -An -tx1 | tr -d ' \n')"
 mkdir -p "$TMP/server"
 url=$(tests/git-server/start.sh "$TMP/server" x-access-token <<<"$TOKEN")
 SRC=$TMP/src
-cp -a examples/node-app "$SRC"
+cp -a "examples/$EXAMPLE" "$SRC"
 (cd "$SRC" && git init -q -b main && git add -A &&
 	git -c user.name=b -c user.email=b@example.com commit -qm v0)
 git clone -q --bare "$SRC" "$TMP/server/repos/app.git"
@@ -55,32 +57,51 @@ spec() { printf '{"repository":"b/app","ref":"%s","clone_url":"%s","username":"x
 ms() { echo $(($(date +%s%N) / 1000000)); }
 # push a new commit to the server's branch
 commit() {
-	echo "// $1" >>"$SRC/server.js"
-	(cd "$SRC" && git -c user.name=b -c user.email=b@example.com commit -qam "$1" &&
+	echo "$1" >>"$SRC/CHANGES"
+	(cd "$SRC" && git add CHANGES && git -c user.name=b -c user.email=b@example.com commit -qm "$1" &&
 		git push -q "$TMP/server/repos/app.git" main)
 }
-# checkout + boot of WORKSPACE; prints the milliseconds
+# checkout + boot of WORKSPACE; appends "total checkout boot" (milliseconds) to FILE
 cycle() {
-	local app=$1/app t0
+	local app=$1/app t0 t1
 	mkdir -p "$1"
 	t0=$(ms)
-	spec main | "$CTL" "${C[@]}" checkout --spec - --app-dir "$app" >/dev/null
-	"$CTL" "${C[@]}" boot --app-dir "$app" --wait >/dev/null 2>&1
-	echo $(($(ms) - t0))
+	spec main | "$CTL" "${C[@]}" checkout --spec - --app-dir "$app" >"$TMP/checkout.out"
+	t1=$(ms)
+	"$CTL" "${C[@]}" boot --shared-user --app-dir "$app" --wait >"$TMP/boot.out" 2>&1 || {
+		cat "$TMP/boot.out" >&2
+		return 1
+	}
+	echo "$(($(ms) - t0)) $((t1 - t0)) $(($(ms) - t1))" >>"$2"
 }
-median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+# median of column COL of FILE
+median() { awk -v c="$2" '{print $c}' "$1" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
 # Warm the shared npm cache once, outside the figures.
-cycle "$TMP/ws-warm" >/dev/null
+cycle "$TMP/ws-warm" /dev/null
 "$CTL" "${C[@]}" stop --app-dir "$TMP/ws-warm/app" --grace 1 >/dev/null
 
 : >"$TMP/fresh" >"$TMP/resync"
 for i in $(seq "$RUNS"); do
-	cycle "$TMP/ws$i" >>"$TMP/fresh"
+	cycle "$TMP/ws$i" "$TMP/fresh"
 	commit "change $i"
-	cycle "$TMP/ws$i" >>"$TMP/resync"
+	cycle "$TMP/ws$i" "$TMP/resync"
 	"$CTL" "${C[@]}" stop --app-dir "$TMP/ws$i/app" --grace 1 >/dev/null
 done
-printf 're-sync benchmark, examples/node-app over the channel, %d runs, medians\n' "$RUNS"
-printf '  fresh boot (new workspace: checkout + npm ci + manifest + server)  %6d ms\n' "$(median <"$TMP/fresh")"
-printf '  re-sync to a new commit (checkout + boot again, app running)       %6d ms\n' "$(median <"$TMP/resync")"
+fresh=$(median "$TMP/fresh" 1)
+resync=$(median "$TMP/resync" 1)
+printf 're-sync benchmark, examples/%s over the channel, %d runs, medians\n' "$EXAMPLE" "$RUNS"
+printf '  fresh boot (new workspace: checkout + setup + manifest + server)   %6d ms (checkout %d, boot %d)\n' \
+	"$fresh" "$(median "$TMP/fresh" 2)" "$(median "$TMP/fresh" 3)"
+printf '  re-sync to a new commit (checkout + boot again, app running)       %6d ms (checkout %d, boot %d)\n' \
+	"$resync" "$(median "$TMP/resync" 2)" "$(median "$TMP/resync" 3)"
+printf '  re-sync / fresh boot                                               %6d %%  (goal <= 25 %%)\n' \
+	$((resync * 100 / fresh))
+# What the last re-sync did, from its state.json: each phase's status and time.
+python3 - "$TMP/ws$RUNS/.sandbox/state.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+print("  last re-sync's phases (state.json):", ", ".join(
+    "%s %s %s ms" % (s["name"], s["status"], s["duration_ms"]) for s in d["steps"]))
+PY
+grep -h 'carried over\|not carried' "$TMP/agent.log" | tail -1 | sed 's/^.*: checkout of [^:]*: /  carry-over: /'

@@ -39,6 +39,7 @@
 #include "strv.h"
 #include "supervisor.h"
 #include "sigfd.h"
+#include "step_inputs.h"
 
 #define READY_BACKOFF_MIN_MS 1
 #define READY_BACKOFF_MAX_MS 5
@@ -223,9 +224,9 @@ static int rails_has_task(const struct step_context *ctx, char **tasks_cache, co
 	return 0;
 }
 
-/* A skipped step says so in its log, in state.json and to the observer. */
+/* A skipped step says so in its log, in state.json (its phase's detail) and to the observer. */
 static void step_record_skip(const struct step_context *ctx, const struct plan_step *s,
-                             const char *why, struct boot_state *st)
+                             const char *phase, const char *why, struct boot_state *st)
 {
 	_cleanup_logfile_ struct logfile *log = NULL;
 	_cleanup_free_ char *line = NULL;
@@ -233,32 +234,78 @@ static void step_record_skip(const struct step_context *ctx, const struct plan_s
 
 	if (logfile_open(s->log_path, BOOT_LOG_MAX_BYTES, (uid_t)-1, (gid_t)-1, &log, &e) == 0) {
 		logfile_keep_times_or_say(log);
-		if (asprintf(&line, "$ %s\n(skipped: %s)\n", s->command, why) >= 0)
+		if (asprintf(&line, "$ %s\n(skipped: %s)\n", s->command ? s->command : "", why) >=
+		    0)
 			(void)logfile_write(log, line, strlen(line), &e);
 	}
 	strv_push(&st->skipped, s->name);
+	boot_state_phase_set(st, phase, "skipped", why, clock_realtime_ms());
 	observe(ctx, s->name, "skipped", why);
 }
 
-static int run_setup(const struct step_context *ctx, struct boot_state *st, size_t from,
-                     struct boot_result *res, struct err *err)
+/*
+ * An installer (npm ci, bundle install, ...) whose inputs are the ones it last succeeded with,
+ * what it built in place (carried over by a checkout, or still there), is not run again.
+ * Either way the phase keeps the digest for the next boot.
+ */
+static bool step_unchanged(const struct boot_plan *p, const struct plan_step *s, const char *phase,
+                           struct boot_state *prev, struct boot_state *st, char *why, size_t len)
+{
+	char hex[STEP_INPUTS_HEX_LEN + 1], what[256];
+	struct boot_phase *old = boot_state_phase_find(prev, phase);
+
+	if (step_inputs_digest(p, s, hex, what, sizeof(what)) != 1 || !old || !old->inputs ||
+	    strcmp(old->inputs, hex) != 0 ||
+	    (strcmp(old->status, "succeeded") != 0 && strcmp(old->status, "skipped") != 0))
+		return false;
+	boot_state_set(&boot_state_phase_find(st, phase)->inputs, hex);
+	snprintf(why, len,
+	         "its inputs are unchanged since it last succeeded (%s, the command and the "
+	         "environment) and what it builds is in place",
+	         what);
+	return true;
+}
+
+/* The app's own part of a phase: the time its command ran (boot_step_run's report). */
+static void phase_app_ms(const struct step_context *ctx, struct boot_state *st, const char *phase)
+{
+	struct boot_phase *ph = boot_state_phase_find(st, phase);
+
+	if (ph && ctx->command_ms && *ctx->command_ms >= 0)
+		ph->app_ms = *ctx->command_ms;
+}
+
+/* After an installer succeeded: the digest its next boot compares with. */
+static void step_record_inputs(const struct boot_plan *p, const struct plan_step *s,
+                               const char *phase, struct boot_state *st)
+{
+	char hex[STEP_INPUTS_HEX_LEN + 1];
+
+	if (step_inputs_digest(p, s, hex, NULL, 0) == 1)
+		boot_state_set(&boot_state_phase_find(st, phase)->inputs, hex);
+}
+
+static int run_setup(const struct step_context *ctx, struct boot_state *prev, struct boot_state *st,
+                     size_t from, struct boot_result *res, struct err *err)
 {
 	const struct boot_plan *p = ctx->plan;
 	_cleanup_free_ char *tasks = NULL;
 
 	for (size_t i = from; i < p->n_steps; i++) {
 		const struct plan_step *s = &p->steps[i];
+		char phase[64], why[512];
 		bool has = true;
 
+		step_phase_name(p, i, phase, sizeof(phase));
 		if (s->skip) {
-			step_record_skip(ctx, s, s->skip, st);
+			step_record_skip(ctx, s, phase, s->skip, st);
 			continue;
 		}
-		{
-			char phase[64];
-			step_phase_name(p, i, phase, sizeof(phase));
-			save_state_phase(p, st, "booting", s->name, phase);
+		if (step_unchanged(p, s, phase, prev, st, why, sizeof(why))) {
+			step_record_skip(ctx, s, phase, why, st);
+			continue;
 		}
+		save_state_phase(p, st, "booting", s->name, phase);
 		if (s->if_task) {
 			if (rails_has_task(ctx, &tasks, s->if_task, &has, err) < 0) {
 				_cleanup_free_ char *pre = NULL;
@@ -268,9 +315,8 @@ static int run_setup(const struct step_context *ctx, struct boot_state *st, size
 				return -1;
 			}
 			if (!has) {
-				char why[128];
 				snprintf(why, sizeof(why), "the app has no %s task", s->if_task);
-				step_record_skip(ctx, s, why, st);
+				step_record_skip(ctx, s, phase, why, st);
 				continue;
 			}
 		}
@@ -279,6 +325,8 @@ static int run_setup(const struct step_context *ctx, struct boot_state *st, size
 			result_fail_at(res, s->name, s->log_path);
 			return -1;
 		}
+		step_record_inputs(p, s, phase, st);
+		phase_app_ms(ctx, st, phase);
 		strv_push(&st->completed, s->name);
 		observe(ctx, s->name, "done", NULL);
 	}
@@ -329,6 +377,7 @@ static int run_manifest(const struct step_context *ctx, char *const *env, struct
 		log_rescrub(p, s->log_path);
 	}
 	unlink(p->manifest_scratch);
+	phase_app_ms(ctx, st, "manifest");
 	strv_push(&st->completed, "manifest");
 	observe(ctx, "manifest", "done", ret->mcp_path);
 	return 0;
@@ -597,6 +646,7 @@ static int run_start(const struct step_context *ctx, char *const *env, unsigned 
 	const struct boot_plan *p = ctx->plan;
 	_cleanup_free_ char *status_path = NULL;
 	struct supervisor_info info = {0};
+	uint64_t started_at;
 	struct supervisor_spec spec = {
 	    .command = p->start.command,
 	    .cwd = p->app_dir,
@@ -639,8 +689,11 @@ static int run_start(const struct step_context *ctx, char *const *env, unsigned 
 	procset_add_root(ctx->procs, info.supervisor_pid, info.supervisor_start);
 	observe(ctx, "start", "started", p->start.command);
 
+	started_at = clock_now_ms();
 	if (wait_ready(ctx, &info, env, port, m->mcp_path, err) < 0)
 		return -1;
+	/* The server's own part: from started to answering (less the probes' few ms). */
+	boot_state_phase_find(st, "start")->app_ms = (int64_t)(clock_now_ms() - started_at);
 	observe(ctx, "start", "answered", m->mcp_path);
 	if (check_start_url(p, port, err) < 0)
 		return -1;
@@ -707,6 +760,7 @@ int boot_engine_run(struct boot_plan *p, const struct boot_options *o,
 	struct manifest m = {0};
 	const char *limit_hit = NULL;
 	struct boot_disk_budget disk = {0};
+	int64_t command_ms = -1;
 	struct step_context ctx = {
 	    .plan = p,
 	    .obs = obs,
@@ -715,6 +769,7 @@ int boot_engine_run(struct boot_plan *p, const struct boot_options *o,
 	    .signal_fd = -1,
 	    .limit_hit = &limit_hit,
 	    .disk = &disk,
+	    .command_ms = &command_ms,
 	};
 	_cleanup_close_ int signal_fd = -1;
 	sigset_t stop_signals, saved_mask;
@@ -833,7 +888,7 @@ int boot_engine_run(struct boot_plan *p, const struct boot_options *o,
 	 * finds them; services started above are not ours to stop and stay outside.
 	 */
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
-	if (run_setup(&ctx, &st, from < p->n_steps ? from : p->n_steps, res, err) < 0)
+	if (run_setup(&ctx, &prev, &st, from < p->n_steps ? from : p->n_steps, res, err) < 0)
 		goto out;
 
 	result_fail_at(res, "start", NULL);

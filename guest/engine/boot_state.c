@@ -39,6 +39,25 @@ static const char *get_str(json_object *o, const char *key)
 	return json_object_get_string(v);
 }
 
+/*
+ * A finished boot's time split: app_ms, what the app's commands took (the phases' app_ms),
+ * and engine_ms, the rest of the boot's wall time (ours: start-up, state, cgroup, supervisor,
+ * probes).
+ */
+static void add_timeline_totals(json_object *o, const struct boot_state *s)
+{
+	int64_t app = 0;
+
+	for (size_t i = 0; i < s->n_phases; i++)
+		if (s->phases[i].app_ms > 0)
+			app += s->phases[i].app_ms;
+	json_object_object_add(o, "app_ms", s->finished_ms ? json_object_new_int64(app) : NULL);
+	json_object_object_add(o, "engine_ms",
+	                       s->finished_ms && s->started_ms
+	                           ? json_object_new_int64(s->finished_ms - s->started_ms - app)
+	                           : NULL);
+}
+
 static int64_t get_int(json_object *o, const char *key)
 {
 	json_object *v;
@@ -92,6 +111,7 @@ int boot_state_phase_add(struct boot_state *s, const char *name, const char *log
 	s->phases = v;
 	v = &s->phases[s->n_phases];
 	memset(v, 0, sizeof(*v));
+	v->app_ms = -1;
 	if (boot_state_set(&v->name, name) < 0 || boot_state_set(&v->log, log) < 0 ||
 	    boot_state_set(&v->status, "pending") < 0) {
 		free(v->name);
@@ -168,10 +188,17 @@ static int load_phases(json_object *root, struct boot_state *s)
 		ph = &s->phases[s->n_phases - 1];
 		if ((get_str(e, "status") &&
 		     boot_state_set(&ph->status, get_str(e, "status")) < 0) ||
-		    boot_state_set(&ph->detail, get_str(e, "detail")) < 0)
+		    boot_state_set(&ph->detail, get_str(e, "detail")) < 0 ||
+		    boot_state_set(&ph->inputs, get_str(e, "inputs")) < 0)
 			return -ENOMEM;
 		ph->started_ms = iso_parse(get_str(e, "started_at"));
 		ph->finished_ms = iso_parse(get_str(e, "finished_at"));
+		{
+			json_object *v;
+			if (json_object_object_get_ex(e, "app_ms", &v) &&
+			    json_object_is_type(v, json_type_int) && json_object_get_int64(v) >= 0)
+				ph->app_ms = json_object_get_int64(v);
+		}
 	}
 	return 0;
 }
@@ -300,6 +327,7 @@ static void platform_fields(json_object *o, const struct boot_state *s)
 	json_object_object_add(o, "finished_at", iso_time(s->finished_ms));
 	json_object_object_add(o, "started_ms", json_object_new_int64(s->started_ms));
 	json_object_object_add(o, "finished_ms", json_object_new_int64(s->finished_ms));
+	add_timeline_totals(o, s);
 	add_str(o, "mode", s->mode);
 	add_str(o, "kind", s->kind);
 	add_str(o, "resumed_from", s->resumed_from);
@@ -337,7 +365,11 @@ static void platform_fields(json_object *o, const struct boot_state *s)
 		json_object_object_add(
 		    e, "duration_ms",
 		    ph->started_ms && end ? json_object_new_int64(end - ph->started_ms) : NULL);
+		json_object_object_add(e, "app_ms",
+		                       ph->app_ms >= 0 ? json_object_new_int64(ph->app_ms) : NULL);
 		add_str(e, "detail", ph->detail);
+		if (ph->inputs)
+			add_str(e, "inputs", ph->inputs);
 		json_object_array_add(steps, e);
 	}
 	json_object_object_add(o, "steps", steps);
@@ -447,6 +479,7 @@ void boot_state_dispose(struct boot_state *s)
 		free(s->phases[i].log);
 		free(s->phases[i].status);
 		free(s->phases[i].detail);
+		free(s->phases[i].inputs);
 	}
 	free(s->phases);
 	free(s->cause);

@@ -23,7 +23,10 @@ struct boot_phase {
 	char *log;    /* its log file, or NULL */
 	char *status; /* "pending", "running", "succeeded", "failed", "skipped" */
 	char *detail; /* why it failed or was skipped, or NULL */
+	char *inputs; /* an installer step's inputs digest when it last succeeded (step_inputs.h) */
 	int64_t started_ms, finished_ms; /* unix time in ms; 0: not yet */
+	int64_t app_ms; /* of the duration, the app's own: its command running (exec to exit; the
+	                   server: started to answering); -1: none (the engine's own phases) */
 };
 
 struct boot_state {

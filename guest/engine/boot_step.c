@@ -116,7 +116,8 @@ static int step_execute(const struct step_context *ctx, const char *name, const 
 	_cleanup_free_ char *header = NULL;
 	struct step_sink sink = {.obs = ctx->obs, .name = name, .err = err};
 	struct err log_err;
-	uint64_t start = clock_now_ms(), limit = ctx->deadline_ms, exited_at = 0;
+	uint64_t start = clock_now_ms(), limit = ctx->deadline_ms, exited_at = 0,
+	         spawned_at = start;
 	bool step_limit = false, exited = false, eof = false;
 	struct err interrupt = {0}, limit_err = {0};
 	struct boot_limits_watch watch = {0};
@@ -190,6 +191,8 @@ static int step_execute(const struct step_context *ctx, const char *name, const 
 			free(sink.capture);
 			return err_wrap(err, "cannot start step %s", name);
 		}
+		/* proc_spawn returns once the command is exec'd: what came before it is ours. */
+		spawned_at = clock_now_ms();
 	}
 	closep(&out_w);
 	out_w = -1;
@@ -246,6 +249,8 @@ static int step_execute(const struct step_context *ctx, const char *name, const 
 				while (waitpid(-1, NULL, WNOHANG) > 0)
 					;
 				exited_at = clock_now_ms();
+				if (ctx->command_ms)
+					*ctx->command_ms = (int64_t)(exited_at - spawned_at);
 				/* Leftovers may hold the pipe open: stop them now. */
 				if (ctx->procs) {
 					struct err stop_err;

@@ -33,6 +33,7 @@ struct step_context {
 	int signal_fd; /* signalfd of SIGTERM/SIGINT/SIGHUP: the boot is being stopped; or -1 */
 	const char **limit_hit; /* set to "memory", "pids" or "disk" when a step ran into it */
 	struct boot_disk_budget *disk; /* the workspace's disk budget, or NULL */
+	int64_t *command_ms; /* out, or NULL: how long the last step's command ran (exec to exit) */
 };
 
 /*

@@ -17,6 +17,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/magic.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -445,6 +447,7 @@ struct child_args {
 	gid_t gid;
 	const gid_t *groups;
 	size_t n_groups;
+	bool born_inside; /* created in the process set's cgroup (clone3): nothing to join */
 };
 
 void proc_child_fail(int report_fd, int stage, int error)
@@ -527,7 +530,8 @@ static _noreturn_ void child_run(const struct child_args *a)
 		int fd = i == 0 ? spec->procs_fd : spec->join_fds[i - 1];
 		ssize_t n;
 
-		if (fd < 0)
+		/* Created in the set's cgroup already (clone3): only the limits' v1 cgroups. */
+		if (fd < 0 || (i == 0 && a->born_inside))
 			continue;
 		do
 			n = write(fd, "0\n", 2);
@@ -641,10 +645,70 @@ static int spawn_error(struct err *err, const struct proc_spec *spec, int code, 
 	               user ? user : "", what, strerror(code));
 }
 
+#ifndef SYS_clone3
+#define SYS_clone3 435
+#endif
+#define PROC_CLONE_INTO_CGROUP 0x200000000ULL
+
+/* The kernel's struct clone_args up to `cgroup` (CLONE_ARGS_SIZE_VER2). */
+struct proc_clone_args {
+	uint64_t flags, pidfd, child_tid, parent_tid, exit_signal, stack, stack_size, tls, set_tid,
+	    set_tid_size, cgroup;
+};
+
+/*
+ * The cgroup2 directory whose cgroup.procs procs_fd is, opened, or -1 (cgroup v1, or not
+ * found): a child can then be created in it rather than moved there, which spares a wait of
+ * about 10 ms for the kernel (moving a process waits for an RCU grace period).
+ */
+static int cgroup_dir_of(int procs_fd)
+{
+	char link[64], path[4096], *slash;
+	struct statfs sf;
+	ssize_t n;
+	int fd;
+
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", procs_fd);
+	n = readlink(link, path, sizeof(path) - 1);
+	if (n <= 0)
+		return -1;
+	path[n] = '\0';
+	slash = strrchr(path, '/');
+	if (!slash || strcmp(slash, "/cgroup.procs") != 0)
+		return -1;
+	*slash = '\0';
+	fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd >= 0 && (fstatfs(fd, &sf) < 0 || sf.f_type != CGROUP2_SUPER_MAGIC)) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+}
+
+/* fork(), into the cgroup cgroup_fd when it is not -1 and the kernel can (*ret_inside). */
+static pid_t fork_maybe_into(int cgroup_fd, bool *ret_inside)
+{
+	*ret_inside = false;
+	if (cgroup_fd >= 0) {
+		struct proc_clone_args ca = {
+		    .flags = PROC_CLONE_INTO_CGROUP,
+		    .exit_signal = SIGCHLD,
+		    .cgroup = (uint64_t)cgroup_fd,
+		};
+		pid_t pid = (pid_t)syscall(SYS_clone3, &ca, sizeof(ca));
+
+		if (pid >= 0) {
+			*ret_inside = true;
+			return pid;
+		}
+	}
+	return fork();
+}
+
 int proc_spawn(const struct proc_spec *spec, pid_t *ret_pid, struct err *err)
 {
 	static char *const empty_env[] = {NULL};
-	_cleanup_close_ int devnull = -1;
+	_cleanup_close_ int devnull = -1, cgroup_fd = -1;
 	_cleanup_free_ gid_t *groups = NULL;
 	int pipefd[2] = {-1, -1};
 	struct child_args a = {0};
@@ -691,8 +755,10 @@ int proc_spawn(const struct proc_spec *spec, pid_t *ret_pid, struct err *err)
 
 	/* No handler of ours may run in the child before its dispositions are reset. */
 	sigfillset(&all);
+	if (spec->procs_fd >= 0)
+		cgroup_fd = cgroup_dir_of(spec->procs_fd);
 	sigprocmask(SIG_SETMASK, &all, &old);
-	pid = fork();
+	pid = fork_maybe_into(cgroup_fd, &a.born_inside);
 	if (pid == 0) {
 		close(pipefd[0]);
 		child_run(&a);

@@ -109,6 +109,21 @@ static int pack_fail(struct conn *c, struct stream *st, struct pack_op *op, stru
 	return serve_target_refuse(c, st, op ? &op->target : NULL, "checkout", err);
 }
 
+/* The carry-over's decisions: [{"path": "node_modules", "carried": true, "why": "..."}]. */
+static void reply_add_carry(json_object *o, const struct tree_carry_report *rep)
+{
+	json_object *a = json_object_new_array();
+
+	for (size_t i = 0; i < rep->n; i++) {
+		json_object *e = json_object_new_object();
+		json_object_object_add(e, "path", json_object_new_string(rep->e[i].path));
+		json_object_object_add(e, "carried", json_object_new_boolean(rep->e[i].moved));
+		json_object_object_add(e, "why", json_object_new_string(rep->e[i].why));
+		json_object_array_add(a, e);
+	}
+	json_object_object_add(o, "carry_over", a);
+}
+
 static int pack_end(struct conn *c, struct stream *st, struct pack_op *op)
 {
 	struct git_pack_stats stats = {0};
@@ -134,6 +149,7 @@ static int pack_end(struct conn *c, struct stream *st, struct pack_op *op)
 	json_object_object_add(o, "swap", json_object_new_string(method_name(res.method)));
 	json_object_object_add(o, "objects", json_object_new_int64((int64_t)stats.objects));
 	json_object_object_add(o, "bytes", json_object_new_int64((int64_t)stats.bytes));
+	reply_add_carry(o, &res.carry);
 	return serve_stream_ok(c, st, o);
 }
 
@@ -340,6 +356,7 @@ static int fetch_with(void *userdata, const char *name, enum secret_scope scope,
 	                       json_object_new_int64((int64_t)fres.received_objects));
 	json_object_object_add(fr->reply, "bytes",
 	                       json_object_new_int64((int64_t)fres.received_bytes));
+	reply_add_carry(fr->reply, &res.carry);
 	return 0;
 }
 

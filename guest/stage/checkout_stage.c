@@ -15,6 +15,7 @@
 #include "fs_safe.h"
 #include "git_pack.h"
 #include "log.h"
+#include "tree_carry.h"
 
 struct checkout_stage {
 	struct dir_swap sw; /* the app directory, the stage's name beside it, the swap */
@@ -379,6 +380,24 @@ int checkout_stage_checkout(struct checkout_stage *s, const git_oid *commit, str
 	return 0;
 }
 
+/* What the old tree built from unchanged lockfiles moves into the stage (tree_carry.h). */
+static void carry_from_old_tree(struct checkout_stage *s, struct tree_carry_report *rep)
+{
+	_cleanup_close_ int old_fd = -1;
+	char line[1024];
+
+	memset(rep, 0, sizeof(*rep));
+	old_fd =
+	    openat(s->sw.parent_fd, s->sw.base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (old_fd < 0)
+		return; /* a first checkout, or not a directory (the swap refuses that) */
+	tree_carry_run(old_fd, s->stage_fd, s->uid, s->gid, rep);
+	tree_carry_report_format(rep, line, sizeof(line));
+	if (line[0])
+		log_info("checkout of %s: %s", s->sw.dir, line);
+	hook(s, "carried");
+}
+
 int checkout_stage_swap(struct checkout_stage *s, struct checkout_result *ret, struct err *err)
 {
 	struct checkout_result res = {0};
@@ -388,6 +407,7 @@ int checkout_stage_swap(struct checkout_stage *s, struct checkout_result *ret, s
 		return err_set(err, ERR_FAILED, EINVAL, "the stage %s is not ready to swap in",
 		               s->sw.new_path);
 	res.commit = s->commit;
+	carry_from_old_tree(s, &res.carry);
 	r = dir_swap_exchange(&s->sw, &res.method, &res.old_tree_left, err);
 	if (r < 0)
 		return r;

@@ -32,6 +32,7 @@
 #include "dir_swap.h"
 #include "err.h"
 #include "git_fetch.h"
+#include "tree_carry.h"
 
 enum checkout_flags {
 	/* Swap with two renames even where RENAME_EXCHANGE works (to test that path). */
@@ -40,9 +41,10 @@ enum checkout_flags {
 
 /*
  * Test hook, called at the named points: "staged" (tree checked out, owned, moded),
- * "fsynced" (and flushed to disk), then dir_swap's: "before-swap", "renamed-old" (two-rename
- * swap only: the app directory has just been renamed away), "after-swap" (the new tree is the
- * app directory; the old one is not removed yet). A test kills the process there.
+ * "fsynced" (and flushed to disk), "carried" (what the old tree built from unchanged lockfiles
+ * moved in, tree_carry.h; not on a first checkout), then dir_swap's: "before-swap", "renamed-old"
+ * (two-rename swap only: the app directory has just been renamed away), "after-swap" (the new tree
+ * is the app directory; the old one is not removed yet). A test kills the process there.
  */
 typedef dir_swap_hook_fn checkout_hook_fn;
 /* A ready hook: raise(SIGKILL) when point equals the string userdata. */
@@ -71,6 +73,7 @@ struct checkout_result {
 	int method;         /* enum checkout_swap_method */
 	bool old_tree_left; /* the old tree could not be removed yet; checkout_stage_recover()
 	                       retries */
+	struct tree_carry_report carry; /* what moved from the old tree (tree_carry.h) */
 };
 
 enum checkout_recovery {
@@ -98,7 +101,11 @@ const char *checkout_stage_path(const struct checkout_stage *s);
  * to uid:gid, set the mode, flush it to disk. The commit must already be in the repository.
  */
 int checkout_stage_checkout(struct checkout_stage *s, const git_oid *commit, struct err *err);
-/* Swap the checked-out stage in as the app directory and remove the old tree. */
+/*
+ * Carry what the old tree built from unchanged lockfiles into the stage (tree_carry.h; its
+ * decisions in ret->carry and the log), swap the checked-out stage in as the app directory and
+ * remove the old tree.
+ */
 int checkout_stage_swap(struct checkout_stage *s, struct checkout_result *ret, struct err *err);
 /* Release; a stage that was not swapped in is removed. Accepts NULL. */
 void checkout_stage_free(struct checkout_stage *s);

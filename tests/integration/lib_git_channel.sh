@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # Sourced by the tests of checkouts and publishing over the channel, after lib.sh: the git test
-# server with a token-protected copy of tests/data/pyapp, a daemon on a unix socket with this
-# test's host key, spec TOKEN REF, and a sampler of every process's argv and environment for
+# server with a token-protected copy of tests/data/pyapp (or of the directory GIT_APP), a
+# daemon on a unix socket with this test's host key, spec TOKEN REF, and a sampler of every process's argv and environment for
 # the token (findings in $TMP/found). Sets: CTL, TOKEN, B64, URLENC, SRV, SRC, COMMIT,
 # CLONE_URL, A, OUT, ERR, LISTEN_PORT, json(). AGENT_ARGS (words) go to the daemon too.
 ensure_sandbox_user || skip "cannot create the sandbox user"
@@ -23,7 +23,7 @@ mkdir -p "$SRV"
 url=$("$GS/start.sh" "$SRV" "$USER_NAME" <<<"$TOKEN") || { fail "start.sh failed"; finish; }
 on_exit "'$GS/stop.sh' '$SRV'"
 SRC=$TMP/src
-cp -a "$ROOT/tests/data/pyapp" "$SRC"
+cp -a "${GIT_APP:-$ROOT/tests/data/pyapp}" "$SRC"
 (cd "$SRC" && git init -q -b main && git add -A &&
 	git -c user.name=t -c user.email=t@example.com commit -qm app) || { fail "git commit failed"; finish; }
 COMMIT=$(git -C "$SRC" rev-parse HEAD)

@@ -1,0 +1,79 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * What a tree rebuilds from its lockfiles, carried from the old tree into the new one when a
+ * checkout replaces it (docs/checkout.md, "What a re-sync keeps").
+ *
+ * A group is a set of input files (the lockfiles and what else the installer reads) and the
+ * directories built from them. When every input of a group is byte-for-byte the same in both
+ * trees (present in both or missing in both, and at least one present), each of its
+ * directories the old tree has and the new one does not is renamed into the new tree; when an
+ * input changed, nothing of that group moves and the installer builds it again. The boot then
+ * skips an installer step whose inputs did not change (boot_engine.c, step_inputs.c).
+ *
+ * Hostile trees: every component is opened with O_NOFOLLOW relative to its parent's
+ * descriptor, in both trees. A directory is moved only when it is a real directory owned by
+ * the old tree's owner, on the same filesystem, and its name is free in the new tree (a
+ * committed node_modules, or a link planted there, stops it: RENAME_NOREPLACE); a parent
+ * missing in the new tree is created, owned by the same user; a parent that is a link in
+ * either tree stops that directory. Nothing is ever followed through a symbolic link and
+ * nothing that user could not move itself is moved. A carry-over never fails a checkout: what
+ * could not be moved is reported and built again.
+ */
+#ifndef SA_TREE_CARRY_H
+#define SA_TREE_CARRY_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "err.h"
+
+#define TREE_CARRY_MAX_INPUT_BYTES (32UL * 1024 * 1024)
+#define TREE_CARRY_MAX_ENTRIES 8
+
+struct tree_carry_group {
+	const char *name;              /* "node", "ruby" */
+	const char *const *inputs;     /* relative file names, NULL-terminated */
+	const char *const *outputs;    /* directories the installer builds, NULL-terminated */
+	const char *const *caches;     /* directories the app fills as it runs, carried too */
+	const char *const *installers; /* commands that build the outputs, NULL-terminated */
+};
+
+/* The groups, ending with a zeroed entry. */
+extern const struct tree_carry_group tree_carry_groups[];
+
+/* One directory's decision. */
+struct tree_carry_entry {
+	char path[64]; /* "node_modules" */
+	bool moved;    /* carried into the new tree */
+	char why[192]; /* "package-lock.json unchanged", "package-lock.json changed", ... */
+};
+
+struct tree_carry_report {
+	struct tree_carry_entry e[TREE_CARRY_MAX_ENTRIES];
+	size_t n;
+};
+
+/*
+ * Carry each group's directories from the old tree (old_fd) into the new one (new_fd) as
+ * described above; uid:gid own what is created in the new tree (uid -1: the old tree's
+ * owner). Decisions are logged (debug) and returned in *rep; nothing fails: what is not moved
+ * is built again.
+ */
+void tree_carry_run(int old_fd, int new_fd, uid_t uid, gid_t gid, struct tree_carry_report *rep);
+
+/* The report as one line ("node_modules carried (package-lock.json unchanged); ..."). */
+void tree_carry_report_format(const struct tree_carry_report *rep, char *buf, size_t len);
+
+/*
+ * The group whose installer command is: one of its installers, optionally followed by
+ * options and words of [A-Za-z0-9_=.,:/@+-] only (no shell syntax), or NULL.
+ */
+const struct tree_carry_group *tree_carry_group_of_command(const char *command);
+
+/*
+ * Whether the relative directory path is a real directory below dfd, reached without
+ * following a symbolic link.
+ */
+bool tree_carry_dir_present(int dfd, const char *path);
+
+#endif
