@@ -34,6 +34,7 @@ int cmd_stop(struct ctl *ctl, int argc, char **argv);
 int cmd_runtime(struct ctl *ctl, int argc, char **argv);
 int cmd_checkout(struct ctl *ctl, int argc, char **argv);
 int cmd_publish(struct ctl *ctl, int argc, char **argv);
+int cmd_session(struct ctl *ctl, int argc, char **argv);
 
 /* A usage error of a command: sets ctl->err and returns CTL_EXIT_REFUSED. */
 int cmd_usage(struct ctl *ctl, const char *usage, const char *fmt, ...) _printf_(3, 4);

@@ -42,6 +42,7 @@ static const char usage_text[] =
     "  checkout --spec FILE|- [--app-dir DIR] [--guest-fetch]\n"
     "  publish --spec FILE|- --branch NAME [--app-dir DIR] [--author \"Name <email>\"]\n"
     "          [--message M]\n"
+    "  session start|send|approve|deny|cancel|events|diff|list   a Claude Code session\n"
     "  help [COMMAND]                         a command's options and an example\n"
     "                                         (also: sandbox-ctl COMMAND --help)\n"
     "  completion bash                        a bash completion script\n"

@@ -17,7 +17,7 @@ LAYER_guest/config   := common/base common/scrub guest/stage guest/proc
 LAYER_guest/engine   := common/base common/scrub guest/stage guest/proc guest/config
 LAYER_guest/session  := common/base common/scrub common/git guest/stage guest/proc guest/config
 LAYER_guest/serve    := common/base common/scrub common/channel common/git guest/stage \
-	guest/proc guest/config guest/engine
+	guest/proc guest/config guest/engine guest/session
 LAYER_guest/init     := common/base
 LAYER_guest/cli      := common/base common/scrub common/channel common/git guest/stage \
 	guest/proc guest/config guest/engine guest/serve guest/init guest/session

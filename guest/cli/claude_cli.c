@@ -25,6 +25,7 @@
 #include "session_dir.h"
 #include "session_env.h"
 #include "session_job.h"
+#include "session_live.h"
 #include "session_login.h"
 #include "session_request.h"
 #include "session_status.h"
@@ -296,7 +297,7 @@ static _noreturn_ void supervise(struct start_ctx *c)
 	/* The credential lives on only in c->env: not in our /proc/PID/environ or cmdline. */
 	(void)proc_hide_caller("sandbox-claude session");
 	signal(SIGPIPE, SIG_IGN);
-	if (session_job_run(&job, &err) < 0)
+	if ((c->req.live ? session_live_run(&job, &err) : session_job_run(&job, &err)) < 0)
 		_exit(1);
 	_exit(0);
 }

@@ -62,6 +62,14 @@ int session_status_write(const char *path, const struct session_status *st, stru
 		json_object_object_add(o, "finished_at", json_object_new_string(st->finished_at));
 	if (st->error[0])
 		json_object_object_add(o, "error", json_object_new_string(st->error));
+	if (st->live) {
+		json_object_object_add(o, "live", json_object_new_boolean(true));
+		json_object_object_add(o, "dangerously_no_sandbox",
+		                       json_object_new_boolean(st->dangerously_no_sandbox));
+		json_object_object_add(o, "busy", json_object_new_boolean(st->busy));
+		json_object_object_add(o, "turns", json_object_new_int64(st->turns));
+		json_object_object_add(o, "pending", json_object_new_int64(st->pending));
+	}
 	js = json_object_to_json_string_length(
 	    o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &len);
 	if (!js)
