@@ -169,6 +169,7 @@ const struct cmd_info cmd_help_commands[] = {
                    "  --permission-mode ask|accept_edits|skip   (start; default ask)\n"
                    "  --approval-timeout S an unanswered tool call is denied after S (300)\n"
                    "  --dangerously-no-sandbox   recorded in the session's status (start)\n"
+                   "  --env NAME=VALUE     the CLI's environment (start; not for secrets)\n"
                    "  --request RID        the control_request to approve or deny\n"
                    "  --message M, --interrupt   deny: the reason; end the turn\n"
                    "  --from OFFSET        events from this byte offset (0)\n"

@@ -33,8 +33,9 @@
 #define USAGE                                                                                      \
 	"session start [--prompt-file F|-] [--model M] [--max-turns N]\n"                          \
 	"                [--permission-mode ask|accept_edits|skip] [--credential NAME]\n"          \
-	"                [--approval-timeout S] [--session-timeout S] [--dangerously-no-sandbox]\n"        \
-	"                [--follow [--approve TOOL]... [--deny-all]]\n"                            \
+	"                [--approval-timeout S] [--session-timeout S] "                            \
+	"[--dangerously-no-sandbox]\n"                                                             \
+	"                [--env NAME=VALUE]... [--follow [--approve TOOL]... [--deny-all]]\n"      \
 	"  session send --id ID [--prompt-file F|-]\n"                                             \
 	"  session approve|deny --id ID --request RID [--message M] [--interrupt]\n"               \
 	"  session cancel|diff --id ID\n"                                                          \
@@ -47,6 +48,8 @@ struct opts {
 	bool no_sandbox, follow, deny_all, interrupt;
 	const char *approve[APPROVE_MAX];
 	size_t n_approve;
+	const char *env[APPROVE_MAX]; /* NAME=VALUE, not secret (argv) */
+	size_t n_env;
 };
 
 /* The prompt or turn: the file's bytes, or stdin's ("-"), 1 to TURN_MAX bytes. */
@@ -73,9 +76,10 @@ static int read_text(struct ctl *ctl, const char *path, char **ret, size_t *ret_
 	if (n <= 0 || n > TURN_MAX) {
 		free(buf);
 		err_set(&ctl->err, ERR_REFUSED, n > TURN_MAX ? E2BIG : EINVAL,
-		        n > TURN_MAX ? "the prompt is longer than %d bytes"
-		                     : "the prompt is empty: give it on stdin or with --prompt-file (%d "
-		                       "bytes at most)",
+		        n > TURN_MAX
+		            ? "the prompt is longer than %d bytes"
+		            : "the prompt is empty: give it on stdin or with --prompt-file (%d "
+		              "bytes at most)",
 		        TURN_MAX);
 		return CTL_EXIT_REFUSED;
 	}
@@ -152,14 +156,16 @@ static int send_answer(struct follow *f, const char *rid, bool allow, const char
 /* Ask on the terminal: y allows, n denies, i denies and ends the turn. */
 static int ask_tty(struct follow *f, const char *rid, const char *tool, struct json_object *input)
 {
-	const char *in = input ? json_object_to_json_string_ext(input, JSON_C_TO_STRING_PLAIN) : "{}";
+	const char *in =
+	    input ? json_object_to_json_string_ext(input, JSON_C_TO_STRING_PLAIN) : "{}";
 	char summary[201], answer[16];
 	size_t len = strlen(in) > 200 ? 200 : strlen(in);
 	ssize_t n;
 
 	output_clean(summary, in, len);
 	summary[len] = '\0';
-	dprintf(f->tty, "\nThe agent wants to use %s: %s%s\nAllow? [y]es, [n]o, [i] no and stop the turn: ",
+	dprintf(f->tty,
+	        "\nThe agent wants to use %s: %s%s\nAllow? [y]es, [n]o, [i] no and stop the turn: ",
 	        tool, summary, strlen(in) > 200 ? "..." : "");
 	n = read(f->tty, answer, sizeof(answer) - 1);
 	if (n <= 0)
@@ -240,8 +246,8 @@ static int on_events(struct follow *f, const struct msg *m)
 		int r;
 
 		if (f->line_len + n > LINE_MAX_BYTES) {
-			err_set(&f->ctl->err, ERR_FAILED, E2BIG, "an event line longer than %d bytes",
-			        LINE_MAX_BYTES);
+			err_set(&f->ctl->err, ERR_FAILED, E2BIG,
+			        "an event line longer than %d bytes", LINE_MAX_BYTES);
 			return CTL_EXIT_FAILED;
 		}
 		if (!nl || f->line_len) {
@@ -288,8 +294,8 @@ static int follow_run(struct follow *f)
 		if (w == 2) {
 			_cleanup_json_ struct json_object *empty = json_object_new_object();
 
-			r = connect_session_send(f->s, MSG_CANCEL, MSG_F_END, f->events_stream, empty,
-			                         NULL, 0, &ctl->err);
+			r = connect_session_send(f->s, MSG_CANCEL, MSG_F_END, f->events_stream,
+			                         empty, NULL, 0, &ctl->err);
 			if (r != 0)
 				return r;
 			cancelled = true;
@@ -303,10 +309,12 @@ static int follow_run(struct follow *f)
 		for (size_t i = 0; i < f->n_answers; i++)
 			answer_stream |= f->answer_streams[i] == m.stream;
 		if (answer_stream) {
-			/* An answer that came too late (answered elsewhere, timed out) is a note. */
+			/* An answer that came too late (answered elsewhere, timed out) is a note.
+			 */
 			if (m.type == MSG_ERROR)
 				output_note(&ctl->out, "an answer was not taken: %s",
-				            msg_get_string(&m, "msg") ? msg_get_string(&m, "msg") : "?");
+				            msg_get_string(&m, "msg") ? msg_get_string(&m, "msg")
+				                                      : "?");
 			msg_dispose(&m);
 			continue;
 		}
@@ -402,6 +410,7 @@ static int parse_opts(struct ctl *ctl, int argc, char **argv, struct opts *o)
 	    {"request", required_argument, NULL, 'r'},
 	    {"message", required_argument, NULL, 'M'},
 	    {"interrupt", no_argument, NULL, 'I'},
+	    {"env", required_argument, NULL, 'e'},
 	    {0},
 	};
 	int c, r;
@@ -430,7 +439,8 @@ static int parse_opts(struct ctl *ctl, int argc, char **argv, struct opts *o)
 			o->credential = optarg;
 			break;
 		case 'A':
-			if ((r = parse_int(ctl, "--approval-timeout", optarg, &o->approval_timeout)) != 0)
+			if ((r = parse_int(ctl, "--approval-timeout", optarg,
+			                   &o->approval_timeout)) != 0)
 				return r;
 			break;
 		case 't':
@@ -464,6 +474,12 @@ static int parse_opts(struct ctl *ctl, int argc, char **argv, struct opts *o)
 			break;
 		case 'I':
 			o->interrupt = true;
+			break;
+		case 'e':
+			if (o->n_env == APPROVE_MAX || !strchr(optarg, '=') || optarg[0] == '=')
+				return cmd_usage(ctl, USAGE, "--env wants NAME=VALUE (at most %d)",
+				                 APPROVE_MAX);
+			o->env[o->n_env++] = optarg;
 			break;
 		default:
 			return cmd_bad_option(ctl, USAGE, c, argv);
@@ -509,6 +525,19 @@ static int start(struct ctl *ctl, struct session *s, const struct opts *o)
 		json_object_object_add(rq, "timeout", json_object_new_int64(o->timeout));
 	if (o->no_sandbox)
 		json_object_object_add(rq, "dangerously_no_sandbox", json_object_new_boolean(true));
+	if (o->n_env) {
+		struct json_object *env = json_object_new_object();
+
+		for (size_t i = 0; i < o->n_env; i++) {
+			const char *eq = strchr(o->env[i], '=');
+			_cleanup_free_ char *name = strndup(o->env[i], (size_t)(eq - o->env[i]));
+
+			if (!name)
+				return err_oom(&ctl->err), CTL_EXIT_FAILED;
+			json_object_object_add(env, name, json_object_new_string(eq + 1));
+		}
+		json_object_object_add(rq, "env", env);
+	}
 	r = connect_session_request(s, MSG_SESSION_START, rq, text, len, &reply, &ctl->err);
 	if (r != 0)
 		return r;
@@ -531,7 +560,8 @@ static int diff_request(struct ctl *ctl, struct session *s, struct json_object *
 {
 	uint32_t stream = connect_session_new_stream(s);
 	int64_t deadline = frame_io_deadline(s->timeout_ms);
-	int r = connect_session_send(s, MSG_SESSION_DIFF, MSG_F_END, stream, rq, NULL, 0, &ctl->err);
+	int r =
+	    connect_session_send(s, MSG_SESSION_DIFF, MSG_F_END, stream, rq, NULL, 0, &ctl->err);
 
 	while (r == 0) {
 		struct msg m;
@@ -572,19 +602,21 @@ int cmd_session(struct ctl *ctl, int argc, char **argv)
 	int r;
 
 	if (argc < 2)
-		return cmd_usage(ctl, USAGE, "which one: start, send, approve, deny, cancel, events, "
-		                             "diff or list");
+		return cmd_usage(ctl, USAGE,
+		                 "which one: start, send, approve, deny, cancel, events, "
+		                 "diff or list");
 	verb = argv[1];
 	if ((r = parse_opts(ctl, argc - 1, argv + 1, &o)) != 0)
 		return r;
 	if ((o.n_approve || o.deny_all) && !o.follow)
-		return cmd_usage(ctl, USAGE, "--approve and --deny-all answer while following: add --follow");
+		return cmd_usage(ctl, USAGE,
+		                 "--approve and --deny-all answer while following: add --follow");
 	if (strcmp(verb, "start") && strcmp(verb, "list") && (r = need_id(ctl, &o, verb)) != 0)
 		return r;
 	if ((!strcmp(verb, "approve") || !strcmp(verb, "deny")) && !o.request)
-		return cmd_usage(ctl, USAGE,
-		                 "session %s needs --request RID (the control_request's request_id)",
-		                 verb);
+		return cmd_usage(
+		    ctl, USAGE, "session %s needs --request RID (the control_request's request_id)",
+		    verb);
 	if (strcmp(verb, "start") && strcmp(verb, "send") && strcmp(verb, "approve") &&
 	    strcmp(verb, "deny") && strcmp(verb, "cancel") && strcmp(verb, "events") &&
 	    strcmp(verb, "diff") && strcmp(verb, "list"))
@@ -616,19 +648,23 @@ int cmd_session(struct ctl *ctl, int argc, char **argv)
 		} else if (!strcmp(verb, "approve") || !strcmp(verb, "deny")) {
 			type = MSG_SESSION_ANSWER;
 			json_object_object_add(rq, "request_id", json_object_new_string(o.request));
-			json_object_object_add(rq, "behavior",
-			                       json_object_new_string(verb[0] == 'a' ? "allow" : "deny"));
+			json_object_object_add(
+			    rq, "behavior",
+			    json_object_new_string(verb[0] == 'a' ? "allow" : "deny"));
 			if (o.message)
-				json_object_object_add(rq, "message", json_object_new_string(o.message));
+				json_object_object_add(rq, "message",
+				                       json_object_new_string(o.message));
 			if (o.interrupt)
-				json_object_object_add(rq, "interrupt", json_object_new_boolean(true));
+				json_object_object_add(rq, "interrupt",
+				                       json_object_new_boolean(true));
 		} else if (!strcmp(verb, "cancel")) {
 			type = MSG_SESSION_CANCEL;
 		} else if (!strcmp(verb, "diff")) {
 			type = MSG_SESSION_DIFF;
 		}
 		if (type != MSG_SESSION_DIFF)
-			return connect_session_request(s, type, rq, text, len, &ctl->result, &ctl->err);
+			return connect_session_request(s, type, rq, text, len, &ctl->result,
+			                               &ctl->err);
 		return diff_request(ctl, s, rq);
 	}
 }

@@ -71,9 +71,9 @@ static int session_open(const struct msg *m, char dir[PATH_MAX], const char **re
 	snprintf(dir, PATH_MAX, "%s/sessions/%s", session_root(), id);
 	fd = session_dir_open(session_root(), dir, false, err);
 	if (fd < 0 && err->code == ENOENT)
-		return err_set(err, ERR_REFUSED, ENOENT,
-		               "there is no session %s in this guest: session.list names those there are",
-		               id);
+		return err_set(
+		    err, ERR_REFUSED, ENOENT,
+		    "there is no session %s in this guest: session.list names those there are", id);
 	if (ret_id)
 		*ret_id = id;
 	return fd;
@@ -119,14 +119,16 @@ static int control_call(const char *dir, json_object *rq, json_object **ret, str
 			json_object_put(*ret);
 			*ret = NULL;
 		}
-		return err_set(err, ERR_FAILED, EIO, "the session's supervisor sent no valid answer");
+		return err_set(err, ERR_FAILED, EIO,
+		               "the session's supervisor sent no valid answer");
 	}
 	{
 		json_object *e, *code, *cls;
 
 		if (json_object_object_get_ex(*ret, "error", &e)) {
-			int c = json_object_object_get_ex(*ret, "code", &code) ? json_object_get_int(code)
-			                                                       : EIO;
+			int c = json_object_object_get_ex(*ret, "code", &code)
+			            ? json_object_get_int(code)
+			            : EIO;
 			bool refused = json_object_object_get_ex(*ret, "class", &cls) &&
 			               strcmp(json_object_get_string(cls), "refused") == 0;
 
@@ -326,8 +328,8 @@ static void env_wipe_free(char **env)
  * Run `sandbox-claude session-start --dir DIR` (the part-1 helper, the same binary) with the
  * credential in its environment only, and read its one-line answer.
  */
-static int run_helper(struct serve *srv, const char *dir, const char *cred_name,
-                      const char *cred, struct err *err)
+static int run_helper(struct serve *srv, const char *dir, const char *cred_name, const char *cred,
+                      struct err *err)
 {
 	char *argv[] = {"sandbox-claude", "session-start", "--dir", (char *)dir, NULL};
 	_cleanup_free_ char *out = malloc(HELPER_ANSWER_MAX + 1);
@@ -439,7 +441,8 @@ int serve_ops_session_start(struct conn *c, struct stream *st, const struct msg 
 	err_clear(&err);
 	if ((v = msg_get_string(m, "permission_mode")))
 		s.permission_mode = v;
-	if (strcmp(s.permission_mode, "ask") != 0 && strcmp(s.permission_mode, "accept_edits") != 0 &&
+	if (strcmp(s.permission_mode, "ask") != 0 &&
+	    strcmp(s.permission_mode, "accept_edits") != 0 &&
 	    strcmp(s.permission_mode, "skip") != 0) {
 		err_set(&err, ERR_REFUSED, EINVAL,
 		        "session.start: `permission_mode` is ask, accept_edits or skip");
@@ -448,18 +451,21 @@ int serve_ops_session_start(struct conn *c, struct stream *st, const struct msg 
 	if ((v = msg_get_string(m, "mode")))
 		s.mode = v;
 	if (strcmp(s.mode, "api_key") != 0 && strcmp(s.mode, "sandbox_login") != 0) {
-		err_set(&err, ERR_REFUSED, EINVAL, "session.start: `mode` is api_key or sandbox_login");
+		err_set(&err, ERR_REFUSED, EINVAL,
+		        "session.start: `mode` is api_key or sandbox_login");
 		return serve_stream_error(c, st, &err);
 	}
-	s.dangerously_no_sandbox = m->json &&
-	                           json_object_object_get_ex(m->json, "dangerously_no_sandbox", &b) &&
-	                           json_object_get_boolean(b);
+	s.dangerously_no_sandbox =
+	    m->json && json_object_object_get_ex(m->json, "dangerously_no_sandbox", &b) &&
+	    json_object_get_boolean(b);
 	if ((v = msg_get_string(m, "credential")))
 		cf.name = v;
-	if (strcmp(cf.name, "ANTHROPIC_API_KEY") != 0 && strcmp(cf.name, "CLAUDE_CODE_OAUTH_TOKEN") != 0) {
-		err_set(&err, ERR_REFUSED, EINVAL,
-		        "session.start: `credential` is ANTHROPIC_API_KEY or CLAUDE_CODE_OAUTH_TOKEN, "
-		        "a secret of the session scope");
+	if (strcmp(cf.name, "ANTHROPIC_API_KEY") != 0 &&
+	    strcmp(cf.name, "CLAUDE_CODE_OAUTH_TOKEN") != 0) {
+		err_set(
+		    &err, ERR_REFUSED, EINVAL,
+		    "session.start: `credential` is ANTHROPIC_API_KEY or CLAUDE_CODE_OAUTH_TOKEN, "
+		    "a secret of the session scope");
 		return serve_stream_error(c, st, &err);
 	}
 	if (m->data_len == 0 || m->data_len > SESSION_LIVE_TURN_MAX) {
@@ -471,7 +477,8 @@ int serve_ops_session_start(struct conn *c, struct stream *st, const struct msg 
 	if (build_request(m, &s, &req, &err) < 0 || serve_ops_session_start_decide(&s, &err) < 0)
 		return serve_stream_error(c, st, &err);
 	if (strcmp(s.mode, "api_key") == 0) {
-		if (secrets_store_visit(c->srv->secrets, SECRET_SCOPE_SESSION, cred_visit, &cf) < 0) {
+		if (secrets_store_visit(c->srv->secrets, SECRET_SCOPE_SESSION, cred_visit, &cf) <
+		    0) {
 			err_oom(&err);
 			return serve_stream_error(c, st, &err);
 		}
@@ -492,7 +499,8 @@ int serve_ops_session_start(struct conn *c, struct stream *st, const struct msg 
 	}
 	if (rc == 0) {
 		snprintf(path, sizeof(path), "%s/prompt.txt", dir);
-		rc = file_write_replace(path, m->data, m->data_len, 0600, (uid_t)-1, (gid_t)-1, &err);
+		rc = file_write_replace(path, m->data, m->data_len, 0600, (uid_t)-1, (gid_t)-1,
+		                        &err);
 	}
 	if (rc == 0)
 		rc = run_helper(c->srv, dir, cf.name, cf.value, &err);
@@ -537,7 +545,8 @@ int serve_ops_session_answer(struct conn *c, struct stream *st, const struct msg
 	const char *message = msg_get_string(m, "message");
 	struct err err;
 
-	if (!rid || !behavior || (strcmp(behavior, "allow") != 0 && strcmp(behavior, "deny") != 0)) {
+	if (!rid || !behavior ||
+	    (strcmp(behavior, "allow") != 0 && strcmp(behavior, "deny") != 0)) {
 		json_object_put(rq);
 		err_set(&err, ERR_REFUSED, EINVAL,
 		        "session.answer needs `request_id` and `behavior` (allow or deny)");
@@ -545,14 +554,14 @@ int serve_ops_session_answer(struct conn *c, struct stream *st, const struct msg
 	}
 	json_object_object_add(rq, "op", json_object_new_string("answer"));
 	json_object_object_add(rq, "request_id", json_object_new_string(rid));
-	json_object_object_add(rq, "allow", json_object_new_boolean(strcmp(behavior, "allow") == 0));
+	json_object_object_add(rq, "allow",
+	                       json_object_new_boolean(strcmp(behavior, "allow") == 0));
 	if (message)
 		json_object_object_add(rq, "message", json_object_new_string(message));
 	json_object_object_add(rq, "interrupt",
-	                       json_object_new_boolean(m->json &&
-	                                               json_object_object_get_ex(m->json, "interrupt",
-	                                                                         &v) &&
-	                                               json_object_get_boolean(v)));
+	                       json_object_new_boolean(
+	                           m->json && json_object_object_get_ex(m->json, "interrupt", &v) &&
+	                           json_object_get_boolean(v)));
 	return control_op(c, st, m, rq);
 }
 
@@ -615,8 +624,8 @@ int serve_ops_session_diff(struct conn *c, struct stream *st, const struct msg *
 		live = false;
 	json_object_put(rq);
 	json_object_put(reply);
-	rc = file_read_capped(fd, "diff.patch", SESSION_DIFF_BYTES_MAX, READ_NOFOLLOW | READ_MISSING_OK,
-	                      &text, &len, &err);
+	rc = file_read_capped(fd, "diff.patch", SESSION_DIFF_BYTES_MAX,
+	                      READ_NOFOLLOW | READ_MISSING_OK, &text, &len, &err);
 	if (rc < 0)
 		return serve_stream_error(c, st, &err);
 	ok = json_object_new_object();
@@ -645,7 +654,8 @@ static json_object *status_json(const char *id, const struct session_status *ss)
 		json_object_object_add(o, "exit_status", json_object_new_int(ss->exit_status));
 		json_object_object_add(o, "cancelled", json_object_new_boolean(ss->cancelled));
 		if (ss->finished_at[0])
-			json_object_object_add(o, "finished_at", json_object_new_string(ss->finished_at));
+			json_object_object_add(o, "finished_at",
+			                       json_object_new_string(ss->finished_at));
 	}
 	if (ss->live) {
 		json_object_object_add(o, "busy", json_object_new_boolean(ss->busy));

@@ -136,10 +136,10 @@ static int answer(struct live *l, struct pending *p, bool allow, const char *mes
 		                       p->input ? json_object_get(p->input)
 		                                : json_object_new_object());
 	} else {
-		json_object_object_add(inner, "message",
-		                       json_object_new_string(message && *message
-		                                                  ? message
-		                                                  : "The user denied this tool call."));
+		json_object_object_add(
+		    inner, "message",
+		    json_object_new_string(
+		        message && *message ? message : "The user denied this tool call."));
 		if (interrupt)
 			json_object_object_add(inner, "interrupt", json_object_new_boolean(true));
 	}
@@ -227,7 +227,8 @@ static void on_event(void *userdata, const char *line, size_t len)
 	}
 	l->pending[l->n_pending] = (struct pending){
 	    .id = strdup(id),
-	    .input = json_object_object_get_ex(req, "input", &input) ? json_object_get(input) : NULL,
+	    .input =
+	        json_object_object_get_ex(req, "input", &input) ? json_object_get(input) : NULL,
 	    .deadline_ms = clock_now_ms() + (uint64_t)l->job->req->approval_timeout * 1000,
 	};
 	if (!l->pending[l->n_pending].id) {
@@ -273,8 +274,8 @@ static json_object *reply_error(const struct err *e)
 
 	json_object_object_add(o, "error", json_object_new_string(e->msg));
 	json_object_object_add(o, "code", json_object_new_int(e->code));
-	json_object_object_add(o, "class", json_object_new_string(e->cls == ERR_REFUSED ? "refused"
-	                                                                                : "failed"));
+	json_object_object_add(
+	    o, "class", json_object_new_string(e->cls == ERR_REFUSED ? "refused" : "failed"));
 	return o;
 }
 
@@ -314,8 +315,8 @@ static json_object *control(struct live *l, json_object *rq)
 			(void)answer(l, p, get_bool(rq, "allow"), get_str(rq, "message"),
 			             get_bool(rq, "interrupt"), "host", &e);
 	} else if (strcmp(op, "cancel") == 0) {
-		int fd = openat(l->job->dirfd, "cancel", O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC,
-		                0600);
+		int fd = openat(l->job->dirfd, "cancel",
+		                O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
 
 		if (fd >= 0)
 			close(fd);
@@ -356,7 +357,8 @@ static void control_conn(struct live *l, int fd)
 	    !json_object_is_type(rq, json_type_object)) {
 		struct err e;
 
-		err_set(&e, ERR_REFUSED, EINVAL, "a control request is one JSON object of at most %d bytes",
+		err_set(&e, ERR_REFUSED, EINVAL,
+		        "a control request is one JSON object of at most %d bytes",
 		        SESSION_LIVE_CONTROL_MAX);
 		reply = reply_error(&e);
 	} else {
@@ -405,8 +407,8 @@ static int listen_control(struct live *l, struct err *err)
 
 	if ((size_t)snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/%s", l->job->dir,
 	                     SESSION_LIVE_SOCKET) >= sizeof(sa.sun_path))
-		return err_set(err, ERR_FAILED, ENAMETOOLONG, "%s: the path is too long for a socket",
-		               l->job->dir);
+		return err_set(err, ERR_FAILED, ENAMETOOLONG,
+		               "%s: the path is too long for a socket", l->job->dir);
 	(void)unlink(sa.sun_path);
 	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)

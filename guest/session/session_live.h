@@ -22,7 +22,7 @@
 #include "err.h"
 #include "session_job.h"
 
-#define SESSION_LIVE_TURN_MAX (256 * 1024) /* a user turn's text */
+#define SESSION_LIVE_TURN_MAX (256 * 1024)     /* a user turn's text */
 #define SESSION_LIVE_CONTROL_MAX (1024 * 1024) /* a control request */
 #define SESSION_LIVE_PENDING_MAX 64
 #define SESSION_LIVE_SOCKET "control.sock"
