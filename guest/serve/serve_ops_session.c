@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/inotify.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -719,6 +720,7 @@ int serve_ops_session_list(struct conn *c, struct stream *st, const struct msg *
 struct events_op {
 	char path[PATH_MAX];
 	int dirfd;
+	int inotify_fd; /* the session directory's changes, or -1 */
 	uint64_t offset;
 	bool follow;
 	char id[40];
@@ -730,6 +732,8 @@ static void events_free(void *data)
 
 	if (op->dirfd >= 0)
 		close(op->dirfd);
+	if (op->inotify_fd >= 0)
+		close(op->inotify_fd);
 	free(op);
 }
 
@@ -770,10 +774,17 @@ static int events_pump(struct conn *c, struct stream *st)
 {
 	struct events_op *op = st->data;
 	uint8_t buf[SERVE_CHUNK];
-	uint64_t size = size_of(op->path), want;
+	uint64_t size, want;
 	ssize_t n;
 	int fd;
 
+	if (op->inotify_fd >= 0) {
+		char drain[4096];
+
+		while (read(op->inotify_fd, drain, sizeof(drain)) > 0)
+			;
+	}
+	size = size_of(op->path);
 	if (op->offset > size)
 		op->offset = size;
 	want = size - op->offset;
@@ -813,10 +824,18 @@ static void events_cancel(struct conn *c, struct stream *st)
 	send_events(c, st, st->data, NULL, 0, true);
 }
 
+static int events_wake_fd(const struct stream *st)
+{
+	const struct events_op *op = st->data;
+
+	return op->inotify_fd;
+}
+
 static const struct stream_ops events_ops = {
     .on_cancel = events_cancel,
     .pump = events_pump,
     .free = events_free,
+    .wake_fd = events_wake_fd,
 };
 
 int serve_ops_session_events(struct conn *c, struct stream *st, const struct msg *m)
@@ -844,11 +863,22 @@ int serve_ops_session_events(struct conn *c, struct stream *st, const struct msg
 		return serve_stream_error(c, st, &err);
 	}
 	op->dirfd = fd;
+	op->inotify_fd = -1;
 	snprintf(op->id, sizeof(op->id), "%s", id);
 	snprintf(op->path, sizeof(op->path), "%s/events.jsonl", dir);
 	op->offset = (uint64_t)offset;
 	op->follow = m->json && json_object_object_get_ex(m->json, "follow", &v) &&
 	             json_object_get_boolean(v);
+	/* Following: woken by each write of events.jsonl and each new status.json. */
+	if (op->follow) {
+		op->inotify_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+		if (op->inotify_fd >= 0 &&
+		    inotify_add_watch(op->inotify_fd, dir,
+		                      IN_MODIFY | IN_MOVED_TO | IN_CLOSE_WRITE) < 0) {
+			close(op->inotify_fd);
+			op->inotify_fd = -1;
+		}
+	}
 	st->data = op;
 	st->ops = &events_ops;
 	return 0;

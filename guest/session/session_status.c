@@ -128,6 +128,16 @@ int session_status_read(int dirfd, struct session_status *st, struct err *err)
 		st->cancelled = json_object_get_boolean(o);
 	if (json_object_object_get_ex(root, "timed_out", &o))
 		st->timed_out = json_object_get_boolean(o);
+	if (json_object_object_get_ex(root, "live", &o))
+		st->live = json_object_get_boolean(o);
+	if (json_object_object_get_ex(root, "dangerously_no_sandbox", &o))
+		st->dangerously_no_sandbox = json_object_get_boolean(o);
+	if (json_object_object_get_ex(root, "busy", &o))
+		st->busy = json_object_get_boolean(o);
+	if (json_object_object_get_ex(root, "turns", &o))
+		st->turns = (unsigned)json_object_get_int64(o);
+	if (json_object_object_get_ex(root, "pending", &o))
+		st->pending = (unsigned)json_object_get_int64(o);
 	copy_str(root, "started_at", st->started_at, sizeof(st->started_at));
 	copy_str(root, "finished_at", st->finished_at, sizeof(st->finished_at));
 	copy_str(root, "error", st->error, sizeof(st->error));

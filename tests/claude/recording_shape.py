@@ -8,8 +8,9 @@ A recording is a session's events.jsonl (docs/sessions.md, "Recordings"): one JS
 line. The shape of an event is its `type` (and `subtype`) with the names and JSON types of its
 top-level members; of a `control_request`, also its `request`'s members. FRESH matches when
 each of its lines is a JSON object with a `type`, and, for every kind of event FRESH and an
-example both have, the example's members are all in FRESH's with the same JSON types (members
-may be added: a newer CLI adds fields; a controller must ignore the ones it does not know).
+example both have, the members every example line of that kind has are found on FRESH's lines
+of that kind with the same JSON types (members may be added: a newer CLI adds fields; a
+controller must ignore the ones it does not know).
 An example with no line of a kind FRESH has is fine: examples cover different paths. Prints
 what differs, exit 1; no example file: exit 2.
 """
@@ -26,7 +27,7 @@ def jtype(v):
             int: "number", float: "number", type(None): "null"}[type(v)]
 
 
-def shapes(path):
+def shapes(path, union=False):
     out, bad = {}, []
     for n, line in enumerate(open(path, encoding="utf-8"), 1):
         if not line.strip():
@@ -42,10 +43,14 @@ def shapes(path):
         members = {k: jtype(v) for k, v in e.items()}
         if e["type"] == "control_request" and isinstance(e.get("request"), dict):
             members.update({"request." + k: jtype(v) for k, v in e["request"].items()})
-        # The members every line of this kind has.
+        # The members every line of this kind has (union: any line has).
         k = kind(e)
-        out[k] = members if k not in out else {m: t for m, t in out[k].items()
-                                                if members.get(m) == t}
+        if k not in out:
+            out[k] = members
+        elif union:
+            out[k].update(members)
+        else:
+            out[k] = {m: t for m, t in out[k].items() if members.get(m) == t}
     return out, bad
 
 
@@ -53,7 +58,7 @@ def main():
     if len(sys.argv) < 3:
         print(__doc__.strip().split("\n")[2])
         return 2
-    fresh, bad = shapes(sys.argv[1])
+    fresh, bad = shapes(sys.argv[1], union=True)
     for ex in sys.argv[2:]:
         want, exbad = shapes(ex)
         bad += exbad

@@ -87,12 +87,12 @@ KEYFILE=$TMP/key /usr/bin/python3 "$CL/drive_session.py" --out "$OUTD" -- "${C[@
 	>"$OUTD/driver.out" 2>&1
 echo $? >"$OUTD/driver.rc"
 # The exec transport: a relay to the running daemon sees the same session.
-X=("$CTL" --timeout 30 --instance relay --accept-new-guest-key --connect exec -- "$AGENT" serve \
-	--stdio --daemon-socket "$TMP/agent.sock")
-"${X[@]}" session list >"$OUTD/exec-list.json" 2>"$OUTD/exec-list.err"
+X=(--timeout 30 --instance relay --accept-new-guest-key --connect exec -- "$AGENT" serve --stdio \
+	--daemon-socket "$TMP/agent.sock")
+"$CTL" session list "${X[@]}" >"$OUTD/exec-list.json" 2>"$OUTD/exec-list.err"
 echo $? >"$OUTD/exec-list.rc"
-"${X[@]}" session events --id 1 --from 0 >"$OUTD/exec-events.json" 2>"$OUTD/exec-events.err"
-"${X[@]}" session diff --id 1 >"$OUTD/exec-diff.json" 2>"$OUTD/exec-diff.err"
+"$CTL" session events --id 1 --from 0 "${X[@]}" >"$OUTD/exec-events.json" 2>"$OUTD/exec-events.err"
+"$CTL" session diff --id 1 "${X[@]}" >"$OUTD/exec-diff.json" 2>"$OUTD/exec-diff.err"
 SH
 export HOME=$TMP/home
 T0=$(date +%s)
@@ -200,7 +200,7 @@ echo "--- the credential"
 f "the model API got it as x-api-key" 'P[0]["headers"]["x-api-key"] == KEY'
 f "in no process's argv while the CLI ran" 'F["argv_hits"] == []'
 f "in the environment of the CLI only (not the daemon, not the supervisor)" \
-	'len(F["env_hits"]) == 1 and "sandbox" not in F["env_hits"][0]'
+	'len(F["env_hits"]) == 1 and os.path.basename(F["env_hits"][0]).startswith("claude")'
 check "in no file under the workspace, the daemon's state, or sandbox-ctl's output" \
 	! grep -rqF -- "$KEY" "$WS" "$TMP/state" "$OUTD"
 
@@ -216,4 +216,5 @@ if [ -n "${RECORD:-}" ]; then
 	cp "$CROOT/sessions/2/events.jsonl" "$RECORD/session-policy.jsonl"
 	log "recorded into $RECORD/session-approvals.jsonl and session-policy.jsonl"
 fi
+[ -n "${KEEP_OUT:-}" ] && cp -r "$OUTD" "$KEEP_OUT"
 finish
