@@ -46,9 +46,10 @@ def shapes(path, union=False):
         # The members every line of this kind has (union: any line has).
         k = kind(e)
         if k not in out:
-            out[k] = members
+            out[k] = {m: {t} for m, t in members.items()} if union else members
         elif union:
-            out[k].update(members)
+            for m, t in members.items():
+                out[k].setdefault(m, set()).add(t)
         else:
             out[k] = {m: t for m, t in out[k].items() if members.get(m) == t}
     return out, bad
@@ -66,9 +67,10 @@ def main():
             if k not in fresh:
                 continue
             for m, t in members.items():
-                if fresh[k].get(m) != t:
+                if t not in fresh[k].get(m, ()):
                     bad.append("%s: %s: member %s (%s) is %s in %s" % (
-                        ex, k, m, t, fresh[k].get(m, "missing"), sys.argv[1]))
+                        ex, k, m, t, "/".join(sorted(fresh[k].get(m, {"missing"}))),
+                        sys.argv[1]))
     common = sum(1 for ex in sys.argv[2:] for k in shapes(ex)[0] if k in fresh)
     if common == 0:
         bad.append("%s shares no kind of event with the examples" % sys.argv[1])
