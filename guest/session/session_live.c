@@ -81,19 +81,30 @@ static int stdin_line(struct live *l, json_object *o, struct err *err)
 	return 0;
 }
 
+/* The line's failure, after its event was recorded: an event of its own says so. */
+static int stdin_failed(struct live *l, const struct err *e)
+{
+	json_object *o = json_object_new_object();
+
+	json_object_object_add(o, "type", json_object_new_string("sandbox"));
+	json_object_object_add(o, "subtype", json_object_new_string("error"));
+	json_object_object_add(o, "text", json_object_new_string(e->msg));
+	event_own(l, o);
+	json_object_put(o);
+	return -1;
+}
+
+/*
+ * Our event and status.json first, the CLI's stdin last: the CLI's answer then finds us back
+ * in the loop at once, not still writing files (bench/session_live_bench.sh).
+ */
 static int send_turn(struct live *l, const char *text, size_t len, struct err *err)
 {
-	json_object *o = json_object_new_object(), *msg = json_object_new_object();
+	json_object *o, *msg;
 	int rc;
 
-	json_object_object_add(msg, "role", json_object_new_string("user"));
-	json_object_object_add(msg, "content", json_object_new_string_len(text, (int)len));
-	json_object_object_add(o, "type", json_object_new_string("user"));
-	json_object_object_add(o, "message", msg);
-	rc = stdin_line(l, o, err);
-	json_object_put(o);
-	if (rc < 0)
-		return rc;
+	if (l->stdin_w < 0)
+		return err_set(err, ERR_REFUSED, EPIPE, "the session's CLI has ended");
 	o = json_object_new_object();
 	json_object_object_add(o, "type", json_object_new_string("sandbox"));
 	json_object_object_add(o, "subtype", json_object_new_string("user"));
@@ -104,7 +115,16 @@ static int send_turn(struct live *l, const char *text, size_t len, struct err *e
 	l->st.turns++;
 	l->st.busy = true;
 	status_changed(l);
-	return 0;
+
+	o = json_object_new_object();
+	msg = json_object_new_object();
+	json_object_object_add(msg, "role", json_object_new_string("user"));
+	json_object_object_add(msg, "content", json_object_new_string_len(text, (int)len));
+	json_object_object_add(o, "type", json_object_new_string("user"));
+	json_object_object_add(o, "message", msg);
+	rc = stdin_line(l, o, err);
+	json_object_put(o);
+	return rc < 0 ? stdin_failed(l, err) : 0;
 }
 
 static struct pending *pending_find(struct live *l, const char *id)
@@ -122,14 +142,34 @@ static void pending_drop(struct live *l, struct pending *p)
 	*p = l->pending[--l->n_pending];
 }
 
-/* The CLI's control_response for p, the answer event, and p forgotten. */
+/* The answer event, p forgotten (whatever happens), then the CLI's control_response (see
+ * send_turn). */
 static int answer(struct live *l, struct pending *p, bool allow, const char *message,
                   bool interrupt, const char *by, struct err *err)
 {
-	json_object *o = json_object_new_object(), *resp = json_object_new_object(),
-	            *inner = json_object_new_object();
+	json_object *o, *resp, *inner;
 	int rc;
 
+	if (l->stdin_w < 0) {
+		pending_drop(l, p);
+		return err_set(err, ERR_REFUSED, EPIPE, "the session's CLI has ended");
+	}
+	o = json_object_new_object();
+	json_object_object_add(o, "type", json_object_new_string("sandbox"));
+	json_object_object_add(o, "subtype", json_object_new_string("answer"));
+	json_object_object_add(o, "request_id", json_object_new_string(p->id));
+	json_object_object_add(o, "behavior", json_object_new_string(allow ? "allow" : "deny"));
+	json_object_object_add(o, "by", json_object_new_string(by));
+	if (!allow && message && *message)
+		json_object_object_add(o, "message", json_object_new_string(message));
+	if (!allow && interrupt)
+		json_object_object_add(o, "interrupt", json_object_new_boolean(true));
+	event_own(l, o);
+	json_object_put(o);
+
+	o = json_object_new_object();
+	resp = json_object_new_object();
+	inner = json_object_new_object();
 	json_object_object_add(inner, "behavior", json_object_new_string(allow ? "allow" : "deny"));
 	if (allow) {
 		json_object_object_add(inner, "updatedInput",
@@ -148,25 +188,11 @@ static int answer(struct live *l, struct pending *p, bool allow, const char *mes
 	json_object_object_add(resp, "response", inner);
 	json_object_object_add(o, "type", json_object_new_string("control_response"));
 	json_object_object_add(o, "response", resp);
-	rc = stdin_line(l, o, err);
-	json_object_put(o);
-	if (rc < 0)
-		return rc;
-	o = json_object_new_object();
-	json_object_object_add(o, "type", json_object_new_string("sandbox"));
-	json_object_object_add(o, "subtype", json_object_new_string("answer"));
-	json_object_object_add(o, "request_id", json_object_new_string(p->id));
-	json_object_object_add(o, "behavior", json_object_new_string(allow ? "allow" : "deny"));
-	json_object_object_add(o, "by", json_object_new_string(by));
-	if (!allow && message && *message)
-		json_object_object_add(o, "message", json_object_new_string(message));
-	if (!allow && interrupt)
-		json_object_object_add(o, "interrupt", json_object_new_boolean(true));
-	event_own(l, o);
-	json_object_put(o);
 	pending_drop(l, p);
 	status_changed(l);
-	return 0;
+	rc = stdin_line(l, o, err);
+	json_object_put(o);
+	return rc < 0 ? stdin_failed(l, err) : 0;
 }
 
 static const char *get_str(json_object *o, const char *key)
@@ -252,8 +278,8 @@ static void expire(struct live *l)
 		}
 		snprintf(msg, sizeof(msg), "No answer came within %u s: denied.",
 		         l->job->req->approval_timeout);
-		if (answer(l, &l->pending[i], false, msg, false, "timeout", &e) < 0)
-			pending_drop(l, &l->pending[i]);
+		/* Answered or not, it is forgotten: pending[i] is another request now. */
+		(void)answer(l, &l->pending[i], false, msg, false, "timeout", &e);
 	}
 }
 
