@@ -14,8 +14,9 @@ DIR/calls.jsonl; the facts the test asserts on go to DIR/facts.json. The model's
   3 "Write b.txt"          Write b.txt -> denied         (not written, the model goes on)
   4 "Write c.txt"          Write c.txt -> denied+interrupt (turn ends in error)
   5 "Say bye"              text                          (the process still takes turns)
-  6 "Write d.txt"          Write d.txt, nobody answers; the controller disconnects,
-                           reconnects: still pending; after approval_timeout: denied
+  6 "Write d.txt"          Write d.txt, nobody answers; the daemon restarts ($RESTART);
+                           the controller reconnects: still pending; after
+                           approval_timeout: denied
   7 "Be slow"              a 30 s reply -> session cancel
 """
 import json
@@ -160,6 +161,10 @@ pieces = []
 send(sid, "Write d.txt")
 e = pending_request(sid, "d.txt")
 facts["d_request"] = e
+# The daemon restarts while the request is pending: the supervisor holds the CLI and its
+# stdin, and the new daemon reaches it through the control socket.
+if os.environ.get("RESTART"):
+    facts["restart_rc"] = subprocess.run(["bash", os.environ["RESTART"]]).returncode
 cur = off
 for _i in range(3):
     dd = events(sid, cur)
@@ -238,7 +243,7 @@ starter = subprocess.Popen(ctl + ["session", "start", "--follow", "--approve", "
 starter.stdin.write(b"Write e.txt")
 starter.stdin.close()
 end = time.monotonic() + 40
-while time.monotonic() < end:
+while time.monotonic() < end and starter.poll() is None:
     lines = [json.loads(l) for l in open(os.path.join(out, "start-follow.jsonl")) if l.strip()]
     if any(e.get("type") == "result" for e in lines):
         break

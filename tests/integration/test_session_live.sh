@@ -8,8 +8,8 @@
 # model API received and what the guest kept:
 #   two turns in one process (the second request carries the first turn); approve -> written;
 #   deny -> not written; deny with interrupt -> the turn ends in error and the next turn runs;
-#   a request left unanswered while the controller is away: still pending on reconnect, denied
-#   after the approval timeout; events read in pieces by --from: nothing lost or repeated; a
+#   a request left unanswered while the controller is away and the daemon restarts: still
+#   pending on reconnect through the new daemon, denied after the approval timeout; events read in pieces by --from: nothing lost or repeated; a
 #   follower with --deny-all; cancel; one session at a time; the credential in no argv, no
 #   file, no event, no log and no environment but the CLI's; the exec transport (a relay to
 #   the running daemon) sees the same session.
@@ -75,14 +75,24 @@ cp "$TMP/home/.config/sandbox-ctl/key.pub" "$TMP/authorized_keys"
 cat >"$TMP/inner.sh" <<'SH'
 set -u
 mount --bind "$CLI_SRC" "$TMP/cli" || exit 125
+cat >"$TMP/daemon.sh" <<'D'
+[ -f "$TMP/daemon.pid" ] && kill "$(cat "$TMP/daemon.pid")" && sleep 0.5
+rm -f "$TMP/agent.sock"
 "$AGENT" serve --unix "$TMP/agent.sock" --authorized-keys "$TMP/authorized_keys" \
 	--authorized-keys-dir '' --key "$TMP/guest_key" --state-dir "$TMP/state" -v \
-	>"$OUTD/daemon.log" 2>&1 &
+	>>"$OUTD/daemon.log" 2>&1 &
+echo $! >"$TMP/daemon.pid"
+echo $! >>"$TMP/daemon.pids"
 for _ in $(seq 100); do [ -S "$TMP/agent.sock" ] && break; sleep 0.1; done
+# A daemon keeps secrets in memory only: a controller puts them again after a restart.
+printf '{"ANTHROPIC_API_KEY": "%s"}' "$(cat "$TMP/key")" |
+	"$CTL" --timeout 30 --connect "unix:$TMP/agent.sock" --accept-new-guest-key \
+	secrets put --scope session ANTHROPIC_API_KEY >>"$OUTD/secret.json" 2>&1
+D
+bash "$TMP/daemon.sh"
+export RESTART=$TMP/daemon.sh
 C=("$CTL" --timeout 30 --connect "unix:$TMP/agent.sock")
 "${C[@]}" --accept-new-guest-key hello >"$OUTD/hello.json" 2>"$OUTD/hello.err"
-printf '{"ANTHROPIC_API_KEY": "%s"}' "$(cat "$TMP/key")" |
-	"${C[@]}" secrets put --scope session ANTHROPIC_API_KEY >"$OUTD/secret.json" 2>&1
 KEYFILE=$TMP/key /usr/bin/python3 "$CL/drive_session.py" --out "$OUTD" -- "${C[@]}" \
 	>"$OUTD/driver.out" 2>&1
 echo $? >"$OUTD/driver.rc"
@@ -162,7 +172,9 @@ check "... and c.txt is not written" [ ! -e "$APP/c.txt" ]
 f "the process takes the next turn after the interrupt" 'F["turn5_result"]["subtype"] == "success" and "Bye." in F["turn5_result"]["result"]'
 
 echo "--- away during a pending approval, --from offsets"
-f "reconnected: the d.txt request is still pending" 'F["d_request"] is not None and F["d_pending_after_reconnect"] == 1'
+f "the daemon restarted while the request was pending" 'F["restart_rc"] == 0'
+check "... as a new process" [ "$(sort -u "$TMP/daemon.pids" | wc -l)" = 2 ]
+f "reconnected (through the new daemon): the d.txt request is still pending" 'F["d_request"] is not None and F["d_pending_after_reconnect"] == 1'
 f "after the approval timeout it is denied, by timeout" 'any(e["by"] == "timeout" and e["behavior"] == "deny" and e["request_id"] == F["d_request"]["request_id"] for e in of("sandbox", "answer"))'
 check "... and d.txt is not written" [ ! -e "$APP/d.txt" ]
 f "the turn went on to its result" 'F["turn6_results"] == 6'
