@@ -42,11 +42,15 @@ struct live {
 	struct pending pending[SESSION_LIVE_PENDING_MAX + 1]; /* one more: the one refused */
 	size_t n_pending;
 	pid_t pid;
+	bool status_dirty; /* a turn or an answer changed it: written once the CLI's next output
+	                    * has been passed on (poll_done) */
 };
 
 static void status_changed(struct live *l)
 {
 	struct err e;
+
+	l->status_dirty = false;
 	struct session_status st = {.state = SESSION_RUNNING, .pid = l->pid};
 
 	snprintf(st.started_at, sizeof(st.started_at), "%s", l->job->started_at);
@@ -95,8 +99,9 @@ static int stdin_failed(struct live *l, const struct err *e)
 }
 
 /*
- * Our event and status.json first, the CLI's stdin last: the CLI's answer then finds us back
- * in the loop at once, not still writing files (bench/session_live_bench.sh).
+ * Our event first, the CLI's stdin last, status.json in the loop's next round: the CLI's
+ * answer then finds us back in the loop at once, not still writing files
+ * (bench/session_live_bench.sh).
  */
 static int send_turn(struct live *l, const char *text, size_t len, struct err *err)
 {
@@ -114,7 +119,7 @@ static int send_turn(struct live *l, const char *text, size_t len, struct err *e
 	json_object_put(o);
 	l->st.turns++;
 	l->st.busy = true;
-	status_changed(l);
+	l->status_dirty = true;
 
 	o = json_object_new_object();
 	msg = json_object_new_object();
@@ -189,7 +194,7 @@ static int answer(struct live *l, struct pending *p, bool allow, const char *mes
 	json_object_object_add(o, "type", json_object_new_string("control_response"));
 	json_object_object_add(o, "response", resp);
 	pending_drop(l, p);
-	status_changed(l);
+	l->status_dirty = true;
 	rc = stdin_line(l, o, err);
 	json_object_put(o);
 	return rc < 0 ? stdin_failed(l, err) : 0;
@@ -398,6 +403,9 @@ static void poll_done(void *userdata, const struct pollfd *pfd, size_t n)
 {
 	struct live *l = userdata;
 
+	/* The round after a turn or an answer: the CLI's output of this round is passed on. */
+	if (l->status_dirty)
+		status_changed(l);
 	if (n < 1 || !(pfd[0].revents & POLLIN))
 		return;
 	for (int i = 0; i < 8; i++) {
