@@ -255,6 +255,50 @@ try:
 except subprocess.TimeoutExpired:
     starter.kill()
 facts["start_follow_rc"] = starter.returncode
+
+# A person at a terminal: the follower asks there (the tool, its input), "y" allows.
+import fcntl
+import pty
+import termios
+before2 = events("2")
+master, slave = pty.openpty()
+
+
+def ctty():
+    fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+
+asker = subprocess.Popen(ctl + ["session", "events", "--id", "2", "--from",
+                                str(before2["next_offset"] if before2 else 0), "--follow"],
+                         stdin=slave, stdout=open(os.path.join(out, "tty-follow.jsonl"), "w"),
+                         stderr=subprocess.DEVNULL, start_new_session=True, preexec_fn=ctty)
+os.close(slave)
+send("2", "Write f.txt")
+seen = b""
+end = time.monotonic() + 30
+while time.monotonic() < end and b"Allow?" not in seen:
+    import select
+    r, _w, _x = select.select([master], [], [], 0.5)
+    if r:
+        try:
+            seen += os.read(master, 4096)
+        except OSError:
+            break
+facts["tty_prompt"] = seen.decode(errors="replace")
+os.write(master, b"y\n")
+end = time.monotonic() + 30
+while time.monotonic() < end:
+    lines = [json.loads(l) for l in open(os.path.join(out, "tty-follow.jsonl")) if l.strip()]
+    if any(e.get("type") == "result" for e in lines):
+        break
+    time.sleep(0.1)
+asker.send_signal(signal.SIGINT)
+try:
+    asker.wait(timeout=10)
+except subprocess.TimeoutExpired:
+    asker.kill()
+facts["tty_rc"] = asker.returncode
+os.close(master)
 rc, doc, _ = run("session", "cancel", "--id", "2")
 facts["cancel2"] = {"rc": rc, "doc": doc}
 end = time.monotonic() + 20

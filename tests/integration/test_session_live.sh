@@ -65,7 +65,8 @@ cat >"$TMP/script.json" <<JSON
  {"text": "Bye."},
  $(w d), {"text": "Not writing d then."},
  {"delay": 30, "text": "too slow"},
- $(w e), {"text": "Wrote e."}]
+ $(w e), {"text": "Wrote e."},
+ $(w f), {"text": "Wrote f."}]
 JSON
 
 HOME=$TMP/home "$CTL" keygen >/dev/null 2>&1
@@ -199,6 +200,9 @@ f "the follower printed the session's events up to the result" '"result" in [jso
 f "the policy approved the Write (an answer by host)" '"allow" in [json.loads(l).get("behavior") for l in open(out + "/start-follow.jsonl") if l.strip()]'
 check "e.txt written" [ "$(cat "$APP/e.txt" 2>/dev/null)" = e ]
 f "an interrupt ended the follower cleanly (exit 0)" 'F["start_follow_rc"] == 0'
+f "on a terminal the follower asks, naming the tool and its input" '"The agent wants to use Write" in F["tty_prompt"] and "f.txt" in F["tty_prompt"] and "Allow?" in F["tty_prompt"]'
+check "... y allows: f.txt written" [ "$(cat "$APP/f.txt" 2>/dev/null)" = f ]
+f "... and the answer is an event by host" 'any(json.loads(l).get("subtype") == "answer" and json.loads(l).get("behavior") == "allow" for l in open(out + "/tty-follow.jsonl") if l.strip())'
 f "session 2 cancelled and finished" 'F["cancel2"]["rc"] == 0 and F["final_status2"]["status"] == "finished"'
 log "start --follow to the turn's result: $(/usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["start_follow_ms"])' "$OUTD/facts.json" 2>/dev/null) ms"
 
