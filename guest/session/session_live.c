@@ -245,7 +245,8 @@ static void on_event(void *userdata, const char *line, size_t len)
 		return;
 	if (pending_find(l, id))
 		return;
-	if (l->n_pending == SESSION_LIVE_PENDING_MAX) {
+	/* Refused at once: more than we keep waiting, or an input too large to keep and echo. */
+	if (l->n_pending == SESSION_LIVE_PENDING_MAX || len > SESSION_LIVE_CONTROL_MAX) {
 		struct pending p = {.id = strdup(id)};
 		struct err e;
 
@@ -253,7 +254,10 @@ static void on_event(void *userdata, const char *line, size_t len)
 			return;
 		l->pending[l->n_pending++] = p;
 		(void)answer(l, &l->pending[l->n_pending - 1], false,
-		             "Too many tool calls wait for an answer.", false, "limit", &e);
+		             len > SESSION_LIVE_CONTROL_MAX
+		                 ? "The tool call's input is too large to be relayed for approval."
+		                 : "Too many tool calls wait for an answer.",
+		             false, "limit", &e);
 		return;
 	}
 	l->pending[l->n_pending] = (struct pending){
