@@ -19,6 +19,7 @@
 #include "json_strict.h"
 #include "log.h"
 #include "session_lines.h"
+#include "session_live_event.h"
 #include "session_run.h"
 #include "session_status.h"
 
@@ -220,39 +221,27 @@ static bool get_bool(json_object *o, const char *key)
 static void on_event(void *userdata, const char *line, size_t len)
 {
 	struct live *l = userdata;
-	_cleanup_json_ json_object *o = NULL;
-	json_object *req, *input;
-	const char *type, *id;
-	enum json_tokener_error jerr;
-	size_t off;
+	struct session_live_event ev;
+	struct err e;
 
-	if (len < 2 || line[0] != '{' ||
-	    json_strict_parse(line, len - 1, &o, &off, &jerr) != JSON_STRICT_OK ||
-	    !json_object_is_type(o, json_type_object))
+	if (session_live_event_parse(line, len, &ev) < 0 || ev.kind == SESSION_LIVE_EVENT_OTHER)
 		return;
-	type = get_str(o, "type");
-	if (!type)
-		return;
-	if (strcmp(type, "result") == 0) {
+	if (ev.kind == SESSION_LIVE_EVENT_RESULT) {
 		l->st.busy = false;
 		status_changed(l);
 		return;
 	}
-	if (strcmp(type, "control_request") != 0 || !json_object_object_get_ex(o, "request", &req))
+	if (pending_find(l, ev.request_id)) {
+		session_live_event_dispose(&ev);
 		return;
-	id = get_str(o, "request_id");
-	if (!id || !get_str(req, "subtype") || strcmp(get_str(req, "subtype"), "can_use_tool") != 0)
-		return;
-	if (pending_find(l, id))
-		return;
+	}
+	l->pending[l->n_pending++] = (struct pending){
+	    .id = TAKE_PTR(ev.request_id),
+	    .input = TAKE_PTR(ev.input),
+	    .deadline_ms = clock_now_ms() + (uint64_t)l->job->req->approval_timeout * 1000,
+	};
 	/* Refused at once: more than we keep waiting, or an input too large to keep and echo. */
-	if (l->n_pending == SESSION_LIVE_PENDING_MAX || len > SESSION_LIVE_CONTROL_MAX) {
-		struct pending p = {.id = strdup(id)};
-		struct err e;
-
-		if (!p.id)
-			return;
-		l->pending[l->n_pending++] = p;
+	if (l->n_pending > SESSION_LIVE_PENDING_MAX || len > SESSION_LIVE_CONTROL_MAX) {
 		(void)answer(l, &l->pending[l->n_pending - 1], false,
 		             len > SESSION_LIVE_CONTROL_MAX
 		                 ? "The tool call's input is too large to be relayed for approval."
@@ -260,17 +249,6 @@ static void on_event(void *userdata, const char *line, size_t len)
 		             false, "limit", &e);
 		return;
 	}
-	l->pending[l->n_pending] = (struct pending){
-	    .id = strdup(id),
-	    .input =
-	        json_object_object_get_ex(req, "input", &input) ? json_object_get(input) : NULL,
-	    .deadline_ms = clock_now_ms() + (uint64_t)l->job->req->approval_timeout * 1000,
-	};
-	if (!l->pending[l->n_pending].id) {
-		json_object_put(l->pending[l->n_pending].input);
-		return;
-	}
-	l->n_pending++;
 	status_changed(l);
 }
 
