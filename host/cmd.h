@@ -37,6 +37,7 @@ int cmd_publish(struct ctl *ctl, int argc, char **argv);
 int cmd_egress(struct ctl *ctl, int argc, char **argv);
 int cmd_verify(struct ctl *ctl, int argc, char **argv);
 int cmd_github_token(struct ctl *ctl, int argc, char **argv);
+int cmd_session(struct ctl *ctl, int argc, char **argv);
 
 /* A usage error of a command: sets ctl->err and returns CTL_EXIT_REFUSED. */
 int cmd_usage(struct ctl *ctl, const char *usage, const char *fmt, ...) _printf_(3, 4);

@@ -247,6 +247,34 @@ const struct cmd_info cmd_help_commands[] = {
             (const char *const[]){"--proxy", "--allowed", "--forbidden", "--host-file", NULL},
     },
     {
+        .name = "session",
+        .fn = cmd_session,
+        .connects = true,
+        .synopsis = "session start|send|approve|deny|cancel|events|diff|list [--id ID] ...",
+        .summary = "a long-lived Claude Code session in the guest, its approvals and events",
+        .options = "  --id ID              the session (what start answered)\n"
+                   "  --prompt-file F|-    the prompt or turn (start, send; default stdin)\n"
+                   "  --model M, --max-turns N, --credential NAME, --session-timeout S\n"
+                   "  --permission-mode ask|accept_edits|skip   (start; default ask)\n"
+                   "  --approval-timeout S an unanswered tool call is denied after S (300)\n"
+                   "  --dangerously-no-sandbox   recorded in the session's status (start)\n"
+                   "  --env NAME=VALUE     the CLI's environment (start; not for secrets)\n"
+                   "  --request RID        the control_request to approve or deny\n"
+                   "  --message M, --interrupt   deny: the reason; end the turn\n"
+                   "  --from OFFSET        events from this byte offset (0)\n"
+                   "  --follow             events as JSON lines until the session ends\n"
+                   "  --approve TOOL       while following, allow TOOL (repeatable; * any)\n"
+                   "  --deny-all           while following, deny every tool call\n",
+        .example = "sandbox-ctl --incus sbx-42 session start --follow --approve Write < prompt.txt",
+        .value_options =
+            (const char *const[]){"--id", "--prompt-file", "--model", "--max-turns",
+                                  "--permission-mode", "--credential",
+                                  "--approval-timeout", "--session-timeout", "--request",
+                                  "--message", "--from", "--approve", NULL},
+        .flag_options = (const char *const[]){"--dangerously-no-sandbox", "--follow", "--deny-all",
+                                              "--interrupt", NULL},
+    },
+    {
         .name = "help",
         .fn = cmd_help,
         .connects = false,

@@ -51,7 +51,9 @@ int egress_policy_allow(struct egress_policy *p, const char *entry, struct err *
 			    "'%.*s' is not a host name: letters, digits, '-' and '.' only "
 			    "(a leading '.' also allows the subdomains)",
 			    (int)n, entry);
-	if (n == 1 || strstr(entry, ".."))
+	/* squid reads a leading '-' as a flag: a name starts and ends with a letter or digit. */
+	if (n == 1 || strstr(entry, "..") || entry[0] == '-' || entry[n - 1] == '-' ||
+	    entry[n - 1] == '.' || (entry[0] == '.' && entry[1] == '-'))
 		return err_set(err, ERR_REFUSED, EINVAL, "'%.*s' is not a host name", (int)n,
 		               entry);
 	errno = 0;

@@ -36,7 +36,8 @@ static void add(FILE *f, bool *seen_port, uint16_t port, const struct egress_pol
 		return;
 	*seen_port = true;
 	fprintf(f, "acl sandbox_port_%u port %u\n", (unsigned)port, (unsigned)port);
-	fprintf(f, "acl sandbox_hosts_%u dstdomain", (unsigned)port);
+	/* -n: a request that names an address is never matched by its reverse DNS name. */
+	fprintf(f, "acl sandbox_hosts_%u dstdomain -n", (unsigned)port);
 	for (size_t i = 0; i < p->n_allow; i++)
 		if (p->allow[i].port == port)
 			fprintf(f, " %s", p->allow[i].host);

@@ -44,6 +44,7 @@ static const char usage_text[] =
     "          [--message M] [--pull-request [--title T] [--body-file F] [--base B] [--draft]]\n"
     "  github-token --app-id N --private-key FILE --installation N --repository OWNER/NAME\n"
     "          [--permissions contents:read,...] [--api-url URL] [--clone-url URL] [--ref REF]\n"
+    "  session start|send|approve|deny|cancel|events|diff|list   a Claude Code session\n"
     "  help [COMMAND]                         a command's options and an example\n"
     "                                         (also: sandbox-ctl COMMAND --help)\n"
     "  completion bash                        a bash completion script\n"

@@ -19,7 +19,7 @@ LAYER_guest/confine  := common/base
 LAYER_guest/session  := common/base common/scrub common/git guest/stage guest/proc guest/config \
 	guest/confine
 LAYER_guest/serve    := common/base common/scrub common/channel common/git guest/stage \
-	guest/proc guest/config guest/engine guest/confine
+	guest/proc guest/config guest/engine guest/confine guest/session
 LAYER_guest/init     := common/base
 LAYER_guest/cli      := common/base common/scrub common/channel common/git guest/stage \
 	guest/proc guest/config guest/engine guest/serve guest/init guest/session guest/confine

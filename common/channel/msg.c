@@ -42,9 +42,12 @@ static const struct {
     {MSG_VERIFY, "verify"},
     {MSG_SESSION_START, "session.start"},
     {MSG_SESSION_EVENT, "session.event"},
-    {MSG_SESSION_ASK, "session.ask"},
+    {MSG_SESSION_EVENTS, "session.events"},
     {MSG_SESSION_ANSWER, "session.answer"},
-    {MSG_SESSION_INPUT, "session.input"},
+    {MSG_SESSION_SEND, "session.send"},
+    {MSG_SESSION_CANCEL, "session.cancel"},
+    {MSG_SESSION_DIFF, "session.diff"},
+    {MSG_SESSION_LIST, "session.list"},
 };
 
 const char *msg_type_name(uint16_t type)

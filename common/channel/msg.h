@@ -70,12 +70,15 @@ enum msg_type {
 	MSG_PUBLISH_DATA = 0x00A1,
 
 	MSG_VERIFY = 0x00B0,
-	/* coding sessions (reserved, see docs/protocol.md) */
+	/* coding sessions (docs/protocol.md, "Coding sessions") */
 	MSG_SESSION_START = 0x0080,
 	MSG_SESSION_EVENT = 0x0081,
-	MSG_SESSION_ASK = 0x0082,
+	MSG_SESSION_EVENTS = 0x0082,
 	MSG_SESSION_ANSWER = 0x0083,
-	MSG_SESSION_INPUT = 0x0084,
+	MSG_SESSION_SEND = 0x0084,
+	MSG_SESSION_CANCEL = 0x0085,
+	MSG_SESSION_DIFF = 0x0086,
+	MSG_SESSION_LIST = 0x0087,
 };
 
 struct msg {

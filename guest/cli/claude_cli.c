@@ -22,9 +22,11 @@
 #include "log.h"
 #include "proc.h"
 #include "scrub.h"
+#include "session_confine.h"
 #include "session_dir.h"
 #include "session_env.h"
 #include "session_job.h"
+#include "session_live.h"
 #include "session_login.h"
 #include "session_request.h"
 #include "session_status.h"
@@ -71,7 +73,7 @@ static int refuse(const char *msg)
 
 static void usage(FILE *f)
 {
-	fputs("usage: sandbox-claude session-start --dir DIR\n"
+	fputs("usage: sandbox-claude session-start --dir DIR [--dangerously-no-sandbox]\n"
 	      "       sandbox-claude session-cancel --dir DIR\n"
 	      "       sandbox-claude login-start [--timeout SECONDS]\n"
 	      "       sandbox-claude login-code       (the code in CLAUDE_LOGIN_CODE)\n"
@@ -80,7 +82,9 @@ static void usage(FILE *f)
 	      "\n"
 	      "DIR is /workspace/claude/sessions/<digits>, root's, 0700, holding request.json and\n"
 	      "prompt.txt. Every call prints one JSON object as its last stdout line; exit 0 on\n"
-	      "success, 2 with {\"error\": ...} when refused.\n",
+	      "success, 2 with {\"error\": ...} when refused. A session starts only in a sandbox\n"
+	      "whose confinement `sandbox-ctl verify` proved, unless --dangerously-no-sandbox (or\n"
+	      "the request's \"dangerously_no_sandbox\": true).\n",
 	      f);
 }
 
@@ -96,7 +100,8 @@ static const char *dir_arg(int argc, char **argv)
 }
 
 struct start_ctx {
-	char *root; /* copies: the supervisor wipes argv and the environment */
+	bool no_sandbox; /* --dangerously-no-sandbox */
+	char *root;      /* copies: the supervisor wipes argv and the environment */
 	char *dir;
 	int dirfd;
 	int lock_fd;
@@ -250,11 +255,16 @@ static int start_prepare(struct start_ctx *c, struct err *err)
 	for (size_t i = 1; c->req.argv[i]; i++)
 		if (strv_push(&c->argv, c->req.argv[i]) < 0)
 			return err_oom(err);
+	/* Last of the checks, so a malformed request is told about first. */
+	c->req.dangerously_no_sandbox |= c->no_sandbox;
+	if (session_confine_check(c->req.dangerously_no_sandbox, err) < 0)
+		return err_ret(err);
 
 	{
 		_cleanup_free_ char *path = NULL;
 
 		c->st.state = SESSION_STARTING;
+		c->st.dangerously_no_sandbox = c->req.dangerously_no_sandbox;
 		session_status_now(c->st.started_at);
 		if (asprintf(&path, "%s/status.json", c->dir) < 0)
 			return err_oom(err);
@@ -296,7 +306,7 @@ static _noreturn_ void supervise(struct start_ctx *c)
 	/* The credential lives on only in c->env: not in our /proc/PID/environ or cmdline. */
 	(void)proc_hide_caller("sandbox-claude session");
 	signal(SIGPIPE, SIG_IGN);
-	if (session_job_run(&job, &err) < 0)
+	if ((c->req.live ? session_live_run(&job, &err) : session_job_run(&job, &err)) < 0)
 		_exit(1);
 	_exit(0);
 }
@@ -310,6 +320,9 @@ static int session_start(int argc, char **argv)
 
 	if (!dir_arg(argc, argv))
 		return refuse("session-start needs --dir DIR");
+	for (int i = 2; i < argc; i++)
+		if (strcmp(argv[i], "--dangerously-no-sandbox") == 0)
+			c.no_sandbox = true;
 	c.dir = strdup(dir_arg(argc, argv));
 	c.root = strdup(env_or("SANDBOX_CLAUDE_ROOT", SESSION_DIR_ROOT));
 	if (!c.dir || !c.root) {
@@ -349,8 +362,16 @@ static int session_start(int argc, char **argv)
 		start_ctx_dispose(&c);
 		return fail(&err);
 	}
+	{
+		_cleanup_json_ struct json_object *o = json_object_new_object();
+		json_object_object_add(o, "status", json_object_new_string("started"));
+		json_object_object_add(
+		    o, "sandbox",
+		    json_object_new_string(session_confine_word(c.req.dangerously_no_sandbox)));
+		printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
+		fflush(stdout);
+	}
 	start_ctx_dispose(&c);
-	print_kv("status", "started");
 	return 0;
 }
 

@@ -327,6 +327,11 @@ static int plan_from_directory(struct boot_plan *p, const struct boot_options *o
 		return r;
 	}
 	r = egress_config_resolve(NULL, &cfg.egress, o->caller_env, &p->egress, err);
+	/* A stop or discard needs no proxy to remove rules (the daemon's may be gone now). */
+	if (r < 0 && o->for_cleanup && p->egress.nft) {
+		err_clear(err);
+		r = 0;
+	}
 	if (r < 0) {
 		err_wrap(err, "Sandbox configuration failed");
 		goto out_config;
@@ -406,6 +411,10 @@ static int plan_from_spec(struct boot_plan *p, const struct boot_options *o, str
 	r = plan_paths(p, o, spec.app_dir, spec_dir, spec.manifest_path, err);
 	if (r >= 0)
 		r = egress_config_resolve(&spec.egress, NULL, o->caller_env, &p->egress, err);
+	if (r < 0 && o->for_cleanup && p->egress.nft) {
+		err_clear(err);
+		r = 0;
+	}
 	if (r >= 0)
 		r = plan_user(p, o, spec.user, true, err);
 	if (r >= 0)

@@ -79,8 +79,7 @@ int egress_config_resolve(const struct egress_request *spec, const struct egress
 		proxy = spec->proxy;
 	else if (daemon && *daemon)
 		proxy = daemon;
-	else if (file && file->proxy)
-		proxy = file->proxy;
+	/* sandbox.yml's own proxy is never taken (sandbox_config.c warns): the app would choose. */
 	ret->required = (spec && spec->required) || (file && file->required) ||
 	                (required && !strcmp(required, "1"));
 	if (!nft || !*nft)
@@ -93,8 +92,7 @@ int egress_config_resolve(const struct egress_request *spec, const struct egress
 		if (ret->required)
 			return err_set(err, ERR_REFUSED, EINVAL,
 			               "egress confinement is required but no proxy is named: give "
-			               "`egress.proxy` (sandbox.yml or the spec) or the daemon's "
-			               "--egress-proxy");
+			               "the spec's `egress.proxy` or the daemon's --egress-proxy");
 		return 0;
 	}
 	if (egress_config_check_proxy(proxy, &ret->host, &ret->port, err) < 0)

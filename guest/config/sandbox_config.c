@@ -710,8 +710,12 @@ static int parse_egress_entry(struct cfg_parser *p, const yaml_event_t *key, str
 		return refuse_at(p->err, &value.start_mark, "`egress.proxy` must be a URL");
 	if (egress_config_check_proxy(text, &host, &port, &why) < 0)
 		return refuse_at(p->err, &value.start_mark, "egress: %s", why.msg);
-	free(b->egress.proxy);
-	b->egress.proxy = TAKE_PTR(text);
+	/* The checkout is what the rules confine: it cannot name the one place it may reach. */
+	note_add(p->notes,
+	         "%s:%zu:%zu: warning: `egress.proxy` is ignored: a checkout cannot choose where "
+	         "its own traffic may go; the proxy comes from the boot spec or the daemon's "
+	         "--egress-proxy",
+	         SANDBOX_CONFIG_PATH, key->start_mark.line + 1, key->start_mark.column + 1);
 	return 0;
 }
 

@@ -181,6 +181,20 @@ static int attempt_setup(struct attempt *a, const char *proxy)
 		rc = curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
 	if (rc == CURLE_OK)
 		rc = curl_easy_setopt(c, CURLOPT_WRITEDATA, a);
+	/*
+	 * A probe carries no secret and asks only whether a destination can be reached: a
+	 * certificate that does not match (an address, a self-signed internal host) must not
+	 * make a reachable host look refused.
+	 */
+	if (rc == CURLE_OK)
+		rc = curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 0L);
+	if (rc == CURLE_OK)
+		rc = curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 0L);
+#if CURL_AT_LEAST_VERSION(7, 87, 0)
+	/* A name nobody resolves must not hold the cleanup past the probes' deadline. */
+	if (rc == CURLE_OK)
+		rc = curl_easy_setopt(c, CURLOPT_QUICK_EXIT, 1L);
+#endif
 	if (rc == CURLE_OK && a->kind == ATTEMPT_DIRECT) {
 		/* Only whether a TCP connection opens: no proxy, no request. */
 		rc = curl_easy_setopt(c, CURLOPT_NOPROXY, "*");
@@ -208,7 +222,11 @@ static bool attempt_reached(struct attempt *a, char *detail, size_t size)
 		return false;
 	}
 	if (a->kind == ATTEMPT_DIRECT) {
-		if (a->result == CURLE_OK) {
+		curl_off_t connected = 0;
+
+		/* The TCP connection opened, whatever TLS said afterwards: it was reached. */
+		curl_easy_getinfo(a->easy, CURLINFO_CONNECT_TIME_T, &connected);
+		if (a->result == CURLE_OK || connected > 0) {
 			snprintf(detail, size, "a direct TCP connection opened");
 			return true;
 		}
@@ -216,7 +234,13 @@ static bool attempt_reached(struct attempt *a, char *detail, size_t size)
 		         a->errbuf[0] ? a->errbuf : curl_easy_strerror(a->result));
 		return false;
 	}
-	if (a->squid_refused) {
+	/* A tunnel the proxy opened reached the destination, whatever came through it. */
+	if (connect_code == 200) {
+		snprintf(detail, size, "the proxy opened a tunnel to it (CONNECT answered 200)");
+		return true;
+	}
+	/* Only a refusal is the proxy's: an origin's own answer may carry any header. */
+	if (a->squid_refused && (connect_code || code >= 400 || code == 0)) {
 		snprintf(detail, size, "the proxy refused it (HTTP %ld)",
 		         connect_code ? connect_code : code);
 		return false;

@@ -7,6 +7,8 @@
 #include <libgen.h>
 #include <limits.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "cleanup.h"
 #include "file.h"
@@ -38,7 +40,21 @@ int confine_record_read(const char *path, bool *ret_confined, int64_t *ret_verif
 	size_t len, off;
 	int r;
 
-	r = file_read_capped(AT_FDCWD, path, CONFINE_RECORD_MAX, READ_MISSING_OK, &buf, &len, err);
+	struct stat st;
+
+	/* Only a record of ours counts: our owner's, written by nobody else, not through a link. */
+	if (lstat(path, &st) < 0)
+		return errno == ENOENT
+		           ? 0
+		           : err_errno(err, "cannot read the verification record %s", path);
+	if (!S_ISREG(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 022))
+		return err_set(
+		    err, ERR_REFUSED, EPERM,
+		    "%s is not a verification record of this agent (it must be a file of "
+		    "uid %u that only its owner can write): run sandbox-ctl verify again",
+		    path, (unsigned)geteuid());
+	r = file_read_capped(AT_FDCWD, path, CONFINE_RECORD_MAX, READ_MISSING_OK | READ_NOFOLLOW,
+	                     &buf, &len, err);
 	if (r < 0)
 		return err_wrap(err, "reading the verification record %s", path);
 	if (r == 1)

@@ -110,6 +110,8 @@ static char *ruleset(const struct boot_plan *p, const struct confined *c)
 	             "\t\tmeta skuid { %s } jump confined\n"
 	             "\t}\n"
 	             "\tchain confined {\n"
+	             /* A resolver on loopback would forward names out: DNS is not loopback. */
+	             "\t\tmeta l4proto { tcp, udp } th dport 53 reject\n"
 	             "\t\tip daddr 127.0.0.0/8 accept\n"
 	             "\t\tip6 daddr ::1 accept\n"
 	             "%s"
@@ -255,9 +257,10 @@ void boot_egress_remove(const struct boot_plan *p)
 {
 	struct err e;
 
-	if (!p->egress.proxy)
-		return;
-	/* Create first, so the delete finds it whether or not a boot made it. */
+	/*
+	 * Whatever this discard's own configuration says (the daemon's proxy may not be in its
+	 * environment now): a table a boot left is removed. Create first, so the delete finds it
+	 * whether or not a boot made it. */
 	if (run_nft(p,
 	            "add table inet " BOOT_EGRESS_TABLE " ';' delete table inet " BOOT_EGRESS_TABLE,
 	            NULL, &e) < 0)

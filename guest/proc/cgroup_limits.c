@@ -333,7 +333,8 @@ int cgroup_limits_parse_size(const char *text, uint64_t *ret, struct err *err)
 	if (*p < '0' || *p > '9')
 		goto bad;
 	for (; *p >= '0' && *p <= '9'; p++) {
-		if (whole > (UINT64_C(1) << 62))
+		/* Checked before it can wrap: past 2^62 is no size anyway. */
+		if (whole > ((UINT64_C(1) << 62) - 9) / 10)
 			goto bad;
 		whole = whole * 10 + (uint64_t)(*p - '0');
 	}

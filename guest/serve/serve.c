@@ -212,7 +212,7 @@ static int poll_timeout(struct serve *srv)
 static int loop_run(struct serve *srv)
 {
 	while (!srv->quit) {
-		size_t n = 1, nconn = 0, njob = 0;
+		size_t n = 1, nconn = 0, njob = 0, nwake = 0;
 		_cleanup_free_ struct pollfd *pfd = NULL;
 		_cleanup_free_ struct conn **conns = NULL;
 		_cleanup_free_ struct job **jobs = NULL;
@@ -223,7 +223,10 @@ static int loop_run(struct serve *srv)
 			nconn++;
 		for (struct job *j = srv->jobs; j; j = j->next)
 			njob++;
-		pfd = calloc(1 + srv->n_listeners + nconn + njob, sizeof(*pfd));
+		for (struct conn *c = srv->conns; c; c = c->next)
+			for (const struct stream *st = c->streams; st; st = st->next)
+				nwake += !st->done && st->ops && st->ops->wake_fd;
+		pfd = calloc(1 + srv->n_listeners + nconn + njob + nwake, sizeof(*pfd));
 		conns = calloc(nconn + 1, sizeof(*conns));
 		jobs = calloc(njob + 1, sizeof(*jobs));
 		if (!pfd || !conns || !jobs) {
@@ -249,6 +252,12 @@ static int loop_run(struct serve *srv)
 			jobs[njob++] = j;
 			pfd[n++] = (struct pollfd){.fd = j->fd, .events = POLLIN};
 		}
+		/* Only to wake the loop: every pump runs after each poll anyway. */
+		for (struct conn *c = srv->conns; c; c = c->next)
+			for (const struct stream *st = c->streams; st; st = st->next)
+				if (!st->done && st->ops && st->ops->wake_fd)
+					pfd[n++] = (struct pollfd){.fd = st->ops->wake_fd(st),
+					                           .events = POLLIN};
 
 		r = poll(pfd, n, poll_timeout(srv));
 		if (r < 0 && errno != EINTR) {

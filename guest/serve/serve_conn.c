@@ -64,7 +64,7 @@ static void hello_send(struct conn *c)
 	json_object *caps = json_object_new_array();
 	static const char *const names[] = {"secrets", "tree.push", "boot",         "status",
 	                                    "logs",    "stop",      "runtime.read", "checkout",
-	                                    "publish", "verify"};
+	                                    "publish", "verify",    "session"};
 
 	for (size_t i = 0; i < ELEMENTSOF(names); i++)
 		json_object_array_add(caps, json_object_new_string(names[i]));

@@ -12,6 +12,7 @@
 #include "serve_ops_publish.h"
 #include "serve_ops_query.h"
 #include "serve_ops_secrets.h"
+#include "serve_ops_session.h"
 #include "serve_ops_tree.h"
 #include "serve_ops_verify.h"
 
@@ -42,6 +43,20 @@ serve_ops_start_fn serve_ops_find(uint16_t type)
 		return serve_ops_publish_commit;
 	case MSG_VERIFY:
 		return serve_ops_verify;
+	case MSG_SESSION_START:
+		return serve_ops_session_start;
+	case MSG_SESSION_SEND:
+		return serve_ops_session_send;
+	case MSG_SESSION_ANSWER:
+		return serve_ops_session_answer;
+	case MSG_SESSION_CANCEL:
+		return serve_ops_session_cancel;
+	case MSG_SESSION_EVENTS:
+		return serve_ops_session_events;
+	case MSG_SESSION_DIFF:
+		return serve_ops_session_diff;
+	case MSG_SESSION_LIST:
+		return serve_ops_session_list;
 	default:
 		return NULL;
 	}

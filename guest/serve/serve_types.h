@@ -66,6 +66,9 @@ struct stream_ops {
 	/* Work to do from the loop (logs): 1 when there is more to do at once, else 0. */
 	int (*pump)(struct conn *c, struct stream *st);
 	void (*free)(void *data);
+	/* A descriptor that becomes readable when pump() has work (an inotify of a followed
+	 * file), so the loop wakes at once instead of at its next SERVE_FOLLOW_MS; -1: none. */
+	int (*wake_fd)(const struct stream *st);
 };
 
 struct stream {

@@ -3,6 +3,7 @@
 #include "session_confine.h"
 
 #include <errno.h>
+#include <stdlib.h>
 
 #include "confine_record.h"
 #include "log.h"
@@ -38,7 +39,19 @@ int session_confine_check_at(const char *path, bool dangerously_no_sandbox, stru
 	return 0;
 }
 
+const char *session_confine_record_path(void)
+{
+	const char *v = getenv(SESSION_CONFINE_RECORD_ENV);
+
+	return v && *v ? v : CONFINE_RECORD_PATH;
+}
+
 int session_confine_check(bool dangerously_no_sandbox, struct err *err)
 {
-	return session_confine_check_at(CONFINE_RECORD_PATH, dangerously_no_sandbox, err);
+	return session_confine_check_at(session_confine_record_path(), dangerously_no_sandbox, err);
+}
+
+const char *session_confine_word(bool dangerously_no_sandbox)
+{
+	return dangerously_no_sandbox ? "unverified (--dangerously-no-sandbox)" : "verified";
 }

@@ -18,6 +18,14 @@
  * message that says what to run.
  */
 int session_confine_check(bool dangerously_no_sandbox, struct err *err);
+/*
+ * Where the record is: $SANDBOX_CONFINEMENT_RECORD (the daemon names the one its verify wrote,
+ * STATE_DIR/confinement.json), else /run/sandbox-agent/confinement.json.
+ */
+#define SESSION_CONFINE_RECORD_ENV "SANDBOX_CONFINEMENT_RECORD"
+const char *session_confine_record_path(void);
+/* What a start's answer says of the sandbox: "verified" or "unverified (...)". */
+const char *session_confine_word(bool dangerously_no_sandbox);
 /* The same with the record at path (tests, another state directory). */
 int session_confine_check_at(const char *path, bool dangerously_no_sandbox, struct err *err);
 

@@ -25,12 +25,37 @@ struct job_state {
 	bool prompt_removed;
 };
 
+static void live_fields(const struct session_job *job, struct session_status *st)
+{
+	/* Every session's status says when it runs in a sandbox nobody verified. */
+	st->dangerously_no_sandbox = job->req->dangerously_no_sandbox;
+	if (!job->live)
+		return;
+	st->live = true;
+	st->busy = st->state == SESSION_RUNNING && job->live->busy;
+	st->turns = job->live->turns;
+	st->pending = st->state == SESSION_RUNNING ? job->live->pending : 0;
+}
+
 static void status_save(struct job_state *s)
 {
 	struct err e;
 
+	live_fields(s->job, &s->st);
 	if (session_status_write(s->status_path, &s->st, &e) < 0)
 		log_debug("status.json: %s", e.msg);
+}
+
+int session_job_status_write(const struct session_job *job, const struct session_status *st,
+                             struct err *err)
+{
+	_cleanup_free_ char *path = NULL;
+	struct session_status copy = *st;
+
+	if (asprintf(&path, "%s/status.json", job->dir) < 0)
+		return err_oom(err);
+	live_fields(job, &copy);
+	return session_status_write(path, &copy, err);
 }
 
 static void job_started(void *userdata, pid_t pid)
@@ -43,6 +68,8 @@ static void job_started(void *userdata, pid_t pid)
 	s->st.state = SESSION_RUNNING;
 	s->st.pid = pid;
 	status_save(s);
+	if (s->job->started)
+		s->job->started(s->job->hooks ? s->job->hooks->userdata : NULL, pid);
 }
 
 /* A line of our own at the end of stderr.log (the platform shows its last lines). */
@@ -107,6 +134,19 @@ static int base_commit(const struct session_job *job, char ret[41], struct err *
 	if (len != 40)
 		return err_set(err, ERR_FAILED, EIO, "reading the checkout's HEAD: no commit id");
 	return session_dir_base_commit(job->root, head, ret, err);
+}
+
+static void write_diff(const struct session_job *job, const char *base);
+
+void session_job_write_diff(const struct session_job *job)
+{
+	char base[41];
+	struct err e;
+
+	if (session_dir_base_commit(job->root, NULL, base, &e) != 0)
+		write_diff(job, NULL);
+	else
+		write_diff(job, base);
 }
 
 static void write_diff(const struct session_job *job, const char *base)
@@ -180,7 +220,7 @@ int session_job_run(const struct session_job *job, struct err *err)
 		            .cwd = job->checkout,
 		            .user = job->claude_user,
 		            .mkdir_as_user = job->config_dir,
-		            .stdin_fd = job->prompt_fd,
+		            .stdin_fd = job->hooks ? job->stdin_fd : job->prompt_fd,
 		        },
 		    .scrub = job->scrub,
 		    .timeout_s = job->req->timeout,
@@ -188,6 +228,7 @@ int session_job_run(const struct session_job *job, struct err *err)
 		    .cancel_name = "cancel",
 		    .started = job_started,
 		    .userdata = &s,
+		    .hooks = job->hooks,
 		};
 
 		if (asprintf(&events, "%s/events.jsonl", job->dir) < 0 ||
@@ -224,6 +265,7 @@ finish:
 	/* Whoever sees `finished` may start the next session at once. */
 	if (job->lock_fd >= 0)
 		close(job->lock_fd);
+	live_fields(job, &s.st);
 	rc = session_status_write(s.status_path, &s.st, err);
 	free(s.status_path);
 	return rc < 0 ? err_ret(err) : 0;

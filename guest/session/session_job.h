@@ -14,6 +14,8 @@
 #include "proc.h"
 #include "scrub.h"
 #include "session_request.h"
+#include "session_run.h"
+#include "session_status.h"
 
 struct session_job {
 	const char *root; /* ROOT: base_commit lives there */
@@ -30,6 +32,12 @@ struct session_job {
 	const struct scrubber *scrub;
 	const char *started_at; /* the `starting` record's, kept in every later one */
 	int lock_fd; /* the session lock: released just before the `finished` record, or -1 */
+	/* A long-lived session (session_live.h): stdin_fd replaces prompt_fd as the CLI's stdin,
+	 * the hooks follow the run, and live's fields go into every status record. */
+	const struct session_run_hooks *hooks;
+	int stdin_fd;
+	const struct session_status *live;
+	void (*started)(void *userdata, pid_t pid); /* after `running` is recorded */
 };
 
 /*
@@ -38,5 +46,12 @@ struct session_job {
  * when even that could not be written.
  */
 int session_job_run(const struct session_job *job, struct err *err);
+
+/* Write diff.patch now: the checkout against ROOT/base_commit, as at a session's end. */
+void session_job_write_diff(const struct session_job *job);
+
+/* Rewrite status.json from st with live's fields (a long-lived session's changes). */
+int session_job_status_write(const struct session_job *job, const struct session_status *st,
+                             struct err *err);
 
 #endif

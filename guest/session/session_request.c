@@ -100,6 +100,19 @@ static int uint_key(struct json_object *root, const char *key, int64_t max, int6
 	return 0;
 }
 
+static int bool_key(struct json_object *root, const char *key, bool *ret, struct err *err)
+{
+	struct json_object *o;
+
+	*ret = false;
+	if (!json_object_object_get_ex(root, key, &o) || json_object_is_type(o, json_type_null))
+		return 0;
+	if (!json_object_is_type(o, json_type_boolean))
+		return refuse(err, "request: `%s` must be true or false", key);
+	*ret = json_object_get_boolean(o);
+	return 0;
+}
+
 static int parse_object(struct json_object *root, struct session_request *r, struct err *err)
 {
 	struct json_object *o;
@@ -141,6 +154,13 @@ static int parse_object(struct json_object *root, struct session_request *r, str
 	             err) < 0)
 		return err_ret(err);
 	r->max_diff_bytes = (size_t)v;
+	if (uint_key(root, "approval_timeout", SESSION_TIMEOUT_MAX,
+	             SESSION_DEFAULT_APPROVAL_TIMEOUT, &v, err) < 0)
+		return err_ret(err);
+	r->approval_timeout = (unsigned)v;
+	if (bool_key(root, "live", &r->live, err) < 0 ||
+	    bool_key(root, "dangerously_no_sandbox", &r->dangerously_no_sandbox, err) < 0)
+		return err_ret(err);
 
 	if (json_object_object_get_ex(root, "env", &o) && !json_object_is_type(o, json_type_null) &&
 	    env_object(o, &r->env, err) < 0)

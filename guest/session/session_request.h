@@ -4,7 +4,7 @@
  *
  *   {"argv": ["claude", "-p", ...], "mode": "api_key" | "sandbox_login", "timeout": SECONDS,
  *    "env": {"NAME": "VALUE", ...}, "pathspecs": [":(exclude)...", ...],
- *    "max_diff_bytes": N}
+ *    "max_diff_bytes": N, "live": B, "approval_timeout": SECONDS, "dangerously_no_sandbox": B}
  *
  * Unknown keys are ignored. Every refusal has class ERR_REFUSED and names the key, e.g.
  * "request: `argv` must be a non-empty list of strings".
@@ -12,6 +12,7 @@
 #ifndef SA_SESSION_REQUEST_H
 #define SA_SESSION_REQUEST_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "err.h"
@@ -25,6 +26,7 @@
 #define SESSION_TIMEOUT_MAX 86400
 #define SESSION_DEFAULT_DIFF_BYTES 1000000
 #define SESSION_DIFF_BYTES_MAX (64 * 1024 * 1024)
+#define SESSION_DEFAULT_APPROVAL_TIMEOUT 300
 
 enum session_mode {
 	SESSION_MODE_API_KEY = 0,
@@ -38,6 +40,10 @@ struct session_request {
 	char **env;            /* "NAME=VALUE", names valid and unique; may be NULL */
 	char **pathspecs;      /* may be NULL */
 	size_t max_diff_bytes; /* 1..SESSION_DIFF_BYTES_MAX */
+	/* A long-lived session fed turns on its stdin (docs/sessions.md, "Long-lived sessions"). */
+	bool live;
+	unsigned approval_timeout;   /* seconds a can_use_tool request waits for an answer */
+	bool dangerously_no_sandbox; /* recorded in status.json; the start decides on it */
 };
 
 /* ret is filled only on success; release it with session_request_dispose. */

@@ -27,6 +27,7 @@
 
 #define DRAIN_AFTER_EXIT_MS 2000
 #define TICK_MS 100
+#define SESSION_RUN_HOOK_FDS 4
 
 enum {
 	STAGE_PGRP = 1,
@@ -214,16 +215,17 @@ bool session_run_cancel_requested(int dirfd, const char *name)
 	return name && fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
 }
 
-struct events_out {
+struct session_run_events {
 	int fd;
 	uint64_t bytes;
 	bool full;
 	bool failed;
+	const struct session_run_hooks *hooks;
 };
 
 static int events_sink(void *userdata, const char *buf, size_t len)
 {
-	struct events_out *e = userdata;
+	struct session_run_events *e = userdata;
 	static const char full_line[] =
 	    "{\"type\":\"raw\",\"text\":\"(events.jsonl is full: later events are dropped)\"}\n";
 
@@ -240,7 +242,14 @@ static int events_sink(void *userdata, const char *buf, size_t len)
 		return 0;
 	}
 	e->bytes += len;
+	if (e->hooks && e->hooks->event && !e->full)
+		e->hooks->event(e->hooks->userdata, buf, len);
 	return 0;
+}
+
+int session_run_event_append(struct session_run_events *ev, const char *line, size_t len)
+{
+	return events_sink(ev, line, len);
 }
 
 static void scrub_stream_freep(struct scrub_stream **s)
@@ -298,7 +307,7 @@ int session_run(const struct session_run_spec *spec, struct session_run_result *
 	_cleanup_(session_lines_freep) struct session_lines *lines = NULL;
 	_cleanup_close_ int events_fd = -1, out_r = -1, out_w = -1, err_r = -1, err_w = -1;
 	_cleanup_close_ int pidfd = -1;
-	struct events_out ev = {.fd = -1};
+	struct session_run_events ev = {.fd = -1, .hooks = spec->hooks};
 	struct session_spawn sp = spec->spawn;
 	unsigned kill_after = spec->kill_after_ms ? spec->kill_after_ms : SESSION_KILL_AFTER_MS;
 	uint64_t start, deadline = 0, kill_at = 0, drain_until = 0, next_tick = 0;
@@ -313,6 +322,8 @@ int session_run(const struct session_run_spec *spec, struct session_run_result *
 	if (events_fd < 0)
 		return err_errno(err, "cannot create %s", spec->events_path);
 	ev.fd = events_fd;
+	if (spec->hooks && spec->hooks->events)
+		*spec->hooks->events = &ev;
 	if (logfile_open(spec->stderr_path,
 	                 spec->stderr_max ? spec->stderr_max : SESSION_STDERR_MAX, (uid_t)-1,
 	                 (gid_t)-1, &errlog, err) < 0)
@@ -375,8 +386,8 @@ int session_run(const struct session_run_spec *spec, struct session_run_result *
 	if (spec->timeout_s)
 		deadline = start + (uint64_t)spec->timeout_s * 1000;
 	while (!(exited && out_eof && err_eof)) {
-		struct pollfd pfd[3];
-		int nfds = 0, timeout = TICK_MS;
+		struct pollfd pfd[3 + SESSION_RUN_HOOK_FDS];
+		int nfds = 0, timeout = TICK_MS, first_hook;
 		uint64_t now = clock_now_ms();
 
 		if (!exited) {
@@ -409,6 +420,10 @@ int session_run(const struct session_run_spec *spec, struct session_run_result *
 			pfd[nfds++] = (struct pollfd){.fd = err_r, .events = POLLIN};
 		if (!exited && pidfd >= 0)
 			pfd[nfds++] = (struct pollfd){.fd = pidfd, .events = POLLIN};
+		first_hook = nfds;
+		if (!exited && spec->hooks && spec->hooks->poll_fill)
+			nfds += (int)spec->hooks->poll_fill(spec->hooks->userdata, pfd + nfds,
+			                                    SESSION_RUN_HOOK_FDS);
 		if (poll(pfd, (nfds_t)nfds, timeout) < 0 && errno != EINTR)
 			break;
 		if (!out_eof)
@@ -428,6 +443,9 @@ int session_run(const struct session_run_spec *spec, struct session_run_result *
 				err_eof = true;
 			}
 		}
+		if (nfds > first_hook && spec->hooks->poll_done)
+			spec->hooks->poll_done(spec->hooks->userdata, pfd + first_hook,
+			                       (size_t)(nfds - first_hook));
 		siginfo_t si = {0};
 		if (!exited && waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 &&
 		    si.si_pid == pid) {

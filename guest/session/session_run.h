@@ -51,6 +51,28 @@ struct session_spawn {
  */
 int session_run_spawn(const struct session_spawn *sp, pid_t *ret_pid, struct err *err);
 
+struct pollfd;
+struct session_run_events;
+
+/*
+ * What a long-lived session (session_live.h) adds to the run: descriptors polled beside the
+ * CLI's, and each event line seen once it is in the events file.
+ */
+struct session_run_hooks {
+	void *userdata;
+	/* Set by session_run() before the CLI starts: for session_run_event_append(). */
+	struct session_run_events **events;
+	/* Each line as written to the events file (scrubbed, ending in '\n'). */
+	void (*event)(void *userdata, const char *line, size_t len);
+	/* Fill at most max more descriptors to poll; return how many. */
+	size_t (*poll_fill)(void *userdata, struct pollfd *pfd, size_t max);
+	/* After each poll, with the descriptors poll_fill gave and their revents. */
+	void (*poll_done)(void *userdata, const struct pollfd *pfd, size_t n);
+};
+
+/* One line of ours (a JSON object and '\n', scrubbed already) into the events file. */
+int session_run_event_append(struct session_run_events *ev, const char *line, size_t len);
+
 struct session_run_spec {
 	struct session_spawn spawn; /* its stdout, stderr, procs_fd, cgroup_fd set by session_run */
 	const char *events_path;    /* created, must not exist */
@@ -65,6 +87,7 @@ struct session_run_spec {
 	/* Called once the CLI runs (the caller records `running`), may be NULL. */
 	void (*started)(void *userdata, pid_t pid);
 	void *userdata;
+	const struct session_run_hooks *hooks; /* NULL: a one-shot CLI */
 };
 
 struct session_run_result {

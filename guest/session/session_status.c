@@ -62,6 +62,14 @@ int session_status_write(const char *path, const struct session_status *st, stru
 		json_object_object_add(o, "finished_at", json_object_new_string(st->finished_at));
 	if (st->error[0])
 		json_object_object_add(o, "error", json_object_new_string(st->error));
+	if (st->live) {
+		json_object_object_add(o, "live", json_object_new_boolean(true));
+		json_object_object_add(o, "dangerously_no_sandbox",
+		                       json_object_new_boolean(st->dangerously_no_sandbox));
+		json_object_object_add(o, "busy", json_object_new_boolean(st->busy));
+		json_object_object_add(o, "turns", json_object_new_int64(st->turns));
+		json_object_object_add(o, "pending", json_object_new_int64(st->pending));
+	}
 	js = json_object_to_json_string_length(
 	    o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &len);
 	if (!js)
@@ -120,6 +128,16 @@ int session_status_read(int dirfd, struct session_status *st, struct err *err)
 		st->cancelled = json_object_get_boolean(o);
 	if (json_object_object_get_ex(root, "timed_out", &o))
 		st->timed_out = json_object_get_boolean(o);
+	if (json_object_object_get_ex(root, "live", &o))
+		st->live = json_object_get_boolean(o);
+	if (json_object_object_get_ex(root, "dangerously_no_sandbox", &o))
+		st->dangerously_no_sandbox = json_object_get_boolean(o);
+	if (json_object_object_get_ex(root, "busy", &o))
+		st->busy = json_object_get_boolean(o);
+	if (json_object_object_get_ex(root, "turns", &o))
+		st->turns = (unsigned)json_object_get_int64(o);
+	if (json_object_object_get_ex(root, "pending", &o))
+		st->pending = (unsigned)json_object_get_int64(o);
 	copy_str(root, "started_at", st->started_at, sizeof(st->started_at));
 	copy_str(root, "finished_at", st->finished_at, sizeof(st->finished_at));
 	copy_str(root, "error", st->error, sizeof(st->error));

@@ -34,6 +34,12 @@ struct session_status {
 	char started_at[32];
 	char finished_at[32];
 	char error[512];
+	/* Long-lived sessions only (written when live). */
+	bool live;
+	bool dangerously_no_sandbox;
+	bool busy;        /* a turn is under way */
+	unsigned turns;   /* user turns sent */
+	unsigned pending; /* can_use_tool requests waiting for an answer */
 };
 
 /* Now as ISO 8601 UTC with milliseconds: "2026-12-01T10:05:04.123Z". */

@@ -5,7 +5,7 @@
 # this test creates and removes: nothing here touches the machine's own nftables ruleset. The
 # namespace's loopback holds three test hosts: the proxy 10.200.0.1:3128, a forbidden host
 # 10.200.0.2:80 and a loopback service 127.0.0.1:5599 (tests/data/limits/listen.py). A boot with
-# `egress: {proxy: http://10.200.0.1:3128, required: true}` loads the table with the real nft;
+# `egress: {required: true}` with the daemon's proxy (SANDBOX_AGENT_EGRESS_PROXY=http://10.200.0.1:3128) loads the table with the real nft;
 # a setup step as the app's user, and a process of the agent's user (one made for the test,
 # named by SANDBOX_CLAUDE_USER), then reach the proxy and loopback only, root reaches
 # everything, the app gets HTTPS_PROXY & co., --status reports the rules and --discard removes
@@ -39,7 +39,8 @@ boot_ns() { # boot_ns APP [args]: sandbox-app-boot in the namespace; sets RC, OU
 	local app=$1
 	shift
 	OUT=$TMP/out ERR=$TMP/err
-	in_ns $(platform_env) SANDBOX_CLAUDE_USER="$CL_USER" ${EXTRA_ENV:-} "$BOOT" --listen "127.0.0.1:$LISTEN_PORT" --grace 1000 \
+	in_ns $(platform_env) SANDBOX_CLAUDE_USER="$CL_USER" \
+		SANDBOX_AGENT_EGRESS_PROXY="${PROXY-http://10.200.0.1:3128}" ${EXTRA_ENV:-} "$BOOT" --listen "127.0.0.1:$LISTEN_PORT" --grace 1000 \
 		--cache-root "$TMP/cache" "$@" "$app" >"$OUT" 2>"$ERR"
 	RC=$?
 }
@@ -61,7 +62,7 @@ useradd --system --no-create-home --home-dir /nonexistent --shell /usr/sbin/nolo
 on_exit "userdel $CL_USER"
 
 echo "--- a boot with required egress confinement"
-app=$(pyapp_make egress raw="$(yml '{proxy: "http://10.200.0.1:3128", required: true}')")
+app=$(pyapp_make egress raw="$(yml '{required: true}')")
 cp "$DATA/connects.py" "$app/"
 chown -R sandbox: "$app"
 on_exit "in_ns $BOOT --stop --grace 1000 $app"
@@ -105,7 +106,7 @@ check "the discard succeeds" [ $? -eq 0 ]
 check "the table is gone" ! has_table
 
 echo "--- nft missing"
-app=$(pyapp_make nonft raw="$(yml '{proxy: "http://10.200.0.1:3128", required: true}')")
+app=$(pyapp_make nonft raw="$(yml '{required: true}')")
 cp "$DATA/connects.py" "$app/"
 chown -R sandbox: "$app"
 EXTRA_ENV="SANDBOX_AGENT_NFT=/nonexistent/nft" boot_ns "$app" --timeout 60
@@ -114,7 +115,7 @@ check "and says why" grep -q 'egress confinement was asked for (egress.required)
 check "nothing ran" [ ! -e "$app/connects.out" ]
 in_ns "$BOOT" --stop --grace 1000 "$app" >/dev/null 2>&1
 
-app=$(pyapp_make optional raw="$(yml '{proxy: "http://10.200.0.1:3128"}')")
+app=$(pyapp_make optional raw="$(yml '{}')")
 cp "$DATA/connects.py" "$app/"
 chown -R sandbox: "$app"
 EXTRA_ENV="SANDBOX_AGENT_NFT=/nonexistent/nft" boot_ns "$app" --timeout 60
@@ -125,11 +126,12 @@ check "the table was not loaded" ! has_table
 in_ns "$BOOT" --discard --grace 1000 "$app" >/dev/null 2>&1
 
 echo "--- the kernel refuses the table (no CAP_NET_ADMIN)"
-app=$(pyapp_make nocap raw="$(yml '{proxy: "http://10.200.0.1:3128", required: true}')")
+app=$(pyapp_make nocap raw="$(yml '{required: true}')")
 cp "$DATA/connects.py" "$app/"
 chown -R sandbox: "$app"
 OUT=$TMP/out ERR=$TMP/err
-in_ns setpriv --bounding-set -net_admin -- $(platform_env) "$BOOT" --listen "127.0.0.1:$LISTEN_PORT" \
+in_ns setpriv --bounding-set -net_admin -- $(platform_env) \
+	SANDBOX_AGENT_EGRESS_PROXY=http://10.200.0.1:3128 "$BOOT" --listen "127.0.0.1:$LISTEN_PORT" \
 	--grace 1000 --cache-root "$TMP/cache" --timeout 60 "$app" >"$OUT" 2>"$ERR"
 RC=$?
 check "a required confinement fails the boot" [ "$RC" -ne 0 ]
@@ -144,9 +146,14 @@ app=$(pyapp_make badproxy raw="$(yml '{proxy: "ftp://10.200.0.1"}')")
 boot_ns "$app" --dry-run
 check "a proxy that is not http(s) is refused" grep -q 'the scheme must be http or https' "$ERR"
 app=$(pyapp_make noproxy raw="$(yml '{required: true}')")
-boot_ns "$app" --dry-run
+PROXY= boot_ns "$app" --dry-run
 check "required without a proxy is refused" grep -q 'egress confinement is required but no proxy is named' "$ERR"
 app=$(pyapp_make typo raw="$(yml '{proxi: "http://10.200.0.1:3128"}')")
 boot_ns "$app" --dry-run
 check "a misspelt key gets a did-you-mean" grep -q 'unknown egress setting `proxi` is ignored; did you mean `proxy`?' "$ERR"
+app=$(pyapp_make ownproxy raw="$(yml '{proxy: "http://203.0.113.9:3128"}')")
+PROXY= boot_ns "$app" --dry-run
+check "a checkout's own egress.proxy is ignored, and says why" \
+	grep -q 'warning: `egress.proxy` is ignored: a checkout cannot choose where its own traffic may go' "$ERR"
+check "... so no rules use it" ! grep -q '203.0.113.9' "$OUT"
 finish

@@ -77,7 +77,7 @@ printf '%s' "$KEY" >"$TMP/key"
 chmod 600 "$TMP/key"
 export SANDBOX_CLAUDE_ROOT=$CROOT SANDBOX_APP_DIR=$APP SANDBOX_CLAUDE_USER=$CL_USER \
 	SANDBOX_APP_USER=$APP_USER SANDBOX_CLAUDE_HOME=$CHOME SANDBOX_CLAUDE_BIN=$CLI_BIN \
-	SANDBOX_BOOT_SPEC=$TMP/no-spec.json
+	SANDBOX_BOOT_SPEC=$TMP/no-spec.json SANDBOX_CONFINEMENT_RECORD=$TMP/confinement.json
 
 # What runs inside each namespace: the platform's side of one case (case.sh FUNCTION ARGS).
 cat >"$TMP/case.sh" <<'EOF'
@@ -99,6 +99,8 @@ request() {
 	python3 - "$d/request.json.in" "$d/request.json" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
+# This machine is no confined sandbox, and sandbox-claude is told so.
+r.setdefault("dangerously_no_sandbox", True)
 json.dump(r, open(sys.argv[2], "w"))
 PY
 	rm -f "$d/request.json.in"
@@ -225,8 +227,10 @@ answer() { tail -1 "$TMP/cases/$1/$2"; }
 
 echo "--- a. a text session"
 in_ns a "[{\"text\": \"Hello; key {{header:x-api-key}} url $KEY_URL b64 $KEY_B64.\"}]" simple 1
-check "a: session-start answers {\"status\":\"started\"}, exit 0" \
-	[ "$(cat "$TMP/cases/a/start.rc"):$(answer a start.out)" = '0:{"status":"started"}' ]
+check "a: session-start answers {\"status\":\"started\"} and that the sandbox is unverified, exit 0" \
+	[ "$(cat "$TMP/cases/a/start.rc"):$(answer a start.out)" = '0:{"status":"started","sandbox":"unverified (--dangerously-no-sandbox)"}' ]
+check "a: its status.json says so too" \
+	python3 -c 'import json, sys; sys.exit(0 if json.load(open(sys.argv[1]))["dangerously_no_sandbox"] is True else 1)' "$CROOT/sessions/1/status.json"
 log "a: session-start returned in $(cat "$TMP/cases/a/start.ms") ms"
 check "a: ... at once (under 1 s)" [ "$(cat "$TMP/cases/a/start.ms")" -lt 1000 ]
 check "a: status went starting/running -> finished" grep -qx finished "$TMP/cases/a/states"
@@ -387,6 +391,12 @@ mk 33 "$LREQ" "hi" && refused 33 "sandbox_login: CLAUDE_CODE_OAUTH_TOKEN in the 
 as_app rm -r "$APP/.claude"
 mk 34 "$REQ" "hi" && refused 34 "session-cancel of a session never started" "not started" session-cancel
 check "i: a refused session-start wrote no status.json" [ ! -e "$CROOT/sessions/23/status.json" ]
+mk 35 "$REQ" "hi" && refused 35 "a sandbox whose confinement was never verified" "never verified: run \`sandbox-ctl verify\`"
+check "i: ... and its status.json was not written" [ ! -e "$CROOT/sessions/35/status.json" ]
+printf '{"confined": false}\n' >"$TMP/confinement.bad"
+out=$(SANDBOX_CONFINEMENT_RECORD=$TMP/confinement.bad "$HELPER" session-start --dir "$CROOT/sessions/35" 2>/dev/null)
+check "i: a record whose checks failed is refused too" \
+	python3 -c 'import json, sys; o = json.loads(sys.argv[1].splitlines()[-1]); sys.exit(0 if "verif" in o["error"] else 1)' "$out"
 
 echo "--- k. the subscription login, against a stand-in claude (tests/claude/stand-in-claude.sh)"
 install -m 755 "$CL/stand-in-claude.sh" "$TMP/stand-in-claude"

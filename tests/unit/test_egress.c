@@ -129,7 +129,7 @@ START_TEST(test_squid_config)
 	ck_assert_ptr_nonnull(conf);
 	ck_assert_ptr_nonnull(strstr(conf, "http_port 10.0.3.1:3128\n"));
 	ck_assert_ptr_nonnull(
-	    strstr(conf, "acl sandbox_hosts_443 dstdomain a.example b.example\n"));
+	    strstr(conf, "acl sandbox_hosts_443 dstdomain -n a.example b.example\n"));
 	ck_assert_ptr_nonnull(
 	    strstr(conf, "http_access allow sandbox_hosts_8080 sandbox_port_8080\n"));
 	ck_assert_ptr_nonnull(strstr(conf, "acl sandbox_refused_dst dst 169.254.0.0/16\n"));

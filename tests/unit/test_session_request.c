@@ -67,7 +67,31 @@ START_TEST(test_defaults)
 	ck_assert_uint_eq(r.max_diff_bytes, SESSION_DEFAULT_DIFF_BYTES);
 	ck_assert_ptr_null(r.env);
 	ck_assert_ptr_null(r.pathspecs);
+	ck_assert(!r.live);
+	ck_assert(!r.dangerously_no_sandbox);
+	ck_assert_uint_eq(r.approval_timeout, SESSION_DEFAULT_APPROVAL_TIMEOUT);
 	session_request_dispose(&r);
+}
+END_TEST
+
+START_TEST(test_a_long_lived_request)
+{
+	struct session_request r;
+	struct err err;
+
+	ck_assert_int_eq(parse("{\"argv\": [\"claude\"], \"live\": true, \"approval_timeout\": 7, "
+	                       "\"dangerously_no_sandbox\": true}",
+	                       &r, &err),
+	                 0);
+	ck_assert(r.live);
+	ck_assert(r.dangerously_no_sandbox);
+	ck_assert_uint_eq(r.approval_timeout, 7);
+	session_request_dispose(&r);
+	refused("{\"argv\": [\"claude\"], \"live\": 1}", "`live` must be true or false");
+	refused("{\"argv\": [\"claude\"], \"dangerously_no_sandbox\": \"yes\"}",
+	        "`dangerously_no_sandbox` must be true or false");
+	refused("{\"argv\": [\"claude\"], \"approval_timeout\": 0}",
+	        "`approval_timeout` must be 1 to");
 }
 END_TEST
 
@@ -158,6 +182,7 @@ int main(void)
 
 	tcase_add_test(tc, test_the_platforms_request);
 	tcase_add_test(tc, test_defaults);
+	tcase_add_test(tc, test_a_long_lived_request);
 	tcase_add_test(tc, test_refusals);
 	tcase_add_test(tc, test_limits);
 	tcase_add_test(tc, test_load_from_a_directory);
