@@ -85,7 +85,7 @@ def via_helper(i):
     d = "%s/sessions/%d" % (root, i)
     os.makedirs(root + "/sessions", mode=0o700, exist_ok=True)
     os.mkdir(d, 0o700)
-    json.dump({"argv": argv, "mode": "api_key", "timeout": 60,
+    json.dump({"argv": argv, "mode": "api_key", "timeout": 60, "dangerously_no_sandbox": True,
                "env": {"ANTHROPIC_BASE_URL": base}}, open(d + "/request.json", "w"))
     open(d + "/prompt.txt", "w").write("Say hello\n")
     ev = d + "/events.jsonl"

@@ -162,11 +162,14 @@ static int ask_tty(struct follow *f, const char *rid, const char *tool, struct j
 	size_t len = strlen(in) > 200 ? 200 : strlen(in);
 	ssize_t n;
 
-	output_clean(summary, in, len);
-	summary[len] = '\0';
+	char name[129];
+
+	/* Both come from the guest: no byte of theirs reaches the terminal uncleaned. */
+	summary[output_clean(summary, in, len)] = '\0';
+	name[output_clean(name, tool, strlen(tool) > 128 ? 128 : strlen(tool))] = '\0';
 	dprintf(f->tty,
 	        "\nThe agent wants to use %s: %s%s\nAllow? [y]es, [n]o, [i] no and stop the turn: ",
-	        tool, summary, strlen(in) > 200 ? "..." : "");
+	        name, summary, strlen(in) > 200 ? "..." : "");
 	n = read(f->tty, answer, sizeof(answer) - 1);
 	if (n <= 0)
 		return 0; /* left pending */
@@ -185,6 +188,19 @@ static const char *str_of(struct json_object *o, const char *key)
 	           : NULL;
 }
 
+/* A byte a terminal may act on: C0, DEL, or a C1 control in UTF-8 (U+0080..U+009F). */
+static bool has_control(const char *s, size_t len)
+{
+	for (size_t i = 0; i < len; i++) {
+		unsigned char ch = (unsigned char)s[i];
+		if (ch < 0x20 || ch == 0x7f ||
+		    (ch == 0xc2 && i + 1 < len && (unsigned char)s[i + 1] >= 0x80 &&
+		     (unsigned char)s[i + 1] <= 0x9f))
+			return true;
+	}
+	return false;
+}
+
 /* One whole event line: printed (following) or kept; a pending request answered by policy. */
 static int on_line(struct follow *f, const char *line, size_t len)
 {
@@ -198,7 +214,16 @@ static int on_line(struct follow *f, const char *line, size_t len)
 	    !json_object_is_type(ev, json_type_object))
 		return 0; /* the guest writes objects only */
 	if (f->o->follow) {
-		fwrite(line, 1, len, stdout);
+		/*
+		 * The guest's line as it is, unless it holds a control character (json-c lets a raw
+		 * one through inside a string): then as json-c writes it, escaped.
+		 */
+		if (has_control(line, len))
+			fputs(json_object_to_json_string_ext(
+			          ev, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE),
+			      stdout);
+		else
+			fwrite(line, 1, len, stdout);
 		fputc('\n', stdout);
 		fflush(stdout);
 	} else {

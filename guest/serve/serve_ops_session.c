@@ -97,6 +97,7 @@ static int control_call(const char *dir, json_object *rq, json_object **ret, str
 	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return err_errno(err, "socket");
+	session_live_socket_room(fd);
 	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
 		if (errno == ENOENT || errno == ECONNREFUSED)
 			return err_set(err, ERR_REFUSED, ESRCH,

@@ -134,8 +134,17 @@ static char *escaped_secret(const struct scrubber *s, struct json_object *obj, s
 	return with_newline(scrubbed, sc_len, ret_len);
 }
 
-char *session_lines_frame(const struct scrubber *s, const char *line, size_t len, size_t total,
-                          size_t *ret_len)
+static bool typed_ours(json_object *obj)
+{
+	json_object *t;
+
+	return json_object_object_get_ex(obj, "type", &t) &&
+	       json_object_is_type(t, json_type_string) &&
+	       strcmp(json_object_get_string(t), SESSION_LINES_OWN_TYPE) == 0;
+}
+
+static char *frame(const struct scrubber *s, const char *line, size_t len, size_t total, bool ours,
+                   size_t *ret_len)
 {
 	_cleanup_free_ char *scrubbed = NULL;
 	_cleanup_json_ struct json_object *obj = NULL;
@@ -161,7 +170,7 @@ char *session_lines_frame(const struct scrubber *s, const char *line, size_t len
 		return raw_event(scrubbed, sc_len < SESSION_LINE_KEEP ? sc_len : SESSION_LINE_KEEP,
 		                 total, ret_len);
 	if (json_strict_parse(scrubbed, sc_len, &obj, &off, &jerr) == JSON_STRICT_OK &&
-	    json_object_is_type(obj, json_type_object)) {
+	    json_object_is_type(obj, json_type_object) && (ours || !typed_ours(obj))) {
 		if (s && memmem(scrubbed, sc_len, "\\u", 2)) {
 			char *r = escaped_secret(s, obj, ret_len);
 
@@ -171,6 +180,18 @@ char *session_lines_frame(const struct scrubber *s, const char *line, size_t len
 		return with_newline(scrubbed, sc_len, ret_len);
 	}
 	return raw_event(scrubbed, sc_len, 0, ret_len);
+}
+
+char *session_lines_frame(const struct scrubber *s, const char *line, size_t len, size_t total,
+                          size_t *ret_len)
+{
+	return frame(s, line, len, total, false, ret_len);
+}
+
+char *session_lines_frame_own(const struct scrubber *s, const char *line, size_t len,
+                              size_t *ret_len)
+{
+	return frame(s, line, len, len, true, ret_len);
 }
 
 struct session_lines *session_lines_new(const struct scrubber *s, size_t max_line,

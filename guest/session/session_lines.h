@@ -28,6 +28,14 @@
  */
 char *session_lines_frame(const struct scrubber *s, const char *line, size_t len, size_t total,
                           size_t *ret_len);
+/*
+ * Events of type SESSION_LINES_OWN_TYPE are the supervisor's own (its answers, user turns,
+ * errors): a line of the CLI's that claims that type is kept as a raw event, so nothing the
+ * agent prints can pass for an answer. session_lines_frame_own() frames one of ours.
+ */
+#define SESSION_LINES_OWN_TYPE "sandbox"
+char *session_lines_frame_own(const struct scrubber *s, const char *line, size_t len,
+                              size_t *ret_len);
 
 typedef int (*session_lines_sink_fn)(void *userdata, const char *buf, size_t len);
 struct session_lines;

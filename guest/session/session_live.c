@@ -60,6 +60,15 @@ static void status_changed(struct live *l)
 		log_debug("status.json: %s", e.msg);
 }
 
+void session_live_socket_room(int fd)
+{
+	int size = 2 * SESSION_LIVE_CONTROL_MAX;
+
+	/* A SOCK_SEQPACKET record must fit the sender's buffer: room for the largest one. */
+	if (fd >= 0 && setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &size, sizeof(size)) < 0)
+		(void)setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, sizeof(size));
+}
+
 /* An event of ours: the object, framed (so scrubbed) like a line of the CLI's. */
 static void event_own(struct live *l, json_object *o)
 {
@@ -67,7 +76,7 @@ static void event_own(struct live *l, json_object *o)
 	_cleanup_free_ char *line = NULL;
 	size_t len;
 
-	line = session_lines_frame(l->job->scrub, s, strlen(s), strlen(s), &len);
+	line = session_lines_frame_own(l->job->scrub, s, strlen(s), &len);
 	if (line && l->events)
 		(void)session_run_event_append(l->events, line, len);
 }
@@ -392,6 +401,8 @@ static void poll_done(void *userdata, const struct pollfd *pfd, size_t n)
 		return;
 	for (int i = 0; i < 8; i++) {
 		int fd = accept4(l->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+
+		session_live_socket_room(fd);
 		struct ucred cred;
 		socklen_t cl = sizeof(cred);
 

@@ -24,6 +24,9 @@
 
 #define SESSION_LIVE_TURN_MAX (256 * 1024)     /* a user turn's text */
 #define SESSION_LIVE_CONTROL_MAX (1024 * 1024) /* a control request */
+
+/* Make fd's send buffer hold a whole control record (SESSION_LIVE_CONTROL_MAX). */
+void session_live_socket_room(int fd);
 #define SESSION_LIVE_PENDING_MAX 64
 #define SESSION_LIVE_SOCKET "control.sock"
 

@@ -69,6 +69,9 @@ int session_status_write(const char *path, const struct session_status *st, stru
 		json_object_object_add(o, "busy", json_object_new_boolean(st->busy));
 		json_object_object_add(o, "turns", json_object_new_int64(st->turns));
 		json_object_object_add(o, "pending", json_object_new_int64(st->pending));
+	} else if (st->dangerously_no_sandbox) {
+		/* A one-shot session says it only when it runs unverified. */
+		json_object_object_add(o, "dangerously_no_sandbox", json_object_new_boolean(true));
 	}
 	js = json_object_to_json_string_length(
 	    o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &len);

@@ -101,6 +101,10 @@ def status(sid):
 
 env = ["--env", "ANTHROPIC_BASE_URL=" + os.environ["ANTHROPIC_BASE_URL"],
        "--env", "CLAUDE_CODE_MAX_RETRIES=1"]
+# This machine is no verified sandbox: a start refuses, until told to go on without one.
+rc0, _doc0, p0 = run("session", "start", *env, stdin=b"Say hello")
+facts["unverified_start"] = {"rc": rc0, "err": p0.stderr.decode()[-400:]}
+env += ["--dangerously-no-sandbox"]
 rc, doc, p = run("session", "start", "--approval-timeout", "4", "--session-timeout", "300",
                  *env, stdin=b"Say hello")
 facts["start"] = {"rc": rc, "doc": doc}

@@ -149,10 +149,11 @@ PY
 }
 
 echo "--- start, two turns in one process"
-f "session start answers id 1, started" 'F["start"]["rc"] == 0 and F["start"]["doc"]["id"] == "1" and F["start"]["doc"]["status"] == "started"'
+f "a start in a sandbox never verified is refused (exit 2), saying what to run" 'F["unverified_start"]["rc"] == 2 and "never verified: run `sandbox-ctl verify`" in F["unverified_start"]["err"]'
+f "session start --dangerously-no-sandbox answers id 1, started, and that the sandbox is unverified" 'F["start"]["rc"] == 0 and F["start"]["doc"]["id"] == "1" and F["start"]["doc"]["status"] == "started" and F["start"]["doc"]["sandbox"] == "unverified (--dangerously-no-sandbox)"'
 f "a second session while one runs: refused (exit 2), says so" 'F["second_start"]["rc"] == 2 and "still running" in F["second_start"]["err"]'
 f "the first turn ended with a result" 'F["turn1_results"] == 1'
-f "status: running, live, busy false, dangerously_no_sandbox false" 'F["status_running"]["status"] == "running" and F["status_running"]["live"] and F["status_running"]["dangerously_no_sandbox"] is False'
+f "status: running, live, busy false, dangerously_no_sandbox true" 'F["status_running"]["status"] == "running" and F["status_running"]["live"] and F["status_running"]["dangerously_no_sandbox"] is True'
 f "one CLI process for every turn (one system/init pid... one session_id)" 'len(set(e["session_id"] for e in of("system", "init"))) == 1 and len(of("system", "init")) >= 5'
 f "the second model request carries the first turn (prompt and reply)" \
 	'"Say hello" in json.dumps(P[1]["body"]["messages"]) and "Hello one." in json.dumps(P[1]["body"]["messages"]) and "Write a.txt" in json.dumps(P[1]["body"]["messages"])'
