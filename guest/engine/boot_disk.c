@@ -40,8 +40,12 @@ static int walk_dir(int dfd, int depth, struct walk *w)
 		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 			continue; /* removed meanwhile */
 		w->bytes += (uint64_t)st.st_blocks * 512;
-		if (!S_ISDIR(st.st_mode) || st.st_dev != w->dev || depth >= BOOT_DISK_MAX_DEPTH)
+		if (!S_ISDIR(st.st_mode) || st.st_dev != w->dev)
 			continue;
+		/* Deeper than we walk: not measured, so not trusted (a tree could hide bytes
+		 * there). */
+		if (depth >= BOOT_DISK_MAX_DEPTH)
+			return -ELOOP;
 		sub = openat(dirfd(d), de->d_name,
 		             O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC | O_NOATIME);
 		if (sub < 0 && errno == EPERM)
@@ -50,7 +54,7 @@ static int walk_dir(int dfd, int depth, struct walk *w)
 		if (sub < 0)
 			continue;
 		int r = walk_dir(sub, depth + 1, w);
-		if (r == -E2BIG)
+		if (r == -E2BIG || r == -ELOOP)
 			return r;
 	}
 	return 0;
@@ -80,6 +84,11 @@ int boot_disk_usage(const char *dir, uint64_t *ret, struct err *err)
 		               "%s holds more than %u files and directories; its disk use is not "
 		               "measured further",
 		               dir, BOOT_DISK_MAX_ENTRIES);
+	if (r == -ELOOP)
+		return err_set(err, ERR_FAILED, ELOOP,
+		               "%s has directories more than %d levels deep; its disk use is not "
+		               "measured by walking it",
+		               dir, BOOT_DISK_MAX_DEPTH);
 	if (r < 0) {
 		errno = -r;
 		return err_errno(err, "cannot measure the disk use of %s", dir);
@@ -130,8 +139,19 @@ static int walk(struct boot_disk_budget *b)
 		if (r == -ENOENT)
 			continue;
 		if (r < 0) {
-			log_debug("disk budget: %s; not checked further", e.msg);
+			/*
+			 * Fail closed: from now on the filesystems' own counters decide alone (they
+			 * see every byte written, other writers' too), from the last walk or from
+			 * now. Never "not checked".
+			 */
+			log_warn("disk budget: %s; the filesystem's counters decide from now on",
+			         e.msg);
 			b->broken = true;
+			if (!b->known) {
+				b->used = 0;
+				b->fs_used = fs;
+				b->known = true;
+			}
 			return -1;
 		}
 		total += n;
@@ -152,11 +172,20 @@ int boot_disk_budget_check(struct boot_disk_budget *b, bool final, uint64_t *ret
 {
 	uint64_t fs, estimate;
 
-	if (!b->max || b->broken)
+	if (!b->max)
 		return 0;
+	if (b->broken) {
+		/* Counters only (walk() could not measure): the estimate is the measure. */
+		fs = fs_used(b);
+		estimate = b->used + (fs > b->fs_used ? fs - b->fs_used : 0);
+		if (estimate <= b->max)
+			return 0;
+		*ret_used = estimate;
+		return 1;
+	}
 	if (!b->known) {
 		if (walk(b) < 0)
-			return 0;
+			return boot_disk_budget_check(b, final, ret_used);
 	} else {
 		fs = fs_used(b);
 		estimate = b->used + (fs > b->fs_used ? fs - b->fs_used : 0);
@@ -165,7 +194,7 @@ int boot_disk_budget_check(struct boot_disk_budget *b, bool final, uint64_t *ret
 		if (!final && clock_now_ms() < b->next_walk_ms)
 			return 0;
 		if (walk(b) < 0)
-			return 0;
+			return boot_disk_budget_check(b, final, ret_used);
 	}
 	if (b->used <= b->max)
 		return 0;

@@ -12,7 +12,10 @@
 
 #include "err.h"
 
-/* At most this many entries are looked at; beyond, the walk stops and says so. */
+/*
+ * At most this many entries are looked at, and directories this deep; beyond, the walk stops
+ * and says so (the budget then trusts the filesystems' counters alone).
+ */
 #define BOOT_DISK_MAX_ENTRIES 4000000u
 #define BOOT_DISK_MAX_DEPTH 256
 
@@ -31,7 +34,8 @@ struct boot_disk_budget {
 	size_t n;
 	uint64_t max;           /* bytes; 0: not checked */
 	uint64_t used, fs_used; /* the last walk, and the filesystems' use then */
-	bool known, broken;     /* a walk was made; the walk failed (not checked further) */
+	bool known, broken;     /* a walk was made; a walk could not measure (too many entries,
+	                           too deep): the filesystems' counters alone decide from then */
 	unsigned every_ms;      /* walks at most this often */
 	uint64_t next_walk_ms;
 	uint64_t walks, walk_us; /* for the figures: how many walks, how long in all */
