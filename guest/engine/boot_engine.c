@@ -986,8 +986,11 @@ int boot_engine_stop(const char *state_dir, unsigned grace_ms, struct err *err)
 		if (st.supervisor_pid > 1)
 			procset_add_root(procs, st.supervisor_pid, st.supervisor_start);
 		r = procset_stop(procs, grace_ms, getpid(), err);
-		/* Emptied: its cgroup goes too (not while this very boot, failing, is inside). */
-		if (r >= 0 && st.boot_pid != getpid())
+		/*
+		 * Emptied: its cgroup goes too, a failing boot's included (the engine is never
+		 * inside: its children are created there, proc_spawn).
+		 */
+		if (r >= 0)
 			procset_destroy(procs);
 	}
 	if (r >= 0 && st.status && strcmp(st.status, "ready") == 0) {

@@ -56,6 +56,9 @@ check "cause last: the failing command and its status" \
 check "the log tail is shown" grep -qx 'failing now' "$ERR"
 check "the tail names the log" grep -q -- '--- last lines of logs/setup.log ---' "$ERR"
 check "no process left" no_procs_in "$app"
+cg=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1])).get("cgroup") or "")' "$TMP/setupfail/.sandbox/state.json")
+check "the failed boot's cgroup is gone (it had one: $cg)" \
+	bash -c '[ -n "$1" ] && ! find /sys/fs/cgroup -maxdepth 3 -type d -path "*$1" 2>/dev/null | grep -q .' _ "${cg#/sys/fs/cgroup/*/}"
 "$BOOT" --status "$app" >"$TMP/status.json"
 check "--status says failed at setup" grep -q '"status":"failed"' "$TMP/status.json"
 
