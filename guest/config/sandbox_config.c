@@ -561,13 +561,18 @@ static int parse_env_entry(struct cfg_parser *p, const yaml_event_t *key, struct
 	return 0;
 }
 
-static int parse_env(struct cfg_parser *p, const yaml_event_t *ev, struct cfg_build *b)
+typedef int (*entry_fn)(struct cfg_parser *p, const yaml_event_t *key, struct keyset *seen,
+                        struct cfg_build *b);
+
+/* A mapping setting (`env`, `limits`, `egress`): each entry through entry, keys set once. */
+static int parse_mapping(struct cfg_parser *p, const yaml_event_t *ev, const char *rule,
+                         entry_fn entry, struct cfg_build *b)
 {
 	_cleanup_(keyset_dispose) struct keyset seen = {0};
 
 	if (!is_mapping(ev))
-		return refuse_at(p->err, &ev->start_mark, ENV_RULE);
-	/* A second `env` is refused as a duplicate key before we get here. */
+		return refuse_at(p->err, &ev->start_mark, "%s", rule);
+	/* A second setting of the same name is refused as a duplicate key before we get here. */
 	for (;;) {
 		_cleanup_event_ yaml_event_t key = {0};
 		int r = next_event(p, &key);
@@ -575,13 +580,73 @@ static int parse_env(struct cfg_parser *p, const yaml_event_t *ev, struct cfg_bu
 			return r;
 		if (key.type == YAML_MAPPING_END_EVENT)
 			return 0;
-		r = parse_env_entry(p, &key, &seen, b);
+		r = entry(p, &key, &seen, b);
 		if (r < 0)
 			return r;
 	}
 }
 
+/* A section of a few named keys (`limits`, `egress`), for section_entry(). */
+struct section {
+	const char *name;        /* "limits" */
+	const char *rule;        /* its shape, when it has another */
+	const char *const *keys; /* the keys it knows */
+	const char *unknown;     /* what an unknown key is called: "limit" */
+	const char *known_list;  /* " (the limits are ...)" when no near miss is found */
+};
+
+/*
+ * The key of one entry of a section and its value event (ret_name, ret_value: the caller's):
+ * a plain string set once. An unknown key is warned about, with a near miss, and its value
+ * skipped: 1.
+ */
+static int section_entry(struct cfg_parser *p, const yaml_event_t *key, struct keyset *seen,
+                         const struct section *sec, char **ret_name, yaml_event_t *ret_value)
+{
+	char shown[KEY_SHOWN_MAX + 4];
+	enum yaml_scalar_kind kind;
+	struct err why;
+	int r;
+
+	if (key->type != YAML_SCALAR_EVENT)
+		return refuse_at(p->err, &key->start_mark, "%s", sec->rule);
+	r = resolve_event(p, key, &kind, ret_name, &why);
+	if (r < 0)
+		return r;
+	if (r > 0 || kind != YAML_KIND_STR)
+		return refuse_at(p->err, &key->start_mark, "%s", sec->rule);
+	r = keyset_add(seen, p->len, *ret_name);
+	if (r < 0)
+		return oom(p->err);
+	if (r > 0)
+		return refuse_at(p->err, &key->start_mark, "`%s` sets %s twice", sec->name,
+		                 key_shown(*ret_name, shown));
+	r = next_event(p, ret_value);
+	if (r < 0)
+		return r;
+	if (!strv_contains((char *const *)sec->keys, *ret_name)) {
+		const char *near = suggest_closest(*ret_name, sec->keys);
+
+		key_shown(*ret_name, shown);
+		note_add(p->notes, "%s:%zu:%zu: warning: unknown %s `%s` is ignored%s%s%s",
+		         SANDBOX_CONFIG_PATH, key->start_mark.line + 1, key->start_mark.column + 1,
+		         sec->unknown, shown, near ? "; did you mean `" : sec->known_list,
+		         near ? near : "", near ? "`?" : "");
+		r = skip_node(p, ret_value);
+		return r < 0 ? r : 1;
+	}
+	return 0;
+}
+
 #define LIMITS_RULE "`limits` must map memory, pids, cpu_weight and disk to values"
+
+static const struct section limits_section = {
+    .name = "limits",
+    .rule = LIMITS_RULE,
+    .keys = limits_config_keys,
+    .unknown = "limit",
+    .known_list = " (the limits are memory, pids, cpu_weight and disk)",
+};
 
 /* One `limits` entry; an unknown key is warned about (with a near miss) and skipped. */
 static int parse_limit_entry(struct cfg_parser *p, const yaml_event_t *key, struct keyset *seen,
@@ -589,40 +654,11 @@ static int parse_limit_entry(struct cfg_parser *p, const yaml_event_t *key, stru
 {
 	_cleanup_event_ yaml_event_t value = {0};
 	_cleanup_free_ char *name = NULL, *text = NULL;
-	char shown[KEY_SHOWN_MAX + 4];
-	enum yaml_scalar_kind kind;
 	struct err why;
-	int r;
+	int r = section_entry(p, key, seen, &limits_section, &name, &value);
 
-	if (key->type != YAML_SCALAR_EVENT)
-		return refuse_at(p->err, &key->start_mark, LIMITS_RULE);
-	r = resolve_event(p, key, &kind, &name, &why);
-	if (r < 0)
-		return r;
-	if (r > 0 || kind != YAML_KIND_STR)
-		return refuse_at(p->err, &key->start_mark, LIMITS_RULE);
-	r = keyset_add(seen, p->len, name);
-	if (r < 0)
-		return oom(p->err);
-	if (r > 0)
-		return refuse_at(p->err, &key->start_mark, "`limits` sets %s twice",
-		                 key_shown(name, shown));
-	r = next_event(p, &value);
-	if (r < 0)
-		return r;
-	if (!strv_contains((char *const *)limits_config_keys, name)) {
-		const char *near = suggest_closest(name, limits_config_keys);
-
-		key_shown(name, shown);
-		note_add(p->notes, "%s:%zu:%zu: warning: unknown limit `%s` is ignored%s%s%s",
-		         SANDBOX_CONFIG_PATH, key->start_mark.line + 1, key->start_mark.column + 1,
-		         shown,
-		         near ? "; did you mean `"
-		              : " (the limits are memory, pids, cpu_weight and "
-		                "disk)",
-		         near ? near : "", near ? "`?" : "");
-		return skip_node(p, &value);
-	}
+	if (r != 0)
+		return r < 0 ? r : 0;
 	if (value.type != YAML_SCALAR_EVENT)
 		return refuse_at(p->err, &value.start_mark, "`limits.%s` must be a value, not %s",
 		                 name, node_noun(&value));
@@ -634,26 +670,15 @@ static int parse_limit_entry(struct cfg_parser *p, const yaml_event_t *key, stru
 	return 0;
 }
 
-static int parse_limits(struct cfg_parser *p, const yaml_event_t *ev, struct cfg_build *b)
-{
-	_cleanup_(keyset_dispose) struct keyset seen = {0};
-
-	if (!is_mapping(ev))
-		return refuse_at(p->err, &ev->start_mark, LIMITS_RULE);
-	for (;;) {
-		_cleanup_event_ yaml_event_t key = {0};
-		int r = next_event(p, &key);
-		if (r < 0)
-			return r;
-		if (key.type == YAML_MAPPING_END_EVENT)
-			return 0;
-		r = parse_limit_entry(p, &key, &seen, b);
-		if (r < 0)
-			return r;
-	}
-}
-
 #define EGRESS_RULE "`egress` must map proxy to a URL and required to true or false"
+
+static const struct section egress_section = {
+    .name = "egress",
+    .rule = EGRESS_RULE,
+    .keys = egress_keys,
+    .unknown = "egress setting",
+    .known_list = " (they are proxy and required)",
+};
 
 /* One `egress` entry: proxy (a URL) or required (a boolean); others warned about. */
 static int parse_egress_entry(struct cfg_parser *p, const yaml_event_t *key, struct keyset *seen,
@@ -661,39 +686,13 @@ static int parse_egress_entry(struct cfg_parser *p, const yaml_event_t *key, str
 {
 	_cleanup_event_ yaml_event_t value = {0};
 	_cleanup_free_ char *name = NULL, *text = NULL, *host = NULL;
-	char shown[KEY_SHOWN_MAX + 4];
 	enum yaml_scalar_kind kind;
 	unsigned port;
 	struct err why;
-	int r;
+	int r = section_entry(p, key, seen, &egress_section, &name, &value);
 
-	if (key->type != YAML_SCALAR_EVENT)
-		return refuse_at(p->err, &key->start_mark, EGRESS_RULE);
-	r = resolve_event(p, key, &kind, &name, &why);
-	if (r < 0)
-		return r;
-	if (r > 0 || kind != YAML_KIND_STR)
-		return refuse_at(p->err, &key->start_mark, EGRESS_RULE);
-	r = keyset_add(seen, p->len, name);
-	if (r < 0)
-		return oom(p->err);
-	if (r > 0)
-		return refuse_at(p->err, &key->start_mark, "`egress` sets %s twice",
-		                 key_shown(name, shown));
-	r = next_event(p, &value);
-	if (r < 0)
-		return r;
-	if (!strv_contains((char *const *)egress_keys, name)) {
-		const char *near = suggest_closest(name, egress_keys);
-
-		key_shown(name, shown);
-		note_add(p->notes,
-		         "%s:%zu:%zu: warning: unknown egress setting `%s` is ignored%s%s%s",
-		         SANDBOX_CONFIG_PATH, key->start_mark.line + 1, key->start_mark.column + 1,
-		         shown, near ? "; did you mean `" : " (they are proxy and required)",
-		         near ? near : "", near ? "`?" : "");
-		return skip_node(p, &value);
-	}
+	if (r != 0)
+		return r < 0 ? r : 0;
 	if (value.type != YAML_SCALAR_EVENT)
 		return refuse_at(p->err, &value.start_mark, EGRESS_RULE);
 	r = resolve_event(p, &value, &kind, &text, &why);
@@ -719,34 +718,15 @@ static int parse_egress_entry(struct cfg_parser *p, const yaml_event_t *key, str
 	return 0;
 }
 
-static int parse_egress(struct cfg_parser *p, const yaml_event_t *ev, struct cfg_build *b)
-{
-	_cleanup_(keyset_dispose) struct keyset seen = {0};
-
-	if (!is_mapping(ev))
-		return refuse_at(p->err, &ev->start_mark, EGRESS_RULE);
-	for (;;) {
-		_cleanup_event_ yaml_event_t key = {0};
-		int r = next_event(p, &key);
-		if (r < 0)
-			return r;
-		if (key.type == YAML_MAPPING_END_EVENT)
-			return 0;
-		r = parse_egress_entry(p, &key, &seen, b);
-		if (r < 0)
-			return r;
-	}
-}
-
 static int parse_setting(struct cfg_parser *p, const char *name, const yaml_event_t *value,
                          struct cfg_build *b)
 {
 	if (strcmp(name, "egress") == 0)
-		return parse_egress(p, value, b);
+		return parse_mapping(p, value, EGRESS_RULE, parse_egress_entry, b);
 	if (strcmp(name, "limits") == 0)
-		return parse_limits(p, value, b);
+		return parse_mapping(p, value, LIMITS_RULE, parse_limit_entry, b);
 	if (strcmp(name, "env") == 0)
-		return parse_env(p, value, b);
+		return parse_mapping(p, value, ENV_RULE, parse_env_entry, b);
 	if (strcmp(name, "setup") == 0) {
 		b->setup_given = true;
 		return parse_setup(p, value, b);
