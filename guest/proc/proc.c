@@ -685,8 +685,7 @@ static int cgroup_dir_of(int procs_fd)
 	return fd;
 }
 
-/* fork(), into the cgroup cgroup_fd when it is not -1 and the kernel can (*ret_inside). */
-static pid_t fork_maybe_into(int cgroup_fd, bool *ret_inside)
+pid_t proc_fork_into(int cgroup_fd, bool *ret_inside)
 {
 	*ret_inside = false;
 	if (cgroup_fd >= 0) {
@@ -758,7 +757,7 @@ int proc_spawn(const struct proc_spec *spec, pid_t *ret_pid, struct err *err)
 	if (spec->procs_fd >= 0)
 		cgroup_fd = cgroup_dir_of(spec->procs_fd);
 	sigprocmask(SIG_SETMASK, &all, &old);
-	pid = fork_maybe_into(cgroup_fd, &a.born_inside);
+	pid = proc_fork_into(cgroup_fd, &a.born_inside);
 	if (pid == 0) {
 		close(pipefd[0]);
 		child_run(&a);

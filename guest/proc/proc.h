@@ -116,6 +116,12 @@ _noreturn_ void proc_child_fail(int report_fd, int stage, int error);
  */
 int proc_spawn_wait_exec(int report_fd, pid_t pid, struct proc_spawn_report *ret);
 
+/*
+ * fork(), into the cgroup2 directory cgroup_fd (clone3 CLONE_INTO_CGROUP) when it is not -1
+ * and the kernel can (*ret_inside), else a plain fork(). Signals should be blocked around it.
+ */
+pid_t proc_fork_into(int cgroup_fd, bool *ret_inside);
+
 /* Supplementary groups of a user, looked up before fork (reads /etc/group); free() *ret. */
 int proc_user_groups(const struct run_user *u, gid_t **ret, size_t *ret_n, struct err *err);
 

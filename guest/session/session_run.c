@@ -39,29 +39,6 @@ enum {
 	STAGE_EXEC,
 };
 
-#ifndef SYS_clone3
-#define SYS_clone3 435
-#endif
-#define SESSION_CLONE_INTO_CGROUP 0x200000000ULL
-
-/* The kernel's struct clone_args up to `cgroup` (CLONE_ARGS_SIZE_VER2). */
-struct clone3_args {
-	uint64_t flags, pidfd, child_tid, parent_tid, exit_signal, stack, stack_size, tls, set_tid,
-	    set_tid_size, cgroup;
-};
-
-/* fork() into the cgroup cgroup_fd; -1 with errno when the kernel cannot. */
-static pid_t fork_into_cgroup(int cgroup_fd)
-{
-	struct clone3_args ca = {
-	    .flags = SESSION_CLONE_INTO_CGROUP,
-	    .exit_signal = SIGCHLD,
-	    .cgroup = (uint64_t)cgroup_fd,
-	};
-
-	return (pid_t)syscall(SYS_clone3, &ca, sizeof(ca));
-}
-
 struct child_args {
 	const struct session_spawn *sp;
 	bool joined; /* created in the cgroup already */
@@ -170,13 +147,7 @@ int session_run_spawn(const struct session_spawn *sp, pid_t *ret_pid, struct err
 
 	sigfillset(&all);
 	sigprocmask(SIG_SETMASK, &all, &old);
-	pid = -1;
-	if (sp->cgroup_fd >= 0) {
-		pid = fork_into_cgroup(sp->cgroup_fd);
-		a.joined = pid >= 0;
-	}
-	if (pid < 0)
-		pid = fork();
+	pid = proc_fork_into(sp->cgroup_fd, &a.joined);
 	if (pid == 0) {
 		close(pipefd[0]);
 		if (a.report < 3)
