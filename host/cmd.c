@@ -136,3 +136,58 @@ int cmd_app_request(struct ctl *ctl, int argc, char **argv, const char *usage, u
 	json_object_object_add(req, "app_dir", json_object_new_string(app_dir));
 	return connect_session_request(s, type, req, NULL, 0, &ctl->result, &ctl->err);
 }
+
+int cmd_stream_read(struct ctl *ctl, struct session *s, const struct cmd_stream_reader *rd)
+{
+	_cleanup_close_ int sigfd = rd->follow ? cmd_signalfd() : -1;
+	int64_t deadline = rd->follow ? -1 : frame_io_deadline(s->timeout_ms);
+	bool cancelled = false;
+	int r;
+
+	for (;;) {
+		struct msg m;
+		bool end = false;
+		int w;
+
+		/* All we asked for: the rest of the stream is not read (the session ends). */
+		if (rd->enough && rd->enough(rd->userdata))
+			return 0;
+		w = connect_session_wait(s, cancelled ? -1 : sigfd, deadline);
+		if (w == 0) {
+			err_set(&ctl->err, ERR_FAILED, ETIMEDOUT,
+			        "the agent did not send %s within %d s (--timeout)", rd->what,
+			        s->timeout_ms / 1000);
+			return CTL_EXIT_FAILED;
+		}
+		if (w == 2) {
+			/* Interrupted: cancel, then take what is still on its way. */
+			_cleanup_json_ struct json_object *empty = json_object_new_object();
+			r = connect_session_send(s, MSG_CANCEL, MSG_F_END, rd->stream, empty, NULL,
+			                         0, &ctl->err);
+			if (r != 0)
+				return r;
+			cancelled = true;
+			continue;
+		}
+		r = connect_session_recv(s, &m, frame_io_deadline(0), &ctl->err);
+		if (r == -ETIMEDOUT)
+			continue;
+		if (r != 1)
+			return r;
+		if (m.stream != rd->stream) {
+			if (rd->on_other)
+				rd->on_other(rd->userdata, &m);
+			msg_dispose(&m);
+			continue;
+		}
+		/* ECANCELED: the end we asked for. */
+		if (m.type == MSG_ERROR && cancelled) {
+			msg_dispose(&m);
+			return 0;
+		}
+		r = rd->on_msg(rd->userdata, &m, &end);
+		msg_dispose(&m);
+		if (r != 0 || end)
+			return r;
+	}
+}

@@ -53,6 +53,23 @@ int cmd_parse_seconds(const char *s, int64_t max_ms, int64_t *ret_ms);
  * on the agent polls it, so an interrupt ends the wait cleanly), or -1.
  */
 int cmd_signalfd(void);
+
+/*
+ * Reading the messages of one stream until it ends (logs, session events). Following: no
+ * deadline, and SIGINT/TERM/HUP cancel the stream (MSG_CANCEL), whose error answer is then
+ * the normal end; otherwise the whole read within the session's --timeout.
+ */
+struct cmd_stream_reader {
+	uint32_t stream;
+	bool follow;
+	const char *what; /* "the log": the timeout's message says what did not come */
+	/* A message of the stream (not the end of a cancel): 0, or the exit code; *ret_end. */
+	int (*on_msg)(void *userdata, const struct msg *m, bool *ret_end);
+	void (*on_other)(void *userdata, const struct msg *m); /* another stream's; NULL: dropped */
+	bool (*enough)(void *userdata); /* asked before each wait; NULL: never */
+	void *userdata;
+};
+int cmd_stream_read(struct ctl *ctl, struct session *s, const struct cmd_stream_reader *rd);
 /*
  * A stable word for what happened, next to the exit code and the errno (docs/sandbox-ctl.md,
  * "Exit codes"): a controller can act on it without parsing the message ("busy", "timeout").

@@ -248,75 +248,29 @@ static int on_data(struct logs_view *v, const struct msg *m)
 	return 0;
 }
 
-static int receive(struct logs_view *v, struct session *s, uint32_t stream)
+static int logs_msg(void *userdata, const struct msg *m, bool *ret_end)
 {
-	_cleanup_close_ int sigfd = v->follow ? cmd_signalfd() : -1;
-	struct ctl *ctl = v->ctl;
-	bool cancelled = false;
-	int r;
+	struct logs_view *v = userdata;
 
-	/* Following waits as long as it takes; otherwise the whole read within --timeout. */
-	int64_t deadline = v->follow ? -1 : frame_io_deadline(s->timeout_ms);
-
-	for (;;) {
-		struct msg m;
-		int w;
-
-		if (v->max >= 0 && v->received >= v->max) {
-			/* All we asked for: the rest of the stream is not read (the session ends).
-			 */
-			return 0;
-		}
-		w = connect_session_wait(s, cancelled ? -1 : sigfd, deadline);
-		if (w == 0) {
-			err_set(&ctl->err, ERR_FAILED, ETIMEDOUT,
-			        "the agent did not send the log within %d s (--timeout)",
-			        s->timeout_ms / 1000);
-			return CTL_EXIT_FAILED;
-		}
-		if (w == 2) {
-			/* Interrupted: cancel, then take what is still on its way. */
-			_cleanup_json_ struct json_object *empty = json_object_new_object();
-			r = connect_session_send(s, MSG_CANCEL, MSG_F_END, stream, empty, NULL, 0,
-			                         &ctl->err);
-			if (r != 0)
-				return r;
-			cancelled = true;
-			continue;
-		}
-		r = connect_session_recv(s, &m, frame_io_deadline(0), &ctl->err);
-		if (r == -ETIMEDOUT)
-			continue;
-		if (r != 1)
-			return r;
-		if (m.stream != stream) {
-			msg_dispose(&m);
-			continue;
-		}
-		if (m.type == MSG_LOGS_DATA) {
-			r = on_data(v, &m);
-			bool end = m.flags & MSG_F_END;
-			msg_dispose(&m);
-			if (r != 0 || end)
-				return r;
-			continue;
-		}
-		if (m.type == MSG_ERROR && cancelled) {
-			/* ECANCELED: the end we asked for. */
-			msg_dispose(&m);
-			return 0;
-		}
-		if (m.type == MSG_OK && (m.flags & MSG_F_END)) {
-			msg_dispose(&m);
-			return 0;
-		}
-		if (m.type == MSG_ERROR || (m.flags & MSG_F_END)) {
-			r = connect_session_unexpected(&m, &ctl->err);
-			msg_dispose(&m);
-			return r;
-		}
-		msg_dispose(&m);
+	if (m->type == MSG_LOGS_DATA) {
+		*ret_end = m->flags & MSG_F_END;
+		return on_data(v, m);
 	}
+	if (m->type == MSG_OK && (m->flags & MSG_F_END)) {
+		*ret_end = true;
+		return 0;
+	}
+	if (m->type == MSG_ERROR || (m->flags & MSG_F_END))
+		return connect_session_unexpected(m, &v->ctl->err);
+	return 0;
+}
+
+/* Not more than --max: whatever the guest still sends is not read. */
+static bool logs_enough(void *userdata)
+{
+	const struct logs_view *v = userdata;
+
+	return v->max >= 0 && v->received >= v->max;
 }
 
 int cmd_logs(struct ctl *ctl, int argc, char **argv)
@@ -412,8 +366,17 @@ int cmd_logs(struct ctl *ctl, int argc, char **argv)
 	/* Following, our half stays open for the cancel that ends it. */
 	r = connect_session_send(s, MSG_LOGS, v.follow ? 0 : MSG_F_END, stream, req, NULL, 0,
 	                         &ctl->err);
-	if (r == 0)
-		r = receive(&v, s, stream);
+	if (r == 0) {
+		const struct cmd_stream_reader rd = {
+		    .stream = stream,
+		    .follow = v.follow,
+		    .what = "the log",
+		    .on_msg = logs_msg,
+		    .enough = logs_enough,
+		    .userdata = &v,
+		};
+		r = cmd_stream_read(ctl, s, &rd);
+	}
 	if (!v.have_offset)
 		v.offset = offset;
 	if (r == 0 && v.raw)

@@ -297,73 +297,39 @@ static int on_events(struct follow *f, const struct msg *m)
 	return 0;
 }
 
+/* An answer that came too late (answered elsewhere, timed out) is a note; others dropped. */
+static void follow_other(void *userdata, const struct msg *m)
+{
+	struct follow *f = userdata;
+
+	for (size_t i = 0; i < f->n_answers; i++)
+		if (f->answer_streams[i] == m->stream && m->type == MSG_ERROR)
+			output_note(&f->ctl->out, "an answer was not taken: %s",
+			            msg_get_string(m, "msg") ? msg_get_string(m, "msg") : "?");
+}
+
+static int follow_msg(void *userdata, const struct msg *m, bool *ret_end)
+{
+	struct follow *f = userdata;
+
+	if (m->type != MSG_SESSION_EVENT)
+		return connect_session_unexpected(m, &f->ctl->err);
+	*ret_end = m->flags & MSG_F_END;
+	return on_events(f, m);
+}
+
 static int follow_run(struct follow *f)
 {
-	_cleanup_close_ int sigfd = f->o->follow ? cmd_signalfd() : -1;
-	struct ctl *ctl = f->ctl;
-	bool cancelled = false;
-	int64_t deadline = f->o->follow ? -1 : frame_io_deadline(f->s->timeout_ms);
-	int r;
+	const struct cmd_stream_reader rd = {
+	    .stream = f->events_stream,
+	    .follow = f->o->follow,
+	    .what = "the events",
+	    .on_msg = follow_msg,
+	    .on_other = follow_other,
+	    .userdata = f,
+	};
 
-	for (;;) {
-		struct msg m;
-		int w = connect_session_wait(f->s, cancelled ? -1 : sigfd, deadline);
-		bool answer_stream = false;
-
-		if (w == 0) {
-			err_set(&ctl->err, ERR_FAILED, ETIMEDOUT,
-			        "the agent did not send the events within %d s (--timeout)",
-			        f->s->timeout_ms / 1000);
-			return CTL_EXIT_FAILED;
-		}
-		if (w == 2) {
-			_cleanup_json_ struct json_object *empty = json_object_new_object();
-
-			r = connect_session_send(f->s, MSG_CANCEL, MSG_F_END, f->events_stream,
-			                         empty, NULL, 0, &ctl->err);
-			if (r != 0)
-				return r;
-			cancelled = true;
-			continue;
-		}
-		r = connect_session_recv(f->s, &m, frame_io_deadline(0), &ctl->err);
-		if (r == -ETIMEDOUT)
-			continue;
-		if (r != 1)
-			return r;
-		for (size_t i = 0; i < f->n_answers; i++)
-			answer_stream |= f->answer_streams[i] == m.stream;
-		if (answer_stream) {
-			/* An answer that came too late (answered elsewhere, timed out) is a note.
-			 */
-			if (m.type == MSG_ERROR)
-				output_note(&ctl->out, "an answer was not taken: %s",
-				            msg_get_string(&m, "msg") ? msg_get_string(&m, "msg")
-				                                      : "?");
-			msg_dispose(&m);
-			continue;
-		}
-		if (m.stream != f->events_stream) {
-			msg_dispose(&m);
-			continue;
-		}
-		if (m.type == MSG_SESSION_EVENT) {
-			bool end = m.flags & MSG_F_END;
-
-			r = on_events(f, &m);
-			msg_dispose(&m);
-			if (r != 0 || end)
-				return r;
-			continue;
-		}
-		if (m.type == MSG_ERROR && cancelled) {
-			msg_dispose(&m);
-			return 0;
-		}
-		r = connect_session_unexpected(&m, &ctl->err);
-		msg_dispose(&m);
-		return r;
-	}
+	return cmd_stream_read(f->ctl, f->s, &rd);
 }
 
 static int events(struct ctl *ctl, struct session *s, const struct opts *o, const char *id)

@@ -99,6 +99,31 @@ static const char *dir_arg(int argc, char **argv)
 	return NULL;
 }
 
+/*
+ * Where the claude user's CLI and its configuration are: the home ($SANDBOX_CLAUDE_HOME, else
+ * the user's), the CLI ($SANDBOX_CLAUDE_BIN, else HOME/.local/bin/claude) and the mode's
+ * CLAUDE_CONFIG_DIR. -ENOMEM; the caller frees what was set.
+ */
+static int cli_paths(const struct run_user *claude, enum session_mode mode, char **ret_home,
+                     char **ret_bin, char **ret_config_dir)
+{
+	const char *bin = getenv("SANDBOX_CLAUDE_BIN");
+
+	*ret_home = strdup(env_or("SANDBOX_CLAUDE_HOME", claude->home));
+	if (!*ret_home)
+		return -ENOMEM;
+	if (bin && *bin)
+		*ret_bin = strdup(bin);
+	else if (asprintf(ret_bin, "%s/.local/bin/claude", *ret_home) < 0)
+		*ret_bin = NULL;
+	if (!*ret_bin ||
+	    asprintf(ret_config_dir, "%s/%s", *ret_home, session_env_config_name(mode)) < 0) {
+		*ret_config_dir = NULL;
+		return -ENOMEM;
+	}
+	return 0;
+}
+
 struct start_ctx {
 	bool no_sandbox; /* --dangerously-no-sandbox */
 	char *root;      /* copies: the supervisor wipes argv and the environment */
@@ -198,15 +223,7 @@ static int start_prepare(struct start_ctx *c, struct err *err)
 		if (session_env_check_login_settings(cfd, err) < 0)
 			return err_ret(err);
 	}
-	c->home = strdup(env_or("SANDBOX_CLAUDE_HOME", c->claude.home));
-	if (!c->home)
-		return err_oom(err);
-	if (getenv("SANDBOX_CLAUDE_BIN") && *getenv("SANDBOX_CLAUDE_BIN"))
-		c->bin = strdup(getenv("SANDBOX_CLAUDE_BIN"));
-	else if (asprintf(&c->bin, "%s/.local/bin/claude", c->home) < 0)
-		c->bin = NULL;
-	if (!c->bin ||
-	    asprintf(&c->config_dir, "%s/%s", c->home, session_env_config_name(c->req.mode)) < 0)
+	if (cli_paths(&c->claude, c->req.mode, &c->home, &c->bin, &c->config_dir) < 0)
 		return err_oom(err);
 
 	{
@@ -441,15 +458,8 @@ static int login_prepare(struct login_ctx *c, struct err *err)
 		return err_oom(err);
 	if (proc_user_lookup(env_or("SANDBOX_CLAUDE_USER", "claude"), &c->claude, err) < 0)
 		return err_ret(err);
-	c->home = strdup(env_or("SANDBOX_CLAUDE_HOME", c->claude.home));
-	if (!c->home)
-		return err_oom(err);
-	if (getenv("SANDBOX_CLAUDE_BIN") && *getenv("SANDBOX_CLAUDE_BIN"))
-		c->bin = strdup(getenv("SANDBOX_CLAUDE_BIN"));
-	else if (asprintf(&c->bin, "%s/.local/bin/claude", c->home) < 0)
-		c->bin = NULL;
-	if (!c->bin || asprintf(&c->config_dir, "%s/%s", c->home,
-	                        session_env_config_name(SESSION_MODE_SANDBOX_LOGIN)) < 0)
+	if (cli_paths(&c->claude, SESSION_MODE_SANDBOX_LOGIN, &c->home, &c->bin, &c->config_dir) <
+	    0)
 		return err_oom(err);
 	{
 		struct session_env_spec es = {
