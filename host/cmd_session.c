@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "file.h"
+#include "json_get.h"
 #include "json_strict.h"
 
 #define TURN_MAX (256 * 1024)
@@ -179,15 +180,6 @@ static int ask_tty(struct follow *f, const char *rid, const char *tool, struct j
 	return send_answer(f, rid, false, "The user denied this tool call.", answer[0] == 'i');
 }
 
-static const char *str_of(struct json_object *o, const char *key)
-{
-	struct json_object *v;
-
-	return json_object_object_get_ex(o, key, &v) && json_object_is_type(v, json_type_string)
-	           ? json_object_get_string(v)
-	           : NULL;
-}
-
 /* A byte a terminal may act on: C0, DEL, or a C1 control in UTF-8 (U+0080..U+009F). */
 static bool has_control(const char *s, size_t len)
 {
@@ -229,15 +221,15 @@ static int on_line(struct follow *f, const char *line, size_t len)
 	} else {
 		json_object_array_add(f->collected, json_object_get(ev));
 	}
-	type = str_of(ev, "type");
-	if (type && strcmp(type, "sandbox") == 0 && (rid = str_of(ev, "request_id")))
+	type = json_get_string(ev, "type");
+	if (type && strcmp(type, "sandbox") == 0 && (rid = json_get_string(ev, "request_id")))
 		mark_answered(f, rid);
 	if (!f->o->follow || !type || strcmp(type, "control_request") != 0 ||
-	    !json_object_object_get_ex(ev, "request", &req) || !(rid = str_of(ev, "request_id")) ||
-	    !str_of(req, "subtype") || strcmp(str_of(req, "subtype"), "can_use_tool") != 0 ||
-	    seen_answered(f, rid))
+	    !json_object_object_get_ex(ev, "request", &req) ||
+	    !(rid = json_get_string(ev, "request_id")) || !json_get_string(req, "subtype") ||
+	    strcmp(json_get_string(req, "subtype"), "can_use_tool") != 0 || seen_answered(f, rid))
 		return 0;
-	tool = str_of(req, "tool_name") ? str_of(req, "tool_name") : "?";
+	tool = json_get_string(req, "tool_name") ? json_get_string(req, "tool_name") : "?";
 	json_object_object_get_ex(req, "input", &input);
 	for (size_t i = 0; i < f->o->n_approve; i++)
 		if (strcmp(f->o->approve[i], tool) == 0 || strcmp(f->o->approve[i], "*") == 0)

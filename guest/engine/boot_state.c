@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "json_get.h"
 #include "json_strict.h"
 #include "file.h"
 #include "log.h"
@@ -28,15 +29,6 @@ int boot_state_set(char **field, const char *value)
 	free(*field);
 	*field = c;
 	return 0;
-}
-
-static const char *get_str(json_object *o, const char *key)
-{
-	json_object *v;
-
-	if (!json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_string))
-		return NULL;
-	return json_object_get_string(v);
 }
 
 /*
@@ -162,7 +154,7 @@ static int load_phases(json_object *root, struct boot_state *s)
 	while (skip < json_object_array_length(steps)) {
 		json_object *e = json_object_array_get_idx(steps, skip);
 		const char *name =
-		    json_object_is_type(e, json_type_object) ? get_str(e, "name") : NULL;
+		    json_object_is_type(e, json_type_object) ? json_get_string(e, "name") : NULL;
 		if (name && strcmp(name, "preflight") == 0)
 			break;
 		skip++;
@@ -181,18 +173,19 @@ static int load_phases(json_object *root, struct boot_state *s)
 		json_object *e = json_object_array_get_idx(steps, i);
 		struct boot_phase *ph;
 
-		if (!json_object_is_type(e, json_type_object) || !get_str(e, "name"))
+		if (!json_object_is_type(e, json_type_object) || !json_get_string(e, "name"))
 			continue;
-		if (boot_state_phase_add(s, get_str(e, "name"), get_str(e, "log")) < 0)
+		if (boot_state_phase_add(s, json_get_string(e, "name"), json_get_string(e, "log")) <
+		    0)
 			return -ENOMEM;
 		ph = &s->phases[s->n_phases - 1];
-		if ((get_str(e, "status") &&
-		     boot_state_set(&ph->status, get_str(e, "status")) < 0) ||
-		    boot_state_set(&ph->detail, get_str(e, "detail")) < 0 ||
-		    boot_state_set(&ph->inputs, get_str(e, "inputs")) < 0)
+		if ((json_get_string(e, "status") &&
+		     boot_state_set(&ph->status, json_get_string(e, "status")) < 0) ||
+		    boot_state_set(&ph->detail, json_get_string(e, "detail")) < 0 ||
+		    boot_state_set(&ph->inputs, json_get_string(e, "inputs")) < 0)
 			return -ENOMEM;
-		ph->started_ms = iso_parse(get_str(e, "started_at"));
-		ph->finished_ms = iso_parse(get_str(e, "finished_at"));
+		ph->started_ms = iso_parse(json_get_string(e, "started_at"));
+		ph->finished_ms = iso_parse(json_get_string(e, "finished_at"));
 		{
 			json_object *v;
 			if (json_object_object_get_ex(e, "app_ms", &v) &&
@@ -237,7 +230,8 @@ int boot_state_load(const char *state_dir, struct boot_state *ret, struct err *e
 		    {"boot_id", &s.boot_id},       {"limit_hit", &s.limit_hit},
 		};
 		for (size_t i = 0; i < ELEMENTSOF(strings); i++)
-			if (boot_state_set(strings[i].field, get_str(root, strings[i].key)) < 0)
+			if (boot_state_set(strings[i].field,
+			                   json_get_string(root, strings[i].key)) < 0)
 				goto out_oom;
 	}
 	{
@@ -270,9 +264,9 @@ int boot_state_load(const char *state_dir, struct boot_state *ret, struct err *e
 		s.started_ms = get_int(root, "started_at") * 1000;
 	if (!s.updated_ms)
 		s.updated_ms = get_int(root, "updated_at") * 1000;
-	if (boot_state_set(&s.mode, get_str(root, "mode")) < 0 ||
-	    boot_state_set(&s.kind, get_str(root, "kind")) < 0 ||
-	    boot_state_set(&s.resumed_from, get_str(root, "resumed_from")) < 0)
+	if (boot_state_set(&s.mode, json_get_string(root, "mode")) < 0 ||
+	    boot_state_set(&s.kind, json_get_string(root, "kind")) < 0 ||
+	    boot_state_set(&s.resumed_from, json_get_string(root, "resumed_from")) < 0)
 		goto out_oom;
 	s.restarted = get_bool(root, "restarted");
 	s.kept = get_bool(root, "kept");

@@ -14,6 +14,7 @@
  * takes the boot lock, fetches into the stage with the token read in place from its own
  * guarded store (never copied), checks the commit out, swaps it in, and replies.
  */
+#include "json_get.h"
 #include "serve_ops_checkout.h"
 
 #include <errno.h>
@@ -298,15 +299,6 @@ struct fetch_run {
 	struct err *err;
 };
 
-static const char *req_str(json_object *req, const char *key)
-{
-	json_object *v;
-
-	if (!json_object_object_get_ex(req, key, &v) || !json_object_is_type(v, json_type_string))
-		return NULL;
-	return json_object_get_string(v);
-}
-
 static int64_t req_int(json_object *req, const char *key)
 {
 	json_object *v;
@@ -333,13 +325,13 @@ static int fetch_with(void *userdata, const char *name, enum secret_scope scope,
 	fr->found = true;
 	uid = req_int(fr->req, "uid");
 	gid = req_int(fr->req, "gid");
-	t.app_dir = req_str(fr->req, "app_dir");
-	t.clone_url = req_str(fr->req, "clone_url");
+	t.app_dir = json_get_string(fr->req, "app_dir");
+	t.clone_url = json_get_string(fr->req, "clone_url");
 	t.uid = uid < 0 ? (uid_t)-1 : (uid_t)uid;
 	t.gid = gid < 0 ? (gid_t)-1 : (gid_t)gid;
 	spec.clone_url = t.clone_url;
-	spec.ref = req_str(fr->req, "ref");
-	spec.username = req_str(fr->req, "username");
+	spec.ref = json_get_string(fr->req, "ref");
+	spec.username = json_get_string(fr->req, "username");
 	spec.token = (const char *)value;
 	spec.token_len = len;
 	if (!t.app_dir || !t.clone_url)
@@ -364,11 +356,11 @@ int serve_ops_checkout_fetch_run(json_object *req, struct secrets_store *secrets
                                  json_object **ret_reply, struct err *err)
 {
 	struct fetch_run fr = {.req = req, .err = err};
-	const char *state_dir = req_str(req, "state_dir");
+	const char *state_dir = json_get_string(req, "state_dir");
 	_cleanup_close_ int lock_fd = -1;
 	int r;
 
-	fr.secret = req_str(req, "secret");
+	fr.secret = json_get_string(req, "secret");
 	if (!fr.secret || !state_dir)
 		return err_set(err, ERR_REFUSED, EINVAL, "checkout.fetch: a malformed request");
 	if (git_fetch_global_init(NULL, err) < 0)

@@ -20,6 +20,7 @@
  * then `ok`. Whatever the app could swap under libgit2 (a file for a link) is read with the
  * app's own rights, so no file only root may read can end up in the commit.
  */
+#include "json_get.h"
 #include "serve_ops_publish.h"
 
 #include <errno.h>
@@ -82,15 +83,6 @@ static int publish_request(json_object *req, const char **ret_name, const char *
 		(*n_have)++;
 	}
 	return 0;
-}
-
-static const char *req_str(json_object *req, const char *key)
-{
-	json_object *v;
-
-	if (!json_object_object_get_ex(req, key, &v) || !json_object_is_type(v, json_type_string))
-		return NULL;
-	return json_object_get_string(v);
 }
 
 static int64_t req_int(json_object *req, const char *key)
@@ -216,7 +208,8 @@ static int publish_sink(void *userdata, const void *buf, size_t len)
 int serve_ops_publish_run(json_object *req, serve_ops_publish_sink_fn sink, void *userdata,
                           json_object **ret_reply, struct err *err)
 {
-	const char *app_dir = req_str(req, "app_dir"), *state_dir = req_str(req, "state_dir");
+	const char *app_dir = json_get_string(req, "app_dir"),
+	           *state_dir = json_get_string(req, "state_dir");
 	int64_t uid = req_int(req, "uid"), gid = req_int(req, "gid");
 	git_oid all[PUBLISH_HAVE_MAX + 1], base, commit;
 	_cleanup_git_repository_ git_repository *repo = NULL;
@@ -250,8 +243,8 @@ int serve_ops_publish_run(json_object *req, serve_ops_publish_sink_fn sink, void
 		return err_ret(err);
 	r = git_publish_open(app_dir, &repo, err);
 	if (r == 0)
-		r = git_publish_commit(repo, name, email, req_str(req, "message"), &base, &commit,
-		                       err);
+		r = git_publish_commit(repo, name, email, json_get_string(req, "message"), &base,
+		                       &commit, err);
 	if (r == 0) {
 		all[n_have++] = base;
 		r = git_pack_write(repo, &commit, all, n_have, publish_sink, ps, &stats, err);

@@ -16,6 +16,7 @@
 
 #include "clock.h"
 #include "file.h"
+#include "json_get.h"
 #include "json_strict.h"
 #include "log.h"
 #include "session_lines.h"
@@ -210,15 +211,6 @@ static int answer(struct live *l, struct pending *p, bool allow, const char *mes
 	return rc < 0 ? stdin_failed(l, err) : 0;
 }
 
-static const char *get_str(json_object *o, const char *key)
-{
-	json_object *v;
-
-	return json_object_object_get_ex(o, key, &v) && json_object_is_type(v, json_type_string)
-	           ? json_object_get_string(v)
-	           : NULL;
-}
-
 static bool get_bool(json_object *o, const char *key)
 {
 	json_object *v;
@@ -303,7 +295,7 @@ static json_object *reply_error(const struct err *e)
 
 static json_object *control(struct live *l, json_object *rq)
 {
-	const char *op = get_str(rq, "op");
+	const char *op = json_get_string(rq, "op");
 	json_object *ok;
 	struct err e;
 
@@ -323,7 +315,7 @@ static json_object *control(struct live *l, json_object *rq)
 			(void)send_turn(l, json_object_get_string(t),
 			                (size_t)json_object_get_string_len(t), &e);
 	} else if (strcmp(op, "answer") == 0) {
-		const char *id = get_str(rq, "request_id");
+		const char *id = json_get_string(rq, "request_id");
 		struct pending *p = id ? pending_find(l, id) : NULL;
 
 		if (!id)
@@ -334,7 +326,7 @@ static json_object *control(struct live *l, json_object *rq)
 			        "never asked): see the session's events",
 			        id);
 		else
-			(void)answer(l, p, get_bool(rq, "allow"), get_str(rq, "message"),
+			(void)answer(l, p, get_bool(rq, "allow"), json_get_string(rq, "message"),
 			             get_bool(rq, "interrupt"), "host", &e);
 	} else if (strcmp(op, "cancel") == 0) {
 		int fd = openat(l->job->dirfd, "cancel",

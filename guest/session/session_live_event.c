@@ -5,18 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "json_get.h"
 #include "json_strict.h"
 
 #define REQUEST_ID_MAX 256
-
-static const char *str_of(json_object *o, const char *key)
-{
-	json_object *v;
-
-	return json_object_object_get_ex(o, key, &v) && json_object_is_type(v, json_type_string)
-	           ? json_object_get_string(v)
-	           : NULL;
-}
 
 int session_live_event_parse(const char *line, size_t len, struct session_live_event *ret)
 {
@@ -31,7 +23,7 @@ int session_live_event_parse(const char *line, size_t len, struct session_live_e
 		len--;
 	if (len < 2 || line[0] != '{' ||
 	    json_strict_parse(line, len, &o, &off, &jerr) != JSON_STRICT_OK ||
-	    !json_object_is_type(o, json_type_object) || !(type = str_of(o, "type")))
+	    !json_object_is_type(o, json_type_object) || !(type = json_get_string(o, "type")))
 		return 0;
 	if (strcmp(type, "result") == 0) {
 		ret->kind = SESSION_LIVE_EVENT_RESULT;
@@ -39,9 +31,9 @@ int session_live_event_parse(const char *line, size_t len, struct session_live_e
 	}
 	if (strcmp(type, "control_request") != 0 ||
 	    !json_object_object_get_ex(o, "request", &req) ||
-	    !json_object_is_type(req, json_type_object) || !(sub = str_of(req, "subtype")) ||
-	    strcmp(sub, "can_use_tool") != 0 || !(id = str_of(o, "request_id")) || !id[0] ||
-	    strlen(id) > REQUEST_ID_MAX)
+	    !json_object_is_type(req, json_type_object) ||
+	    !(sub = json_get_string(req, "subtype")) || strcmp(sub, "can_use_tool") != 0 ||
+	    !(id = json_get_string(o, "request_id")) || !id[0] || strlen(id) > REQUEST_ID_MAX)
 		return 0;
 	ret->request_id = strdup(id);
 	if (!ret->request_id)
