@@ -6,11 +6,11 @@
 #include <sodium.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "child_env.h"
 #include "cleanup.h"
-#include "file.h"
 #include "strv.h"
 #include "tree_carry.h"
 
@@ -45,6 +45,39 @@ static void feed_env(crypto_generichash_state *h, const struct boot_plan *p)
 	}
 }
 
+/* An object's identity (present, device, inode), or its absence. */
+static void feed_id(crypto_generichash_state *h, const struct stat *st)
+{
+	uint64_t id[2] = {st ? (uint64_t)st->st_dev : 0, st ? (uint64_t)st->st_ino : 0};
+
+	feed_str(h, st ? "present" : "missing");
+	feed(h, id, sizeof(id));
+}
+
+/*
+ * The boot's throwaway databases, when every one is a SQLite file the plan placed in the
+ * workspace and it exists: their paths and identities. -1 otherwise (a server database, one
+ * the app's own environment names, none, or a file missing): the step always runs.
+ */
+static int feed_databases(crypto_generichash_state *h, const struct boot_plan *p)
+{
+	if (p->db.n_entries == 0)
+		return -1;
+	for (size_t i = 0; i < p->db.n_entries; i++) {
+		const struct database_entry *d = &p->db.entries[i];
+		const char *path =
+		    d->url && strncmp(d->url, "sqlite3:", 8) == 0 ? d->url + 8 : NULL;
+		struct stat st;
+
+		if (d->set_by_file || !path || path[0] != '/' || lstat(path, &st) < 0 ||
+		    !S_ISREG(st.st_mode))
+			return -1;
+		feed_str(h, path);
+		feed_id(h, &st);
+	}
+	return 0;
+}
+
 int step_inputs_digest(const struct boot_plan *p, const struct plan_step *s, char *hex, char *what,
                        size_t what_len)
 {
@@ -63,22 +96,19 @@ int step_inputs_digest(const struct boot_plan *p, const struct plan_step *s, cha
 	if (dfd < 0)
 		return 0;
 	crypto_generichash_init(&h, NULL, 0, sizeof(out));
-	feed_str(&h, "sandbox step inputs v1");
+	feed_str(&h, "sandbox step inputs v2");
 	feed_str(&h, s->command);
 	feed_env(&h, p);
 	for (const char *const *in = g->inputs; *in; in++) {
-		_cleanup_free_ char *buf = NULL;
-		size_t len = 0;
-		struct err e;
-		int r = file_read_capped(dfd, *in, TREE_CARRY_MAX_INPUT_BYTES,
-		                         READ_NOFOLLOW | READ_MISSING_OK, &buf, &len, &e);
+		unsigned char d[TREE_CARRY_DIGEST_BYTES];
+		bool present;
 
-		if (r < 0)
+		if (tree_carry_input_digest(dfd, *in, d, &present) < 0)
 			return 0;
 		feed_str(&h, *in);
-		feed_str(&h, r == 0 ? "present" : "missing");
-		if (r == 0) {
-			feed(&h, buf ? buf : "", len);
+		feed_str(&h, present ? "present" : "missing");
+		feed(&h, d, sizeof(d));
+		if (present) {
 			any = true;
 			if (what && used < what_len)
 				used += (size_t)snprintf(what + used, what_len - used, "%s%s",
@@ -87,10 +117,16 @@ int step_inputs_digest(const struct boot_plan *p, const struct plan_step *s, cha
 	}
 	if (!any)
 		return 0;
+	/* What it built, as the very objects it built: a tree's own copy is not the same. */
 	for (const char *const *o = g->outputs; *o; o++) {
+		struct stat st;
+		bool present = tree_carry_output_stat(dfd, *o, &st) == 1;
+
 		feed_str(&h, *o);
-		feed_str(&h, tree_carry_dir_present(dfd, *o) ? "present" : "missing");
+		feed_id(&h, present ? &st : NULL);
 	}
+	if (g->databases && feed_databases(&h, p) < 0)
+		return 0;
 	crypto_generichash_final(&h, out, sizeof(out));
 	sodium_bin2hex(hex, STEP_INPUTS_HEX_LEN + 1, out, sizeof(out));
 	return 1;

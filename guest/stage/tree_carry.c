@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "tree_carry.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -8,11 +9,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sodium.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include "file.h"
 #include "log.h"
+#include "strv.h"
 
 #ifndef RENAME_NOREPLACE
 #define RENAME_NOREPLACE (1 << 0)
@@ -31,7 +34,7 @@ static const char *const node_inputs[] = {"package.json",
                                           ".node-version",
                                           NULL};
 static const char *const node_outputs[] = {"node_modules", NULL};
-static const char *const no_caches[] = {NULL};
+static const char *const no_caches[] = {NULL}; /* also: no outputs */
 static const char *const node_installers[] = {"npm ci",       "npm install", "npm i",
                                               "yarn install", "yarn",        "pnpm install",
                                               "pnpm i",       "bun install", NULL};
@@ -43,10 +46,23 @@ static const char *const ruby_outputs[] = {"vendor/bundle", ".bundle", NULL};
 static const char *const ruby_caches[] = {"tmp/cache", NULL};
 static const char *const ruby_installers[] = {"bundle install", "bundle", NULL};
 
+/*
+ * `db:prepare`: what it reads (the schema, every migration, the seeds, the database settings
+ * and the adapter's version). What it builds is no directory of the tree but the boot's
+ * throwaway databases, which stay in the workspace across checkouts (step_inputs.c).
+ */
+static const char *const db_inputs[] = {
+    "db/schema.rb",        "db/structure.sql", "db/seeds.rb", "db/migrate/",
+    "config/database.yml", "Gemfile.lock",     NULL};
+static const char *const db_steps[] = {"bin/rails db:prepare",         "rails db:prepare",
+                                       "bundle exec rails db:prepare", "bin/rake db:prepare",
+                                       "bundle exec rake db:prepare",  NULL};
+
 const struct tree_carry_group tree_carry_groups[] = {
-    {"node", node_inputs, node_outputs, no_caches, node_installers},
-    {"ruby", ruby_inputs, ruby_outputs, ruby_caches, ruby_installers},
-    {NULL, NULL, NULL, NULL, NULL},
+    {"node", node_inputs, node_outputs, no_caches, node_installers, false},
+    {"ruby", ruby_inputs, ruby_outputs, ruby_caches, ruby_installers, false},
+    {"database", db_inputs, no_caches, no_caches, db_steps, true},
+    {NULL, NULL, NULL, NULL, NULL, false},
 };
 
 static int open_dir_at(int dfd, const char *name)
@@ -106,37 +122,128 @@ static int open_parent(int dfd, const char *path, bool create, uid_t uid, gid_t 
 	return fd;
 }
 
-bool tree_carry_dir_present(int dfd, const char *path)
+int tree_carry_output_stat(int dfd, const char *path, struct stat *ret)
 {
 	_cleanup_close_ int parent = -1;
 	const char *name;
 	struct stat st;
 
 	parent = open_parent(dfd, path, false, (uid_t)-1, (gid_t)-1, &name);
-	return parent >= 0 && fstatat(parent, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-	       S_ISDIR(st.st_mode);
+	if (parent < 0 || fstatat(parent, name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+	    !(S_ISDIR(st.st_mode) || S_ISREG(st.st_mode)))
+		return 0;
+	if (ret)
+		*ret = st;
+	return 1;
 }
 
-/* 1: the file is the same in both trees (both missing counts), 0: it differs, -errno. */
+static void digest_feed(crypto_generichash_state *h, const void *data, size_t len)
+{
+	uint64_t n = len;
+
+	crypto_generichash_update(h, (const unsigned char *)&n, sizeof(n));
+	crypto_generichash_update(h, data, len);
+}
+
+/* One regular file's name and bytes into h; *budget is what the input may still read. */
+static int digest_file(crypto_generichash_state *h, int parent, const char *name, size_t *budget)
+{
+	_cleanup_free_ char *buf = NULL;
+	size_t len = 0;
+	struct err e;
+	int r = file_read_capped(parent, name, *budget, READ_NOFOLLOW | READ_MISSING_OK, &buf, &len,
+	                         &e);
+
+	if (r < 0)
+		return -EINVAL;
+	digest_feed(h, name, strlen(name));
+	digest_feed(h, r == 0 ? "present" : "missing", 7);
+	digest_feed(h, buf ? buf : "", len);
+	*budget -= len;
+	return r == 0;
+}
+
+static int name_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* A directory's regular files, one level down, in name order; anything else refuses it. */
+static int digest_dir(crypto_generichash_state *h, int parent, const char *name, size_t *budget)
+{
+	_cleanup_strv_ char **names = NULL;
+	_cleanup_close_ int fd = -1;
+	size_t n = 0;
+	DIR *d;
+	struct dirent *de;
+
+	fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? 0 : -errno;
+	d = fdopendir(dup(fd));
+	if (!d)
+		return -errno;
+	while ((de = readdir(d))) {
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		if (n >= TREE_CARRY_MAX_DIR_FILES || strv_push(&names, de->d_name) < 0) {
+			closedir(d);
+			return -E2BIG;
+		}
+		n++;
+	}
+	closedir(d);
+	if (n)
+		qsort(names, n, sizeof(*names), name_cmp);
+	digest_feed(h, "directory", 9);
+	for (size_t i = 0; i < n; i++)
+		if (digest_file(h, fd, names[i], budget) != 1)
+			return -EINVAL; /* a link, a directory, a file over the cap */
+	return 1;
+}
+
+int tree_carry_input_digest(int dfd, const char *input, unsigned char out[TREE_CARRY_DIGEST_BYTES],
+                            bool *ret_present)
+{
+	size_t len = strlen(input), budget = TREE_CARRY_MAX_INPUT_BYTES;
+	bool is_dir = len > 1 && input[len - 1] == '/';
+	_cleanup_free_ char *path = is_dir ? strndup(input, len - 1) : strdup(input);
+	_cleanup_close_ int parent = -1;
+	crypto_generichash_state h;
+	const char *name;
+	int r;
+
+	*ret_present = false;
+	if (!path)
+		return -ENOMEM;
+	crypto_generichash_init(&h, NULL, 0, TREE_CARRY_DIGEST_BYTES);
+	digest_feed(&h, input, len);
+	parent = open_parent(dfd, path, false, (uid_t)-1, (gid_t)-1, &name);
+	if (parent == -ENOENT)
+		r = 0;
+	else if (parent < 0)
+		return parent;
+	else
+		r = is_dir ? digest_dir(&h, parent, name, &budget)
+		           : digest_file(&h, parent, name, &budget);
+	if (r < 0)
+		return r;
+	*ret_present = r == 1;
+	crypto_generichash_final(&h, out, TREE_CARRY_DIGEST_BYTES);
+	return 0;
+}
+
+/* 1: the input is the same in both trees (both missing counts), 0: it differs, -errno. */
 static int same_input(int old_fd, int new_fd, const char *name, bool *ret_present)
 {
-	_cleanup_free_ char *a = NULL, *b = NULL;
-	size_t la = 0, lb = 0;
-	struct err e;
-	int ra, rb;
+	unsigned char a[TREE_CARRY_DIGEST_BYTES], b[TREE_CARRY_DIGEST_BYTES];
+	bool pa, pb;
 
-	ra = file_read_capped(old_fd, name, TREE_CARRY_MAX_INPUT_BYTES,
-	                      READ_NOFOLLOW | READ_MISSING_OK, &a, &la, &e);
-	if (ra < 0)
+	if (tree_carry_input_digest(old_fd, name, a, &pa) < 0 ||
+	    tree_carry_input_digest(new_fd, name, b, &pb) < 0)
 		return -EINVAL;
-	rb = file_read_capped(new_fd, name, TREE_CARRY_MAX_INPUT_BYTES,
-	                      READ_NOFOLLOW | READ_MISSING_OK, &b, &lb, &e);
-	if (rb < 0)
-		return -EINVAL;
-	*ret_present = ra == 0 || rb == 0;
-	if (ra != rb)
-		return 0;
-	return la == lb && (la == 0 || memcmp(a, b, la) == 0);
+	*ret_present = pa || pb;
+	return pa == pb && memcmp(a, b, sizeof(a)) == 0;
 }
 
 /*
@@ -253,7 +360,7 @@ static void carry_dirs(int old_fd, int new_fd, const char *const *dirs, bool sam
 		char stop[192] = "";
 		bool moved;
 
-		if (!same && !tree_carry_dir_present(old_fd, *d))
+		if (!same && !tree_carry_output_stat(old_fd, *d, NULL))
 			continue;
 		moved = same && carry_one(old_fd, new_fd, *d, uid, gid, stop, sizeof(stop));
 		if (same && !moved && !stop[0])

@@ -3,7 +3,8 @@
  * What a tree rebuilds from its lockfiles, carried from the old tree into the new one when a
  * checkout replaces it (docs/checkout.md, "What a re-sync keeps").
  *
- * A group is a set of input files (the lockfiles and what else the installer reads) and the
+ * A group is a set of input files (the lockfiles and what else the installer reads; a name
+ * ending in "/" stands for the regular files of that directory, as db/migrate/) and the
  * directories built from them. When every input of a group is byte-for-byte the same in both
  * trees (present in both or missing in both, and at least one present), each of its
  * directories the old tree has and the new one does not is renamed into the new tree; when an
@@ -23,19 +24,24 @@
 #define SA_TREE_CARRY_H
 
 #include <stdbool.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include "err.h"
 
 #define TREE_CARRY_MAX_INPUT_BYTES (32UL * 1024 * 1024)
-#define TREE_CARRY_MAX_ENTRIES 8
+#define TREE_CARRY_MAX_ENTRIES 16
+/* A directory input ("db/migrate/") holds at most this many files. */
+#define TREE_CARRY_MAX_DIR_FILES 4096
+#define TREE_CARRY_DIGEST_BYTES 32
 
 struct tree_carry_group {
-	const char *name;              /* "node", "ruby" */
-	const char *const *inputs;     /* relative file names, NULL-terminated */
+	const char *name;              /* "node", "ruby", "database" */
+	const char *const *inputs;     /* relative file names, or "dir/" for a directory's files */
 	const char *const *outputs;    /* directories the installer builds, NULL-terminated */
 	const char *const *caches;     /* directories the app fills as it runs, carried too */
 	const char *const *installers; /* commands that build the outputs, NULL-terminated */
+	bool databases; /* it builds the boot's throwaway databases, not directories of the tree */
 };
 
 /* The groups, ending with a zeroed entry. */
@@ -71,9 +77,19 @@ void tree_carry_report_format(const struct tree_carry_report *rep, char *buf, si
 const struct tree_carry_group *tree_carry_group_of_command(const char *command);
 
 /*
- * Whether the relative directory path is a real directory below dfd, reached without
- * following a symbolic link.
+ * Whether the relative path is a real directory or regular file below dfd, reached without
+ * following a symbolic link: 1 (and its stat in *ret, if not NULL) or 0.
  */
-bool tree_carry_dir_present(int dfd, const char *path);
+int tree_carry_output_stat(int dfd, const char *path, struct stat *ret);
+
+/*
+ * The digest of one input below dfd: a file's bytes, or for "dir/" the names and bytes of the
+ * directory's regular files (at most TREE_CARRY_MAX_DIR_FILES), TREE_CARRY_MAX_INPUT_BYTES in
+ * all; *ret_present says whether it exists (a missing input has a digest too). -errno when it
+ * cannot be read safely: a link on the way, something not a regular file in a directory, a
+ * file over the cap.
+ */
+int tree_carry_input_digest(int dfd, const char *input, unsigned char out[TREE_CARRY_DIGEST_BYTES],
+                            bool *ret_present);
 
 #endif

@@ -196,12 +196,98 @@ START_TEST(test_installer_commands)
 	ck_assert_str_eq(tree_carry_group_of_command("yarn")->name, "node");
 	ck_assert_str_eq(tree_carry_group_of_command("bundle install --jobs=4")->name, "ruby");
 	ck_assert_str_eq(tree_carry_group_of_command("bundle")->name, "ruby");
-	ck_assert_ptr_null(tree_carry_group_of_command("bundle exec rake db:prepare"));
+	ck_assert_str_eq(tree_carry_group_of_command("bundle exec rake db:prepare")->name,
+	                 "database");
+	ck_assert_str_eq(tree_carry_group_of_command("bin/rails db:prepare")->name, "database");
+	ck_assert_ptr_null(tree_carry_group_of_command("bundle exec rake db:migrate"));
+	ck_assert_ptr_null(
+	    tree_carry_group_of_command("bin/rails db:prepare && bin/rails db:seed"));
 	ck_assert_ptr_null(tree_carry_group_of_command("npm install express"));
 	ck_assert_ptr_null(tree_carry_group_of_command("npm ci && rm -rf /tmp/x"));
 	ck_assert_ptr_null(tree_carry_group_of_command("cd sub && bundle install"));
 	ck_assert_ptr_null(tree_carry_group_of_command("npm ci $(cat flags)"));
-	ck_assert_ptr_null(tree_carry_group_of_command("bin/rails db:prepare"));
+}
+END_TEST
+
+/* A Rails tree with its SQLite database, in both trees but the database in the old one only. */
+static void rails_trees(void)
+{
+	run("for t in old new; do mkdir -p $t/db/migrate $t/config && "
+	    "echo 'gem \"rails\"' >$t/Gemfile && echo 'ActiveRecord::Schema.define' "
+	    ">$t/db/schema.rb "
+	    "&& echo 'class CreateKeys' >$t/db/migrate/20240101000000_create_keys.rb && "
+	    "echo 'development: {}' >$t/config/database.yml; done && "
+	    "echo sqlite >old/db/development.sqlite3 && echo journal "
+	    ">old/db/development.sqlite3-journal");
+}
+
+START_TEST(test_database_moves_with_unchanged_schema)
+{
+	struct tree_carry_report r;
+	const struct tree_carry_entry *e;
+	struct stat before, after;
+
+	rails_trees();
+	ck_assert_int_eq(tree_carry_output_stat(old_fd, "db/development.sqlite3", &before), 1);
+	tree_carry_run(old_fd, new_fd, getuid(), getgid(), &r);
+	e = entry(&r, "db/development.sqlite3");
+	ck_assert_ptr_nonnull(e);
+	ck_assert_msg(e->moved, "%s", e->why);
+	ck_assert_ptr_nonnull(strstr(e->why, "db/migrate/"));
+	ck_assert(entry(&r, "db/development.sqlite3-journal")->moved);
+	ck_assert(!exists("old/db/development.sqlite3"));
+	/* The same file: the running server's writes stay in it. */
+	ck_assert_int_eq(tree_carry_output_stat(new_fd, "db/development.sqlite3", &after), 1);
+	ck_assert(before.st_ino == after.st_ino && before.st_dev == after.st_dev);
+}
+END_TEST
+
+START_TEST(test_database_stays_with_a_new_migration)
+{
+	struct tree_carry_report r;
+	const struct tree_carry_entry *e;
+
+	rails_trees();
+	run("echo 'class AddName' >new/db/migrate/20250101000000_add_name.rb");
+	tree_carry_run(old_fd, new_fd, getuid(), getgid(), &r);
+	e = entry(&r, "db/development.sqlite3");
+	ck_assert_ptr_nonnull(e);
+	ck_assert(!e->moved);
+	ck_assert_str_eq(e->why, "db/migrate/ changed: built again");
+	ck_assert(!exists("new/db/development.sqlite3"));
+	/* A changed migration (same name) is a change too. */
+	run("rm new/db/migrate/20250101000000_add_name.rb && "
+	    "echo 'class CreateKeys # edited' >new/db/migrate/20240101000000_create_keys.rb");
+	tree_carry_run(old_fd, new_fd, getuid(), getgid(), &r);
+	ck_assert(!entry(&r, "db/development.sqlite3")->moved);
+}
+END_TEST
+
+START_TEST(test_directory_input_refuses_links)
+{
+	unsigned char d1[TREE_CARRY_DIGEST_BYTES], d2[TREE_CARRY_DIGEST_BYTES];
+	struct tree_carry_report r;
+	bool present;
+
+	rails_trees();
+	ck_assert_int_eq(tree_carry_input_digest(old_fd, "db/migrate/", d1, &present), 0);
+	ck_assert(present);
+	ck_assert_int_eq(tree_carry_input_digest(new_fd, "db/migrate/", d2, &present), 0);
+	ck_assert_mem_eq(d1, d2, sizeof(d1));
+	/* A link among the migrations (to a file elsewhere) cannot be compared: nothing moves. */
+	run("echo secret >outside && ln -s ../../../outside new/db/migrate/20250101_x.rb");
+	ck_assert_int_lt(tree_carry_input_digest(new_fd, "db/migrate/", d2, &present), 0);
+	tree_carry_run(old_fd, new_fd, getuid(), getgid(), &r);
+	ck_assert(!entry(&r, "db/development.sqlite3")->moved);
+	ck_assert_ptr_nonnull(
+	    strstr(entry(&r, "db/development.sqlite3")->why, "cannot be compared"));
+	/* db itself a link in the new tree: refused, not followed. */
+	run("rm -rf new/db && mkdir elsewhere && ln -s ../elsewhere new/db");
+	ck_assert_int_lt(tree_carry_input_digest(new_fd, "db/schema.rb", d2, &present), 0);
+	/* A missing directory is an input too: missing. */
+	run("rm new/db");
+	ck_assert_int_eq(tree_carry_input_digest(new_fd, "db/migrate/", d2, &present), 0);
+	ck_assert(!present);
 }
 END_TEST
 
@@ -219,6 +305,9 @@ static Suite *tree_carry_suite(void)
 	tcase_add_test(tc, test_hostile_old_tree);
 	tcase_add_test(tc, test_parent_created);
 	tcase_add_test(tc, test_installer_commands);
+	tcase_add_test(tc, test_database_moves_with_unchanged_schema);
+	tcase_add_test(tc, test_database_stays_with_a_new_migration);
+	tcase_add_test(tc, test_directory_input_refuses_links);
 	suite_add_tcase(s, tc);
 	return s;
 }
