@@ -180,14 +180,12 @@ static int ask_tty(struct follow *f, const char *rid, const char *tool, struct j
 	return send_answer(f, rid, false, "The user denied this tool call.", answer[0] == 'i');
 }
 
-/* A byte a terminal may act on: C0, DEL, or a C1 control in UTF-8 (U+0080..U+009F). */
+/* A C0 control or DEL (C1 controls are output_json_text's). */
 static bool has_control(const char *s, size_t len)
 {
 	for (size_t i = 0; i < len; i++) {
 		unsigned char ch = (unsigned char)s[i];
-		if (ch < 0x20 || ch == 0x7f ||
-		    (ch == 0xc2 && i + 1 < len && (unsigned char)s[i + 1] >= 0x80 &&
-		     (unsigned char)s[i + 1] <= 0x9f))
+		if (ch < 0x20 || ch == 0x7f)
 			return true;
 	}
 	return false;
@@ -208,14 +206,17 @@ static int on_line(struct follow *f, const char *line, size_t len)
 	if (f->o->follow) {
 		/*
 		 * The guest's line as it is, unless it holds a control character (json-c lets a raw
-		 * one through inside a string): then as json-c writes it, escaped.
+		 * one through inside a string): then as json-c writes it, escaped; a C1 control
+		 * either way as its \u escape.
 		 */
-		if (has_control(line, len))
-			fputs(json_object_to_json_string_ext(
-			          ev, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE),
-			      stdout);
-		else
-			fwrite(line, 1, len, stdout);
+		const char *text = line;
+
+		if (has_control(line, len)) {
+			text = json_object_to_json_string_ext(
+			    ev, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+			len = strlen(text);
+		}
+		output_json_text(stdout, text, len);
 		fputc('\n', stdout);
 		fflush(stdout);
 	} else {

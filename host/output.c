@@ -36,9 +36,30 @@ void output_json(struct output *o, struct json_object *doc)
 	            (o->pretty ? JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED
 	                       : JSON_C_TO_STRING_PLAIN);
 
+	const char *text;
+
 	output_live_done(o);
-	fprintf(o->out, "%s\n", json_object_to_json_string_ext(doc, flags));
+	text = json_object_to_json_string_ext(doc, flags);
+	output_json_text(o->out, text, strlen(text));
+	fputc('\n', o->out);
 	fflush(o->out);
+}
+
+void output_json_text(FILE *out, const char *text, size_t len)
+{
+	size_t from = 0;
+
+	for (size_t i = 0; i + 1 < len; i++) {
+		unsigned char b = (unsigned char)text[i + 1];
+
+		if ((unsigned char)text[i] != 0xc2 || b < 0x80 || b > 0x9f)
+			continue;
+		fwrite(text + from, 1, i - from, out);
+		fprintf(out, "\\u%04x", b);
+		from = i + 2;
+		i++;
+	}
+	fwrite(text + from, 1, len - from, out);
 }
 
 static size_t utf8_seq(const unsigned char *p, size_t left);

@@ -47,6 +47,12 @@ void output_init(struct output *o, FILE *out, FILE *err, int level);
 
 /* The command's document on stdout, with a newline. */
 void output_json(struct output *o, struct json_object *doc);
+/*
+ * Write len bytes of JSON text (json-c's output, or a line from the guest) to out, each C1
+ * control in it (U+0080..U+009F as UTF-8, which json-c leaves raw inside strings and some
+ * terminals act on) written as its \u escape: the same JSON value, nothing a terminal runs.
+ */
+void output_json_text(FILE *out, const char *text, size_t len);
 
 /* A progress line ("sandbox-ctl: ..."), unless quiet. Ends any live line first. */
 void output_note(struct output *o, const char *fmt, ...) _printf_(2, 3);
