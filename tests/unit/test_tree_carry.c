@@ -209,85 +209,83 @@ START_TEST(test_installer_commands)
 }
 END_TEST
 
-/* A Rails tree with its SQLite database, in both trees but the database in the old one only. */
+/* A Rails tree, the same in both. */
 static void rails_trees(void)
 {
 	run("for t in old new; do mkdir -p $t/db/migrate $t/config && "
 	    "echo 'gem \"rails\"' >$t/Gemfile && echo 'ActiveRecord::Schema.define' "
 	    ">$t/db/schema.rb "
 	    "&& echo 'class CreateKeys' >$t/db/migrate/20240101000000_create_keys.rb && "
-	    "echo 'development: {}' >$t/config/database.yml; done && "
-	    "echo sqlite >old/db/development.sqlite3 && echo journal "
-	    ">old/db/development.sqlite3-journal");
+	    "echo 'development: {}' >$t/config/database.yml; done");
 }
 
-START_TEST(test_database_moves_with_unchanged_schema)
+/* Whether input has the same digest in both trees (both present). */
+static bool same_in_both(const char *input)
 {
-	struct tree_carry_report r;
-	const struct tree_carry_entry *e;
-	struct stat before, after;
+	unsigned char a[TREE_CARRY_DIGEST_BYTES], b[TREE_CARRY_DIGEST_BYTES];
+	bool pa, pb;
 
-	rails_trees();
-	ck_assert_int_eq(tree_carry_output_stat(old_fd, "db/development.sqlite3", &before), 1);
-	tree_carry_run(old_fd, new_fd, getuid(), getgid(), &r);
-	e = entry(&r, "db/development.sqlite3");
-	ck_assert_ptr_nonnull(e);
-	ck_assert_msg(e->moved, "%s", e->why);
-	ck_assert_ptr_nonnull(strstr(e->why, "db/migrate/"));
-	ck_assert(entry(&r, "db/development.sqlite3-journal")->moved);
-	ck_assert(!exists("old/db/development.sqlite3"));
-	/* The same file: the running server's writes stay in it. */
-	ck_assert_int_eq(tree_carry_output_stat(new_fd, "db/development.sqlite3", &after), 1);
-	ck_assert(before.st_ino == after.st_ino && before.st_dev == after.st_dev);
+	ck_assert_int_eq(tree_carry_input_digest(old_fd, input, a, &pa), 0);
+	ck_assert_int_eq(tree_carry_input_digest(new_fd, input, b, &pb), 0);
+	ck_assert(pa && pb);
+	return memcmp(a, b, sizeof(a)) == 0;
 }
-END_TEST
 
-START_TEST(test_database_stays_with_a_new_migration)
+START_TEST(test_directory_input)
 {
-	struct tree_carry_report r;
-	const struct tree_carry_entry *e;
-
 	rails_trees();
+	ck_assert(same_in_both("db/migrate/"));
+	ck_assert(same_in_both("db/schema.rb"));
+	/* A new migration, an edited one, a renamed one: each is a change. */
 	run("echo 'class AddName' >new/db/migrate/20250101000000_add_name.rb");
-	tree_carry_run(old_fd, new_fd, getuid(), getgid(), &r);
-	e = entry(&r, "db/development.sqlite3");
-	ck_assert_ptr_nonnull(e);
-	ck_assert(!e->moved);
-	ck_assert_str_eq(e->why, "db/migrate/ changed: built again");
-	ck_assert(!exists("new/db/development.sqlite3"));
-	/* A changed migration (same name) is a change too. */
-	run("rm new/db/migrate/20250101000000_add_name.rb && "
-	    "echo 'class CreateKeys # edited' >new/db/migrate/20240101000000_create_keys.rb");
-	tree_carry_run(old_fd, new_fd, getuid(), getgid(), &r);
-	ck_assert(!entry(&r, "db/development.sqlite3")->moved);
+	ck_assert(!same_in_both("db/migrate/"));
+	run("rm new/db/migrate/20250101000000_add_name.rb");
+	ck_assert(same_in_both("db/migrate/"));
+	run("echo 'class CreateKeys # edited' >new/db/migrate/20240101000000_create_keys.rb");
+	ck_assert(!same_in_both("db/migrate/"));
+	run("echo 'class CreateKeys' >new/db/migrate/20240101000000_create_keys.rb");
+	ck_assert(same_in_both("db/migrate/"));
+	run("mv new/db/migrate/20240101000000_create_keys.rb "
+	    "new/db/migrate/20240101000001_create_keys.rb");
+	ck_assert(!same_in_both("db/migrate/"));
 }
 END_TEST
 
 START_TEST(test_directory_input_refuses_links)
 {
-	unsigned char d1[TREE_CARRY_DIGEST_BYTES], d2[TREE_CARRY_DIGEST_BYTES];
-	struct tree_carry_report r;
+	unsigned char d[TREE_CARRY_DIGEST_BYTES];
 	bool present;
 
 	rails_trees();
-	ck_assert_int_eq(tree_carry_input_digest(old_fd, "db/migrate/", d1, &present), 0);
-	ck_assert(present);
-	ck_assert_int_eq(tree_carry_input_digest(new_fd, "db/migrate/", d2, &present), 0);
-	ck_assert_mem_eq(d1, d2, sizeof(d1));
-	/* A link among the migrations (to a file elsewhere) cannot be compared: nothing moves. */
+	/* A link among the migrations (to a file elsewhere) cannot be compared. */
 	run("echo secret >outside && ln -s ../../../outside new/db/migrate/20250101_x.rb");
-	ck_assert_int_lt(tree_carry_input_digest(new_fd, "db/migrate/", d2, &present), 0);
-	tree_carry_run(old_fd, new_fd, getuid(), getgid(), &r);
-	ck_assert(!entry(&r, "db/development.sqlite3")->moved);
-	ck_assert_ptr_nonnull(
-	    strstr(entry(&r, "db/development.sqlite3")->why, "cannot be compared"));
+	ck_assert_int_lt(tree_carry_input_digest(new_fd, "db/migrate/", d, &present), 0);
+	/* A subdirectory among them neither. */
+	run("rm new/db/migrate/20250101_x.rb && mkdir new/db/migrate/sub");
+	ck_assert_int_lt(tree_carry_input_digest(new_fd, "db/migrate/", d, &present), 0);
 	/* db itself a link in the new tree: refused, not followed. */
-	run("rm -rf new/db && mkdir elsewhere && ln -s ../elsewhere new/db");
-	ck_assert_int_lt(tree_carry_input_digest(new_fd, "db/schema.rb", d2, &present), 0);
-	/* A missing directory is an input too: missing. */
+	run("rm -rf new/db && mkdir elsewhere && echo x >elsewhere/schema.rb && "
+	    "ln -s ../elsewhere new/db");
+	ck_assert_int_lt(tree_carry_input_digest(new_fd, "db/schema.rb", d, &present), 0);
+	ck_assert_int_lt(tree_carry_input_digest(new_fd, "db/migrate/", d, &present), 0);
+	/* A missing directory is an input too: missing, with a digest. */
 	run("rm new/db");
-	ck_assert_int_eq(tree_carry_input_digest(new_fd, "db/migrate/", d2, &present), 0);
+	ck_assert_int_eq(tree_carry_input_digest(new_fd, "db/migrate/", d, &present), 0);
 	ck_assert(!present);
+}
+END_TEST
+
+START_TEST(test_database_group_moves_nothing)
+{
+	struct tree_carry_report r;
+
+	/* db:prepare builds the workspace's database, not a directory of the tree. */
+	rails_trees();
+	run("echo sqlite >old/db/development.sqlite3");
+	tree_carry_run(old_fd, new_fd, getuid(), getgid(), &r);
+	ck_assert_ptr_null(entry(&r, "db/development.sqlite3"));
+	ck_assert(exists("old/db/development.sqlite3"));
+	ck_assert(!exists("new/db/development.sqlite3"));
 }
 END_TEST
 
@@ -305,9 +303,9 @@ static Suite *tree_carry_suite(void)
 	tcase_add_test(tc, test_hostile_old_tree);
 	tcase_add_test(tc, test_parent_created);
 	tcase_add_test(tc, test_installer_commands);
-	tcase_add_test(tc, test_database_moves_with_unchanged_schema);
-	tcase_add_test(tc, test_database_stays_with_a_new_migration);
+	tcase_add_test(tc, test_directory_input);
 	tcase_add_test(tc, test_directory_input_refuses_links);
+	tcase_add_test(tc, test_database_group_moves_nothing);
 	suite_add_tcase(s, tc);
 	return s;
 }
