@@ -2,9 +2,10 @@
 /*
  * The idle daemon's resident memory (docs/daemon.md, "Memory"): `sandbox-agent serve` on a unix
  * socket in a directory of its own, its VmRSS (with the anonymous and file-backed parts) once
- * it listens, then with 1 and with 4 idle connections. Each connection is a host that did what
- * sandbox-ctl does before it waits on a followed stream: the handshake, the guest's hello, one
- * `status` request answered; then it holds the connection open and sends nothing.
+ * it listens, then with 1 and with 4 idle connections, and after 100 more came and went. Each
+ * connection is a host that did what sandbox-ctl does before it waits on a followed stream: the
+ * handshake, the guest's hello, one `status` request answered; then it holds the connection open
+ * and sends nothing.
  *
  *   daemon_rss_bench [--agent PATH] [--settle MS]
  *
@@ -35,6 +36,7 @@
 
 #define TIMEOUT_MS 10000
 #define CONNS_MAX 4
+#define CHURN 100
 #define GOAL_IDLE_KIB 1024
 #define GOAL_PER_CONN_KIB 1024
 
@@ -187,6 +189,16 @@ static void host_connect(struct host_conn *hc, const char *sock, const struct ke
 	}
 }
 
+static void host_disconnect(struct host_conn *hc)
+{
+	struct err e;
+
+	channel_close(hc->ch, TIMEOUT_MS, &e);
+	channel_free(hc->ch);
+	frame_io_free(hc->io);
+	close(hc->fd);
+}
+
 static void row(const char *what, struct rss r)
 {
 	printf("  %-22s %6ld KiB  (anonymous %ld, file-backed %ld)\n", what, r.total, r.anon,
@@ -203,7 +215,7 @@ int main(int argc, char **argv)
 	const char *agent = "build/sandbox-agent";
 	struct host_conn conns[CONNS_MAX];
 	struct keypair *host_key, *guest_key;
-	struct rss idle, one, four;
+	struct rss idle, one, four, after;
 	char path[256], sock[256], *line;
 	long settle = 300;
 	struct err e;
@@ -251,10 +263,22 @@ int main(int argc, char **argv)
 	sleep_ms(settle);
 	four = rss_of(daemon_pid);
 
+	for (int i = 0; i < CONNS_MAX; i++)
+		host_disconnect(&conns[i]);
+	/* Connections come and go: what stays after CHURN more, each closed. */
+	for (int i = 0; i < CHURN; i++) {
+		struct host_conn hc;
+
+		host_connect(&hc, sock, host_key, guest_key->pk);
+		host_disconnect(&hc);
+	}
+	sleep_ms(settle);
+	after = rss_of(daemon_pid);
 	printf("%s serve on a unix socket, resident (VmRSS):\n", agent);
 	row("idle", idle);
 	row("1 idle connection", one);
 	row("4 idle connections", four);
+	row("after 100 more, closed", after);
 	printf("  idle %ld KiB (goal <= %d KiB): %s\n", idle.total, GOAL_IDLE_KIB,
 	       idle.total <= GOAL_IDLE_KIB ? "met" : "NOT met");
 	printf("  per idle connection: %ld KiB for the first, %ld KiB each over 4 (goal <= %d "
@@ -264,12 +288,6 @@ int main(int argc, char **argv)
 	               (four.total - idle.total) / CONNS_MAX <= GOAL_PER_CONN_KIB
 	           ? "met"
 	           : "NOT met");
-	for (int i = 0; i < CONNS_MAX; i++) {
-		channel_close(conns[i].ch, TIMEOUT_MS, &e);
-		channel_free(conns[i].ch);
-		frame_io_free(conns[i].io);
-		close(conns[i].fd);
-	}
 	keys_free(host_key);
 	keys_free(guest_key);
 	return 0;
