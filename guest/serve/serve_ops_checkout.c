@@ -19,6 +19,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <malloc.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -92,8 +93,13 @@ static void pack_op_release(struct pack_op *op)
 	op->recv = NULL;
 	checkout_stage_free(op->stage);
 	op->stage = NULL;
-	if (op->git_held)
+	if (op->git_held) {
 		git_fetch_global_shutdown();
+#ifdef __GLIBC__
+		/* What libgit2 freed, back to the system (musl's malloc does so by itself). */
+		malloc_trim(0);
+#endif
+	}
 	op->git_held = false;
 	serve_target_unlock(&op->target);
 }
