@@ -282,8 +282,7 @@ int serve_cli_main(int argc, char **argv)
 			cfg.cache_root = optarg;
 			break;
 		case OPT_RUNNER:
-			/* A runner boots (the ready check) or fetches: libcurl before anything
-			 * else. */
+			/* A runner boots (the ready check) or fetches: libcurl first. */
 			if (ready_init(&err) < 0) {
 				fprintf(stderr, "sandbox-agent serve: %s\n", err.msg);
 				return 1;
