@@ -27,24 +27,29 @@ static int usage(FILE *f)
 	return f == stderr ? 2 : 0;
 }
 
+/* libcurl's global state, once, before anything could start a thread. */
+static int curl_first(void)
+{
+	struct err err;
+
+	if (ready_init(&err) < 0) {
+		fprintf(stderr, "sandbox-agent: %s\n", err.msg);
+		return -1;
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *name = argc > 0 ? basename(argv[0]) : "sandbox-agent";
-	struct err err;
-
-	/* libcurl's global state, once, before anything could start a thread. */
-	if (ready_init(&err) < 0) {
-		fprintf(stderr, "sandbox-agent: %s\n", err.msg);
-		return 1;
-	}
 
 	if (strcmp(name, "sandbox-app-boot") == 0) {
 		log_setup("sandbox-app-boot");
-		return boot_cli_main(argc, argv);
+		return curl_first() < 0 ? 1 : boot_cli_main(argc, argv);
 	}
 	if (strcmp(name, "sandbox-claude") == 0) {
 		log_setup("sandbox-claude");
-		return claude_cli_main(argc, argv);
+		return curl_first() < 0 ? 1 : claude_cli_main(argc, argv);
 	}
 	log_setup("sandbox-agent");
 	if (argc < 2)
@@ -56,11 +61,15 @@ int main(int argc, char **argv)
 	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)
 		return usage(stdout);
 	if (strcmp(argv[1], "boot") == 0)
-		return boot_cli_main(argc - 1, argv + 1);
+		return curl_first() < 0 ? 1 : boot_cli_main(argc - 1, argv + 1);
+	/*
+	 * Not for the daemon and keygen: the daemon's runners and its verify set libcurl up when
+	 * they need it, so an idle daemon carries none of it (docs/daemon.md, "Memory").
+	 */
 	if (strcmp(argv[1], "serve") == 0)
 		return serve_cli_main(argc - 1, argv + 1);
 	if (strcmp(argv[1], "init") == 0)
-		return init_cli_main(argc - 1, argv + 1);
+		return curl_first() < 0 ? 1 : init_cli_main(argc - 1, argv + 1);
 	if (strcmp(argv[1], "keygen") == 0)
 		return serve_cli_keygen_main(argc - 1, argv + 1);
 	fprintf(stderr, "sandbox-agent: unknown command '%s'\n", argv[1]);

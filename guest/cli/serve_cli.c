@@ -20,9 +20,9 @@
 
 #include "boot_plan.h"
 #include "egress_config.h"
-#include "git_fetch.h"
 #include "keys.h"
 #include "log.h"
+#include "ready.h"
 #include "strv.h"
 
 static void usage(FILE *f)
@@ -282,6 +282,11 @@ int serve_cli_main(int argc, char **argv)
 			cfg.cache_root = optarg;
 			break;
 		case OPT_RUNNER:
+			/* A runner boots (the ready check) or fetches: libcurl first. */
+			if (ready_init(&err) < 0) {
+				fprintf(stderr, "sandbox-agent serve: %s\n", err.msg);
+				return 1;
+			}
 			return serve_runner_main(3);
 		case OPT_LIMIT_MEMORY:
 		case OPT_LIMIT_PIDS:
@@ -380,13 +385,16 @@ int serve_cli_main(int argc, char **argv)
 		         daemon_socket);
 	}
 	cfg.one_shot = cfg.stdio;
-	/* libgit2 for checkout.pack (its wiping allocator first, before any other use). */
-	if (keys_sodium_init(&err) < 0 || git_fetch_global_init(NULL, &err) < 0) {
+	/*
+	 * libsodium only: libgit2 (with its wiping allocator) is set up by checkout.pack for the
+	 * pack it takes in, libcurl by verify and by the runners, so an idle daemon carries
+	 * neither (docs/daemon.md, "Memory").
+	 */
+	if (keys_sodium_init(&err) < 0) {
 		fprintf(stderr, "sandbox-agent serve: %s\n", err.msg);
 		return 1;
 	}
 	int r = serve_run(&cfg, &err);
-	git_fetch_global_shutdown();
 	if (r < 0) {
 		fprintf(stderr, "sandbox-agent serve: %s\n", err.msg);
 		return err.cls == ERR_REFUSED ? 2 : 1;

@@ -19,6 +19,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <malloc.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -83,6 +84,7 @@ struct pack_op {
 	struct serve_target target;
 	git_oid tip;
 	char local_ref[GIT_FETCH_REF_MAX];
+	bool git_held; /* a git_fetch_global_init() to pair with a shutdown */
 };
 
 static void pack_op_release(struct pack_op *op)
@@ -91,6 +93,14 @@ static void pack_op_release(struct pack_op *op)
 	op->recv = NULL;
 	checkout_stage_free(op->stage);
 	op->stage = NULL;
+	if (op->git_held) {
+		git_fetch_global_shutdown();
+#ifdef __GLIBC__
+		/* What libgit2 freed, back to the system (musl's malloc does so by itself). */
+		malloc_trim(0);
+#endif
+	}
+	op->git_held = false;
 	serve_target_unlock(&op->target);
 }
 
@@ -212,6 +222,13 @@ int serve_ops_checkout_pack(struct conn *c, struct stream *st, const struct msg 
 	t.app_dir = op->target.app_dir;
 	t.clone_url = url && url[0] ? url : NULL;
 	serve_target_owner(c->srv, &t.uid, &t.gid);
+	/*
+	 * libgit2 (and the CA bundle its TLS stream parses) only while a pack is taken in: an
+	 * idle daemon holds none of it (docs/daemon.md, "Memory").
+	 */
+	if (git_fetch_global_init(NULL, &err) < 0)
+		return pack_fail(c, st, op, &err);
+	op->git_held = true;
 	if (checkout_stage_begin(&t, &op->stage, &err) < 0 ||
 	    git_pack_receiver_new(checkout_stage_repo(op->stage), &op->recv, &err) < 0)
 		return pack_fail(c, st, op, &err);

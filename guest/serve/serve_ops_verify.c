@@ -22,6 +22,7 @@
 #include "confine_probe.h"
 #include "confine_record.h"
 #include "log.h"
+#include "ready.h"
 #include "serve_stream.h"
 
 static const char *const metadata_urls[] = {
@@ -122,6 +123,9 @@ int serve_ops_verify(struct conn *c, struct stream *st, const struct msg *m)
 		return serve_stream_error(c, st, &err);
 	}
 	json_object_object_add(doc, "checks", checks);
+	/* libcurl's global state, first needed here (an idle daemon does without it). */
+	if (ready_init(&err) < 0)
+		return serve_stream_error(c, st, &err);
 	kernel = confine_probe_kernel(host);
 	file = confine_probe_host_file(path, token);
 	if (!kernel || !file ||
