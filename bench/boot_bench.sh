@@ -7,7 +7,9 @@
 #   detection  the time from the app's listener being up to sandbox-app-boot exiting ready
 #   memory     the supervisor's resident set (VmRSS) with the forwarder running
 #   timeline   from each boot's state.json: the engine's own time inside the boot (engine_ms:
-#              wall time minus the phases' app_ms) and each phase's median duration
+#              wall time minus the phases' app_ms; median, min and max) and each phase's
+#              median duration with the app's part and ours (preflight includes making the
+#              cgroups, toolchain joining the limits' v1 cgroups where there are any)
 # The app is tests/data/pyapp (python3's http.server), whose commands are quick, so the
 # figures are the engine's own. Prints medians over RUNS boots (default 15). Needs root.
 set -euo pipefail
@@ -89,13 +91,18 @@ python3 - "$TMP"/timeline.* <<'PY'
 import json, statistics, sys
 runs = [json.load(open(f)) for f in sys.argv[1:]]
 med = lambda v: statistics.median(v) if v else 0
-print("  engine's own time (state.json engine_ms) %6.1f ms  (goal <= 7 ms)" % med([r["engine_ms"] for r in runs]))
+eng = sorted(r["engine_ms"] for r in runs)
+print("  engine's own time (state.json engine_ms) %6.1f ms  (goal <= 7 ms; min %g, max %g)"
+      % (med(eng), eng[0], eng[-1]))
+# Per phase: its duration, the app's part (its command, exec to exit) and ours (the rest:
+# state.json, cgroups, spawning, the supervisor, the checks after the server answered).
 names = [s["name"] for s in runs[0]["steps"]]
 parts = []
 for n in names:
     ph = [s for r in runs for s in r["steps"] if s["name"] == n]
     d = med([s["duration_ms"] or 0 for s in ph])
+    ours = med([(s["duration_ms"] or 0) - (s["app_ms"] or 0) for s in ph])
     a = [s["app_ms"] for s in ph if s["app_ms"] is not None]
-    parts.append("%s %g" % (n, d) + (" (app %g)" % med(a) if a else ""))
+    parts.append("%s %g" % (n, d) + (" (app %g, ours %g)" % (med(a), ours) if a else ""))
 print("  phases, medians in ms: " + ", ".join(parts))
 PY

@@ -111,17 +111,26 @@ static void phases_update(struct boot_state *st, const char *status, const char 
 		st->finished_ms = now;
 }
 
-/* Save the state: status and step as --status shows them; phase: state.json's steps entry. */
-static int save_state_phase(const struct boot_plan *p, struct boot_state *st, const char *status,
-                            const char *step, const char *phase)
+/* The state in memory: status and step as --status shows them; phase: state.json's steps entry. */
+static int mark_state_phase(struct boot_state *st, const char *status, const char *step,
+                            const char *phase)
 {
-	struct err err;
-
 	if ((status && boot_state_set(&st->status, status) < 0) ||
 	    (step && boot_state_set(&st->step, step) < 0))
 		return -ENOMEM;
 	if (status)
 		phases_update(st, status, phase);
+	return 0;
+}
+
+/* The same, saved to state.json. */
+static int save_state_phase(const struct boot_plan *p, struct boot_state *st, const char *status,
+                            const char *step, const char *phase)
+{
+	struct err err;
+
+	if (mark_state_phase(st, status, step, phase) < 0)
+		return -ENOMEM;
 	if (boot_state_save(p->state_dir, st, &err) < 0) {
 		log_debug("%s", err.msg);
 		return -EIO;
@@ -665,7 +674,8 @@ static int run_start(const struct step_context *ctx, char *const *env, unsigned 
 	if (asprintf(&status_path, "%s/supervisor.json", p->state_dir) < 0)
 		return err_oom(err);
 	spec.status_path = status_path;
-	save_state(p, st, "booting", "start");
+	/* Saved once the supervisor is up (a few ms), with its identity and the server's. */
+	mark_state_phase(st, "booting", "start", "start");
 	result_fail_at(res, "start", p->start.log_path);
 	{
 		/* The log starts with the command, like every step's. */
@@ -888,6 +898,14 @@ int boot_engine_run(struct boot_plan *p, const struct boot_options *o,
 	 * finds them; services started above are not ours to stop and stay outside.
 	 */
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
+	/*
+	 * In the limits' v1 cgroups ourselves from now on (once, not once per spawn): the steps,
+	 * the supervisor and the server are born there. After the services, which outlive us.
+	 */
+	if (procset_enter_limits(procs, err) < 0) {
+		err_wrap(err, "cannot apply the limits");
+		goto out;
+	}
 	if (run_setup(&ctx, &prev, &st, from < p->n_steps ? from : p->n_steps, res, err) < 0)
 		goto out;
 
@@ -924,6 +942,9 @@ out:
 		st.kept = p->keep_on_failure;
 		save_state(p, &st, "failed", res->step);
 		observe(&ctx, res->step, "failed", err->msg);
+		/* Out of the limits' cgroups first, or they could not be removed. */
+		if (procs && !p->keep_on_failure)
+			procset_leave_limits(procs);
 		if (!p->keep_on_failure &&
 		    boot_engine_stop(p->state_dir, p->grace_ms, &stop_err) < 0)
 			log_debug("stopping after the failure: %s", stop_err.msg);

@@ -33,6 +33,8 @@ void cgroup_limits_init(struct cgroup_limits_set *s)
 		s->dir[i] = NULL;
 		s->v2[i] = false;
 		s->join_fd[i] = -1;
+		s->inside[i] = false;
+		s->back_fd[i] = -1;
 	}
 }
 
@@ -43,7 +45,10 @@ void cgroup_limits_dispose(struct cgroup_limits_set *s)
 		s->dir[i] = NULL;
 		if (s->join_fd[i] >= 0)
 			close(s->join_fd[i]);
+		if (s->back_fd[i] >= 0)
+			close(s->back_fd[i]);
 		s->join_fd[i] = -1;
+		s->back_fd[i] = -1;
 	}
 }
 
@@ -132,16 +137,30 @@ static bool v2_offers(const char *set_dir, int c, bool create)
 	       words_have(buf, v1_names[c]);
 }
 
+/* Whether the cgroup directory own is .../sandbox-app-runtime/<name>. */
+static bool inside_named(const char *own, const char *name)
+{
+	size_t n = strlen(own), k = strlen(name), d = strlen(CGROUP_PLACE_SET_DIR);
+
+	return n > k + d + 2 && !strcmp(own + n - k, name) && own[n - k - 1] == '/' &&
+	       !strncmp(own + n - k - 1 - d, CGROUP_PLACE_SET_DIR, d) && own[n - k - d - 2] == '/';
+}
+
 static int place_v1(const char *set_dir, const char *name, int c, bool create,
                     struct cgroup_limits_set *s, struct err *err)
 {
-	_cleanup_free_ char *base = NULL, *dir = NULL, *procs = NULL;
-	int r;
+	_cleanup_free_ char *own = NULL, *base = NULL, *dir = NULL, *procs = NULL;
 
-	r = cgroup_place_base(v1_names[c], &base);
-	if (r < 0)
+	if (cgroup_place_own(v1_names[c], &own) < 0)
 		return 0; /* no such hierarchy: not placed */
-	if (asprintf(&dir, "%s/%s", base, name) < 0)
+	if (!create && inside_named(own, name)) {
+		/* We sit in it (the engine, the supervisor): our forks are born there. */
+		s->dir[c] = TAKE_PTR(own);
+		s->inside[c] = true;
+		return 0;
+	}
+	if (asprintf(&base, "%s/" CGROUP_PLACE_SET_DIR, own) < 0 ||
+	    asprintf(&dir, "%s/%s", base, name) < 0)
 		return err_oom(err);
 	if (set_dir && strcmp(dir, set_dir) == 0) {
 		/* The set's own cgroup (v1 pids): joined already. */
@@ -297,15 +316,65 @@ unsigned cgroup_limits_join_fds(const struct cgroup_limits_set *s, int *fds)
 	unsigned n = 0;
 
 	for (int c = 0; c < CGROUP_LIMITS_N; c++)
-		if (s->join_fd[c] >= 0)
+		if (s->join_fd[c] >= 0 && !s->inside[c])
 			fds[n++] = s->join_fd[c];
 	return n;
+}
+
+static int write_self(int fd)
+{
+	ssize_t n;
+
+	do
+		n = write(fd, "0\n", 2);
+	while (n < 0 && errno == EINTR);
+	return n == 2 ? 0 : -(n < 0 ? errno : EIO);
+}
+
+int cgroup_limits_enter(struct cgroup_limits_set *s, struct err *err)
+{
+	for (int c = 0; c < CGROUP_LIMITS_N; c++) {
+		_cleanup_free_ char *own = NULL, *procs = NULL;
+		int r;
+
+		if (s->join_fd[c] < 0 || s->inside[c])
+			continue;
+		r = cgroup_place_own(v1_names[c], &own);
+		if (r == 0 && asprintf(&procs, "%s/cgroup.procs", own) < 0)
+			r = -ENOMEM;
+		if (r == 0) {
+			s->back_fd[c] = open(procs, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+			r = s->back_fd[c] < 0 ? -errno : write_self(s->join_fd[c]);
+		}
+		if (r < 0) {
+			cgroup_limits_leave(s);
+			errno = -r;
+			return err_errno(err, "cannot join the %s limit's cgroup %s", nouns[c],
+			                 s->dir[c]);
+		}
+		s->inside[c] = true;
+	}
+	return 0;
+}
+
+void cgroup_limits_leave(struct cgroup_limits_set *s)
+{
+	for (int c = 0; c < CGROUP_LIMITS_N; c++) {
+		if (s->back_fd[c] < 0)
+			continue;
+		if (s->inside[c] && write_self(s->back_fd[c]) < 0)
+			log_debug("cannot leave the %s limit's cgroup %s: %m", nouns[c], s->dir[c]);
+		else
+			s->inside[c] = false;
+		close(s->back_fd[c]);
+		s->back_fd[c] = -1;
+	}
 }
 
 void cgroup_limits_remove(const struct cgroup_limits_set *s)
 {
 	for (int c = 0; c < CGROUP_LIMITS_N; c++) {
-		if (s->join_fd[c] < 0 || !s->dir[c])
+		if (s->join_fd[c] < 0 || !s->dir[c] || s->inside[c])
 			continue;
 		/* A process that just exited may keep the cgroup busy for a moment. */
 		for (int i = 0; i < 100 && rmdir(s->dir[c]) < 0 && errno == EBUSY; i++)

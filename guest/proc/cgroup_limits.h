@@ -35,6 +35,10 @@ struct cgroup_limits_set {
 	bool v2[CGROUP_LIMITS_N];
 	int join_fd[CGROUP_LIMITS_N]; /* cgroup.procs of a v1 cgroup to join besides the set's; -1
 	                               */
+	bool inside[CGROUP_LIMITS_N]; /* this process sits in that v1 cgroup: its forks are born
+	                                 there, nothing to join */
+	int back_fd[CGROUP_LIMITS_N]; /* after cgroup_limits_enter(): cgroup.procs of where this
+	                                 process came from; -1 */
 };
 
 /* What the limits did so far, and what they are. */
@@ -74,8 +78,19 @@ int cgroup_limits_write(const struct cgroup_limits_set *s, const struct cgroup_l
                         struct err *err);
 /* The counters and limits as the kernel has them; zeros where a controller is not placed. */
 void cgroup_limits_read(const struct cgroup_limits_set *s, struct cgroup_limits_hits *ret);
-/* The join descriptors, in fds (at most CGROUP_LIMITS_N); returns how many. */
+/*
+ * The join descriptors of the v1 cgroups this process is not inside, in fds (at most
+ * CGROUP_LIMITS_N); returns how many.
+ */
 unsigned cgroup_limits_join_fds(const struct cgroup_limits_set *s, int *fds);
+/*
+ * This process joins the v1 cgroups of the limits itself, once (one wait of the kernel's for
+ * all of them), so that every process it forks from then on is born inside them. ERR_FAILED
+ * "cannot join the memory limit's cgroup DIR: ..." (then it is where it was).
+ */
+int cgroup_limits_enter(struct cgroup_limits_set *s, struct err *err);
+/* Back to the cgroups it came from (before the v1 cgroups are removed); errors are logged. */
+void cgroup_limits_leave(struct cgroup_limits_set *s);
 /* Remove the v1 cgroups made beside the set's own (after its processes are gone). */
 void cgroup_limits_remove(const struct cgroup_limits_set *s);
 void cgroup_limits_dispose(struct cgroup_limits_set *s);

@@ -124,8 +124,8 @@ static int own_cgroup(const char *controller, char **ret)
 	return -ENOENT;
 }
 
-/* mount point + (our path below the mounted root) + /sandbox-app-runtime */
-int cgroup_place_base(const char *controller, char **ret)
+/* mount point + our path below the mounted root */
+int cgroup_place_own(const char *controller, char **ret)
 {
 	_cleanup_free_ char *mnt = NULL, *root = NULL, *own = NULL;
 	const char *rel;
@@ -149,7 +149,19 @@ int cgroup_place_base(const char *controller, char **ret)
 		return -EINVAL;
 	while (*rel == '/')
 		rel++;
-	if (asprintf(ret, "%s%s%s/" CGROUP_PLACE_SET_DIR, mnt, *rel ? "/" : "", rel) < 0)
+	if (asprintf(ret, "%s%s%s", mnt, *rel ? "/" : "", rel) < 0)
+		return -ENOMEM;
+	return 0;
+}
+
+int cgroup_place_base(const char *controller, char **ret)
+{
+	_cleanup_free_ char *own = NULL;
+	int r = cgroup_place_own(controller, &own);
+
+	if (r < 0)
+		return r;
+	if (asprintf(ret, "%s/" CGROUP_PLACE_SET_DIR, own) < 0)
 		return -ENOMEM;
 	return 0;
 }

@@ -24,6 +24,8 @@
  * outside its mounted part), -EINVAL for a path we do not trust, -ENOMEM.
  */
 int cgroup_place_base(const char *controller, char **ret);
+/* The directory of the cgroup this process sits in, in the same hierarchy; errors as above. */
+int cgroup_place_own(const char *controller, char **ret);
 /* statfs()'s f_type of path, or -errno. */
 long cgroup_place_fs_magic(const char *path);
 

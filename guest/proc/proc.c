@@ -426,6 +426,7 @@ enum spawn_stage {
 	STAGE_PGRP,
 	STAGE_SESSION,
 	STAGE_JOIN,
+	STAGE_OOM,
 	STAGE_STDIO,
 	STAGE_GROUPS,
 	STAGE_GID,
@@ -506,6 +507,20 @@ static int dup_high(int fd)
 	return fcntl(fd, F_DUPFD_CLOEXEC, 3);
 }
 
+/* Between fork and exec: an inherited negative oom_score_adj back to 0. */
+static void oom_score_reset(int rfd)
+{
+	char buf[16];
+	int fd = open("/proc/self/oom_score_adj", O_RDWR | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf)) : -1;
+
+	if (n < 0)
+		proc_child_fail(rfd, STAGE_OOM, errno);
+	if (n > 0 && buf[0] == '-' && pwrite(fd, "0", 1, 0) != 1)
+		proc_child_fail(rfd, STAGE_OOM, errno);
+	close(fd);
+}
+
 static _noreturn_ void child_run(const struct child_args *a)
 {
 	const struct proc_spec *spec = a->spec;
@@ -539,6 +554,10 @@ static _noreturn_ void child_run(const struct child_args *a)
 		if (n != 2)
 			proc_child_fail(rfd, STAGE_JOIN, errno);
 	}
+
+	/* While still root: a reset done as the run user would leave it free to go back. */
+	if (spec->oom_score_reset)
+		oom_score_reset(rfd);
 
 	nul = dup_high(a->devnull);
 	out = dup_high(spec->output_fd >= 0 ? spec->output_fd : a->devnull);
@@ -613,6 +632,8 @@ static const char *stage_text(const struct proc_spec *spec, int stage, char *buf
 		return "setsid";
 	case STAGE_JOIN:
 		return "join the process set";
+	case STAGE_OOM:
+		return "reset oom_score_adj to 0";
 	case STAGE_STDIO:
 		return "redirect stdin, stdout and stderr";
 	case STAGE_GROUPS:

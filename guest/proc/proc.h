@@ -38,6 +38,8 @@ struct proc_spec {
 	unsigned n_join_fds;
 	bool new_session; /* setsid() instead of setpgid(0, 0) */
 	int keep_fd; /* one more descriptor kept open across exec (e.g. a notify pipe), or -1 */
+	/* A negative oom_score_adj inherited (procset_enter_limits()) goes back to 0 first. */
+	bool oom_score_reset;
 };
 
 /*

@@ -48,6 +48,7 @@ struct procset {
 	char *path; /* the cgroup directory, "" without one */
 	int procs_fd;
 	struct cgroup_limits_set lim; /* where the limits live (beside the set in cgroup v1) */
+	char oom_before[16];          /* our oom_score_adj before procset_enter_limits(), or "" */
 	struct pid_start *groups;
 	size_t n_groups;
 	struct pid_start *roots;
@@ -272,6 +273,56 @@ int procset_limit(struct procset *ps, const char *name, const struct cgroup_limi
 unsigned procset_join_fds(const struct procset *ps, int fds[CGROUP_LIMITS_N])
 {
 	return cgroup_limits_join_fds(&ps->lim, fds);
+}
+
+/* Write text to /proc/self/oom_score_adj; -errno. */
+static int oom_adj_write(const char *text)
+{
+	_cleanup_close_ int fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	n = write(fd, text, strlen(text));
+	return n < 0 ? -errno : 0;
+}
+
+int procset_enter_limits(struct procset *ps, struct err *err)
+{
+	_cleanup_close_ int fd = -1;
+	ssize_t n;
+
+	if (procset_join_fds(ps, (int[CGROUP_LIMITS_N]){0}) == 0)
+		return 0;
+	/* Kept out of the kernel's choice when the boot runs out of memory: its own is killed. */
+	fd = open("/proc/self/oom_score_adj", O_RDONLY | O_CLOEXEC);
+	n = fd >= 0 ? read(fd, ps->oom_before, sizeof(ps->oom_before) - 1) : -1;
+	ps->oom_before[n > 0 ? n : 0] = '\0';
+	if (n > 0 && oom_adj_write("-1000") < 0) {
+		log_debug("cannot protect this process from the out-of-memory killer: %m");
+		ps->oom_before[0] = '\0';
+	}
+	if (cgroup_limits_enter(&ps->lim, err) < 0) {
+		procset_leave_limits(ps);
+		return -1;
+	}
+	return 0;
+}
+
+void procset_leave_limits(struct procset *ps)
+{
+	cgroup_limits_leave(&ps->lim);
+	if (ps->oom_before[0] && oom_adj_write(ps->oom_before) < 0)
+		log_debug("cannot restore oom_score_adj %s: %m", ps->oom_before);
+	ps->oom_before[0] = '\0';
+}
+
+bool procset_inside_limits(const struct procset *ps)
+{
+	for (int c = 0; c < CGROUP_LIMITS_N; c++)
+		if (ps->lim.inside[c])
+			return true;
+	return false;
 }
 
 void procset_limit_hits(const struct procset *ps, struct cgroup_limits_hits *ret)

@@ -67,6 +67,21 @@ int procset_limit(struct procset *ps, const char *name, const struct cgroup_limi
  * limits' cgroups; proc_spec.join_fds); returns how many (at most CGROUP_LIMITS_N).
  */
 unsigned procset_join_fds(const struct procset *ps, int fds[CGROUP_LIMITS_N]);
+/*
+ * The caller joins the set's v1 limits' cgroups itself, once, so that every process it forks
+ * from then on (steps, the supervisor and its server) is born inside them and none has to
+ * join: moving a process between v1 cgroups waits for the kernel (an RCU grace period, about
+ * 10 ms), born there it costs nothing. The limits are then the boot's as a whole, the caller
+ * included; it sets its oom_score_adj to -1000 so that running out of memory kills the app's
+ * processes, not the one that reports it (children spawned with proc_spec.oom_score_reset go
+ * back to 0). Nothing to do without v1 limits. ERR_FAILED when a cgroup cannot be joined.
+ * Only for a process that ends with the boot, and after the services that outlive it started.
+ */
+int procset_enter_limits(struct procset *ps, struct err *err);
+/* Back where it was (oom_score_adj too), so that the limits' cgroups can be removed. */
+void procset_leave_limits(struct procset *ps);
+/* Whether this process sits in a v1 cgroup of the set's limits (entered, or inherited). */
+bool procset_inside_limits(const struct procset *ps);
 /* What the limits did so far (out-of-memory kills, refused forks) and what they are. */
 void procset_limit_hits(const struct procset *ps, struct cgroup_limits_hits *ret);
 /* Remove the v1 cgroups of the limits made beside the set (once it is empty). */

@@ -121,7 +121,8 @@ static bool supervisor_oom_describe(const struct sup *s, char *buf, size_t len)
 	return true;
 }
 
-static void status_write(struct sup *s, bool final)
+/* supervisor.json as things are now; -1 with err when it cannot be written. */
+static int status_write_or_fail(struct sup *s, bool final, struct err *err)
 {
 	const struct supervisor_spec *spec = s->spec;
 	_cleanup_json_ struct json_object *o = json_object_new_object();
@@ -131,7 +132,7 @@ static void status_write(struct sup *s, bool final)
 	struct err e;
 
 	if (!o)
-		return;
+		return err_oom(err);
 	json_object_object_add(o, "supervisor_pid", json_object_new_int(s->pid));
 	json_object_object_add(o, "supervisor_start", json_object_new_int64((int64_t)s->start));
 	json_object_object_add(o, "server_pid",
@@ -192,9 +193,17 @@ static void status_write(struct sup *s, bool final)
 	size_t len;
 	const char *text = json_object_to_json_string_length(
 	    o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &len);
+	if (!text)
+		return err_oom(err);
+	return file_write_replace(spec->status_path, text, len, 0600, (uid_t)-1, (gid_t)-1, err);
+}
+
+static void status_write(struct sup *s, bool final)
+{
+	struct err e;
+
 	err_clear(&e);
-	if (!text ||
-	    file_write_replace(spec->status_path, text, len, 0600, (uid_t)-1, (gid_t)-1, &e) < 0)
+	if (status_write_or_fail(s, final, &e) < 0)
 		log_debug("supervisor: %s", e.msg);
 }
 
@@ -553,6 +562,7 @@ static int server_spawn(struct sup *s, struct err *err)
 		struct cgroup_limits_hits h;
 
 		ps.n_join_fds = procset_join_fds(s->procs, join);
+		ps.oom_score_reset = procset_inside_limits(s->procs);
 		procset_limit_hits(s->procs, &h);
 		s->oom_base = h.oom_kills;
 	}
@@ -612,15 +622,17 @@ static int sup_setup(struct sup *s, int report_fd, struct err *err)
 	if (s->procs)
 		(void)procset_add_root(s->procs, s->pid, s->start);
 
-	/* A first state before the server exists: proves status_path is writable. */
-	{
-		const char *text = "{\"state\":\"starting\"}";
-		if (file_write_replace(spec->status_path, text, strlen(text), 0600, (uid_t)-1,
-		                       (gid_t)-1, err) < 0)
-			return -1;
-		s->status_written = true;
+	if (server_spawn(s, err) < 0)
+		return -1;
+	/* The first state, which proves status_path writable: without it no server runs. */
+	if (status_write_or_fail(s, false, err) < 0) {
+		kill(-s->server_pid, SIGKILL);
+		while (waitpid(s->server_pid, NULL, 0) < 0 && errno == EINTR)
+			;
+		return -1;
 	}
-	return server_spawn(s, err);
+	s->status_written = true;
+	return 0;
 }
 
 static void report_send(int fd, const struct sup_report *rep)
@@ -653,7 +665,6 @@ static _noreturn_ void sup_main(const struct supervisor_spec *spec, int report_f
 		report_send(report_fd, &rep);
 		_exit(1);
 	}
-	status_write(&s, false);
 	rep.ok = 1;
 	rep.supervisor_pid = s.pid;
 	rep.supervisor_start = s.start;

@@ -15,6 +15,7 @@
 
 #include "boot_spec.h"
 #include "cgroup_limits.h"
+#include "cgroup_place.h"
 #include "cleanup.h"
 #include "limits_config.h"
 #include "proc.h"
@@ -251,6 +252,96 @@ START_TEST(test_real_oom_counted)
 }
 END_TEST
 
+/*
+ * As root with v1 limits (the test machines): a process that enters the limits' cgroups is
+ * found inside them by a set reopened there (as the supervisor is), has nothing left to join,
+ * its spawns are born inside with oom_score_adj 0, and once it has left them they are removed.
+ */
+static int entered_child(struct procset *ps, const char *name)
+{
+	_cleanup_procset_ struct procset *again = NULL;
+	struct cgroup_limits_hits h;
+	int join[CGROUP_LIMITS_N], status = 0;
+	char line[512], *cg = NULL;
+	struct err e;
+	pid_t pid;
+	FILE *f;
+
+	if (procset_enter_limits(ps, &e) < 0 || !procset_inside_limits(ps) ||
+	    procset_join_fds(ps, join) != 0)
+		return 10;
+	if (procset_open(procset_cgroup_path(ps), &again, &e) < 0 || !procset_inside_limits(again))
+		return 11;
+	procset_limit_hits(again, &h);
+	if (h.now.memory_max != 64ULL << 20)
+		return 12;
+	{
+		struct proc_spec sp = {
+		    .command = "grep -q '^0$' /proc/self/oom_score_adj && cat /proc/self/cgroup",
+		    .output_fd = -1,
+		    .procs_fd = procset_procs_fd(again),
+		    .keep_fd = -1,
+		    .oom_score_reset = true,
+		};
+		if (proc_spawn(&sp, &pid, &e) < 0 || waitpid(pid, &status, 0) != pid ||
+		    !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+			return 13;
+	}
+	procset_leave_limits(ps);
+	if (procset_inside_limits(ps) || !(f = fopen("/proc/self/cgroup", "re")))
+		return 14;
+	while (fgets(line, sizeof(line), f))
+		if (strstr(line, name))
+			cg = line;
+	fclose(f);
+	return cg ? 15 : 0;
+}
+
+START_TEST(test_enter_once)
+{
+	_cleanup_procset_ struct procset *ps = NULL;
+	struct cgroup_limits l = {.memory_max = 64ULL << 20, .pids_max = 64};
+	int status = 0;
+	char name[64];
+	struct err e;
+	pid_t pid;
+
+	if (geteuid() != 0) {
+		fprintf(stderr, "test_enter_once: not root, skipped\n");
+		return;
+	}
+	snprintf(name, sizeof(name), "test-enter-%d", (int)getpid());
+	ck_assert_int_eq(procset_create(name, &ps, &e), 0);
+	if (procset_limit(ps, name, &l, &e) < 0) {
+		fprintf(stderr, "test_enter_once: %s, skipped\n", e.msg);
+		procset_destroy(ps);
+		return;
+	}
+	{
+		int join[CGROUP_LIMITS_N];
+		if (procset_join_fds(ps, join) == 0) {
+			fprintf(stderr, "test_enter_once: no v1 limits here, skipped\n");
+			procset_destroy(ps);
+			return;
+		}
+	}
+	pid = fork();
+	if (pid == 0)
+		_exit(entered_child(ps, name));
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the entered child: %d",
+	              WEXITSTATUS(status));
+	ck_assert_int_eq(procset_stop(ps, 100, getpid(), &e), 0);
+	procset_destroy(ps);
+	{
+		_cleanup_free_ char *base = NULL, *dir = NULL;
+		ck_assert_int_eq(cgroup_place_base("memory", &base), 0);
+		ck_assert_int_ge(asprintf(&dir, "%s/%s", base, name), 0);
+		ck_assert_msg(access(dir, F_OK) < 0, "%s is left", dir);
+	}
+}
+END_TEST
+
 static Suite *limits_suite(void)
 {
 	Suite *s = suite_create("cgroup_limits");
@@ -263,6 +354,7 @@ static Suite *limits_suite(void)
 	tcase_add_test(tc, test_sandbox_yml_limits);
 	tcase_add_test(tc, test_spec_limits);
 	tcase_add_test(tc, test_real_oom_counted);
+	tcase_add_test(tc, test_enter_once);
 	tcase_set_timeout(tc, 30);
 	suite_add_tcase(s, tc);
 	return s;
