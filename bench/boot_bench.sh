@@ -87,9 +87,15 @@ printf '  sandbox-app-boot wall time  %8.1f ms\n' "$(echo "$e / 1000" | bc -l)"
 printf '  engine overhead             %8.1f ms\n' "$(echo "($e - $d) / 1000" | bc -l)"
 printf '  listener up -> boot exits   %8.1f ms  (detection, /up check and runtime.json)\n' "$(echo "$t / 1000" | bc -l)"
 printf '  supervisor resident memory  %8.1f MiB\n' "$(echo "$r / 1024" | bc -l)"
-python3 - "$TMP"/timeline.* <<'PY'
+case $BOOT in build-static/*) build="static build" ;; *) build="dynamic build" ;; esac
+ms() { printf '%.1f' "$(echo "$1 / 1000" | bc -l)"; }
+echo "figure: app listening -> \`sandbox-app-boot\` exits ready (detection, \`/up\` check and runtime.json), $build | $(ms "$t") ms | < 20 ms"
+echo "figure: supervisor resident memory, with the forwarder, $build | $(printf '%.1f' "$(echo "$r / 1024" | bc -l)") MiB | < 2 MiB"
+echo "figure: \`sandbox-app-boot\`'s wall time against the app's own commands run directly, same run, $build | $(ms "$e") ms against $(ms "$d") ms | "
+python3 - "$build" "$RUNS" "$TMP"/timeline.* <<'PY'
 import json, statistics, sys
-runs = [json.load(open(f)) for f in sys.argv[1:]]
+build, nruns = sys.argv[1], sys.argv[2]
+runs = [json.load(open(f)) for f in sys.argv[3:]]
 med = lambda v: statistics.median(v) if v else 0
 eng = sorted(r["engine_ms"] for r in runs)
 print("  engine's own time (state.json engine_ms) %6.1f ms  (goal <= 7 ms; min %g, max %g)"
@@ -105,4 +111,7 @@ for n in names:
     a = [s["app_ms"] for s in ph if s["app_ms"] is not None]
     parts.append("%s %g" % (n, d) + (" (app %g, ours %g)" % (med(a), ours) if a else ""))
 print("  phases, medians in ms: " + ", ".join(parts))
+print("figure: the engine's own time in a boot, %s (state.json `engine_ms`: wall time minus the "
+      "app's commands from exec to exit; median of %s) | %g ms (min %g, max %g; by phase: %s) | <= 7 ms"
+      % (build, nruns, med(eng), eng[0], eng[-1], ", ".join(parts)))
 PY

@@ -98,10 +98,22 @@ printf '  re-sync to a new commit (checkout + boot again, app running)       %6d
 printf '  re-sync / fresh boot                                               %6d %%  (goal <= 25 %%)\n' \
 	$((resync * 100 / fresh))
 # What the last re-sync did, from its state.json: each phase's status and time.
-python3 - "$TMP/ws$RUNS/.sandbox/state.json" <<'PY'
+carried=$(grep -h 'carried over\|not carried' "$TMP/agent.log" | tail -1 | sed 's/^.*: checkout of [^:]*: //')
+python3 - "$TMP/ws$RUNS/.sandbox/state.json" "$EXAMPLE" "$RUNS" "$fresh" "$resync" "$carried" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
+example, runs, carried = sys.argv[2], sys.argv[3], sys.argv[6]
+fresh, resync = int(sys.argv[4]), int(sys.argv[5])
 print("  last re-sync's phases (state.json):", ", ".join(
     "%s %s %s ms" % (s["name"], s["status"], s["duration_ms"]) for s in d["steps"]))
+print("  carry-over:", carried)
+skipped = [s["name"] for s in d["steps"] if s["status"] == "skipped"]
+app = sum(s.get("app_ms") or 0 for s in d["steps"])
+print("figure: examples/%s over the channel: a fresh workspace (checkout from the git server, "
+      "setup, manifest, server; median of %s) | %.1f s | " % (example, runs, fresh / 1000))
+print("figure: the same app re-synced to a new commit while it runs (checkout + boot again) | "
+      "%.2f s = %d %% of the fresh boot; skipped: %s; in the last one's boot the app's own "
+      "commands took %d ms and the engine %s ms; %s | <= 25 %%"
+      % (resync / 1000, resync * 100 // fresh, ", ".join(skipped) or "none", app,
+         d.get("engine_ms"), carried))
 PY
-grep -h 'carried over\|not carried' "$TMP/agent.log" | tail -1 | sed 's/^.*: checkout of [^:]*: /  carry-over: /'
