@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 #
 # The test VM's initramfs: busybox-static with every applet linked, tests/vm/init as /init,
-# the kernel's modules from build-kernel.sh, the static binaries and the tiny test app.
+# the kernel's modules from build-kernel.sh, the static binaries and the tiny test app, and the
+# session test's session_drive.py and tests/claude/model_api.py.
 #
 #   build-initrd.sh KERNEL_DIR STATIC_DIR OUT [OVERLAY_DIR]
 #
@@ -36,6 +37,8 @@ for b in sandbox-agent sandbox-ctl tests/vsock_echo; do
 done
 ln -s sandbox-agent "$root/bin/sandbox-app-boot"
 cp -a "$here/app" "$root/vmtest/app"
+# The session test's controller and the stand-in model API (run in the guest's session root).
+install -m 0755 "$here/session_drive.py" "$here/../claude/model_api.py" "$root/vmtest/"
 printf 'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n' \
 	>"$root/etc/passwd"
 printf 'root:x:0:\nnogroup:x:65534:\n' >"$root/etc/group"

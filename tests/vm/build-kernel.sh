@@ -15,9 +15,13 @@
 set -euo pipefail
 
 CACHE=${SANDBOX_CACHE:-$HOME/.cache/sandbox-app-runtime}/vm-kernel
-# Loaded in this order by the guest's /init (tests/vm/init); the order follows their depends.
+# Loaded in this order by the guest's /init (tests/vm/init); the order follows their depends
+# (modinfo -F depends): 9p needs 9pnet, fscache and netfs; 9pnet_virtio needs virtio and 9pnet.
+# The 9p ones mount the host's read-only shares (run-vm.sh) for the session test.
 MODULES="virtio_ring virtio virtio_pci_legacy_dev virtio_pci_modern_dev virtio_pci virtio_console
-virtio-rng vsock vmw_vsock_virtio_transport_common vsock_loopback"
+virtio-rng vsock vmw_vsock_virtio_transport_common vsock_loopback netfs fscache 9pnet
+9pnet_virtio 9p"
+MODULES_ORDER=$(echo "$MODULES" | tr '\n' ' ' | sed 's/ *$//')
 
 say() { echo "build-kernel: $*" >&2; }
 die() {
@@ -34,6 +38,13 @@ current_package() {
 	version=$(apt-cache policy "$name" 2>/dev/null | sed -n 's/^ *Candidate: //p')
 	[ -n "$version" ] && [ "$version" != "(none)" ] && echo "$name $version"
 	return 0
+}
+
+# cached DIR "NAME VERSION": DIR holds that package's kernel with this module list (a kernel
+# cached with another list is unpacked again).
+cached() {
+	[ -s "$1/vmlinux" ] && [ "$(cat "$1/package" 2>/dev/null)" = "$2" ] &&
+		[ "$(cat "$1/modules/order" 2>/dev/null)" = "$MODULES_ORDER" ]
 }
 
 newest_cached() {
@@ -83,8 +94,7 @@ build() {
 		*) cp "$f" "$tmp/out/modules/$mod.ko" ;;
 		esac
 	done
-	echo "$MODULES" | tr '\n' ' ' | sed 's/ *$//' >"$tmp/out/modules/order"
-	echo >>"$tmp/out/modules/order"
+	echo "$MODULES_ORDER" >"$tmp/out/modules/order"
 	echo "$release" >"$tmp/out/release"
 	echo "$name $version" >"$tmp/out/package"
 	rm -rf "$dest"
@@ -103,7 +113,7 @@ fi
 if [ -n "$pkg" ]; then
 	read -r name version <<<"$pkg"
 	dir=$CACHE/$version
-	if [ -s "$dir/vmlinux" ] && [ "$(cat "$dir/package" 2>/dev/null)" = "$name $version" ]; then
+	if cached "$dir" "$name $version"; then
 		echo "$dir"
 		exit 0
 	fi
@@ -119,7 +129,7 @@ if [ -z "${VM_KERNEL_DEB:-}" ] && [ "$(id -u)" -eq 0 ] && [ "${VM_KERNEL_NO_UPDA
 	if apt-get update -q >/dev/null 2>&1 && pkg=$(current_package) && [ -n "$pkg" ]; then
 		read -r name version <<<"$pkg"
 		dir=$CACHE/$version
-		if [ -s "$dir/vmlinux" ] || (build "$name" "$version" "$dir"); then
+		if cached "$dir" "$name $version" || (build "$name" "$version" "$dir"); then
 			echo "$dir"
 			exit 0
 		fi

@@ -14,6 +14,11 @@
 # connected is lost; a read returns end of file). agent.sock takes connections whenever they
 # come (wait=off), one at a time, as sandbox-ctl makes them.
 #
+# Read-only virtio-9p shares, each given by an environment variable (unset: no share):
+#   VM_SHARE_USR   mount tag "hostusr"   the host's /usr (glibc, python3, git: merged-usr Debian)
+#   VM_SHARE_CLI   mount tag "hostcli"   the cached Claude Code CLI (tests/claude/install-cli.sh)
+# The guest builds a small root from them for the session test (tests/vm/init, session_vsock).
+#
 # qemu exits 0 even when a guest test fails; the caller decides from the console's markers.
 # The exit status is timeout's: 124 when the guest did not finish in time.
 set -euo pipefail
@@ -24,6 +29,17 @@ set -euo pipefail
 }
 kernel=$1 initrd=$2 sockets=$3 limit=${4:-300}
 shift $(($# < 4 ? $# : 4))
+
+shares=()
+share() { # share TAG DIR
+	case $2 in
+	*,*) echo "run-vm.sh: qemu cannot share a path with a comma: $2" >&2 && exit 2 ;;
+	esac
+	shares+=(-fsdev "local,id=$1,path=$2,security_model=none,readonly=on"
+		-device "virtio-9p-pci,fsdev=$1,mount_tag=$1")
+}
+[ -z "${VM_SHARE_USR:-}" ] || share hostusr "$VM_SHARE_USR"
+[ -z "${VM_SHARE_CLI:-}" ] || share hostcli "$VM_SHARE_CLI"
 
 exec timeout -k 5 "$limit" qemu-system-x86_64 \
 	-accel tcg -m "${VM_MEMORY:-256}" -smp 1 ${VM_CPU:+-cpu "$VM_CPU"} \
@@ -36,4 +52,5 @@ exec timeout -k 5 "$limit" qemu-system-x86_64 \
 	-chardev "socket,id=raw,path=$sockets/raw.sock,server=on,wait=on" \
 	-device virtserialport,bus=vser0.0,chardev=raw,name=vmtest.raw \
 	-chardev "socket,id=agent,path=$sockets/agent.sock,server=on,wait=off" \
-	-device virtserialport,bus=vser0.0,chardev=agent,name=org.sandbox-app-runtime.agent
+	-device virtserialport,bus=vser0.0,chardev=agent,name=org.sandbox-app-runtime.agent \
+	"${shares[@]}"

@@ -8,16 +8,16 @@
 #
 #   vm-test.sh [KERNEL_PARAM=VALUE...]     more parameters for the guest's /init (see init)
 #
-# Environment: VM_TIMEOUT (seconds for the VM run, default 300), VM_KEEP=1 keeps the work
+# Environment: VM_TIMEOUT (seconds for the VM run, default 600), VM_KEEP=1 keeps the work
 # directory (sockets, driver output) and says where, VM_TESTS (the guest's test list, see init),
 # VM_STATIC_DIR (where the static binaries are, build-static/stripped).
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
 
-VM_TIMEOUT=${VM_TIMEOUT:-300}
+VM_TIMEOUT=${VM_TIMEOUT:-600}
 STATIC=${VM_STATIC_DIR:-build-static/stripped}
 OUT=build-static/vm
-EXPECTED=${VM_TESTS:-version,vsock,serial,raw,boot,ctl_serial,ctl_vsock,init}
+EXPECTED=${VM_TESTS:-version,vsock,serial,raw,boot,ctl_serial,ctl_vsock,session_vsock,init}
 VERSION=$(sed -n 's/^VERSION := //p' Makefile)
 
 now() { date +%s.%N; }
@@ -71,10 +71,33 @@ tests/vm/build-initrd.sh "$kernel" "$STATIC" "$OUT/initrd.cpio.gz" "$overlay" ||
 	die "could not build the initramfs"
 echo "test-vm: initramfs $(stat -c %s "$OUT/initrd.cpio.gz") bytes ($(since "$t"))"
 
+# The session test runs the real Claude Code CLI (cached by install-cli.sh) in the guest, with
+# the host's /usr (glibc, python3, git) beside it: both as read-only 9p shares (run-vm.sh).
+session=()
+case ",$EXPECTED," in
+*,session_vsock,*)
+	t=$(now)
+	cli=$(tests/claude/install-cli.sh 2>"$work/install-cli.log") || {
+		cat "$work/install-cli.log" >&2
+		die "the Claude Code CLI could not be installed (tests/claude/install-cli.sh)"
+	}
+	# node_modules (the cache directory above it is root's only: the CLI runs as claude).
+	cli_dir=$(cd "$(dirname "$cli")/.." && pwd)
+	cli_rel=$(readlink -f "$cli")
+	export VM_SHARE_USR=/usr VM_SHARE_CLI=$cli_dir
+	session=("vmtest_cli=${cli_rel#"$cli_dir"/}")
+	# The CLI (a Bun binary) wants AVX2 (qemu's TCG has it from 7.2 on: the "max" model) and
+	# about 300 MiB besides its 240 MB binary in the page cache.
+	export VM_CPU=${VM_CPU:-max} VM_MEMORY=${VM_MEMORY:-1024}
+	echo "test-vm: the CLI ${cli_rel#"$cli_dir"/} shared from $cli_dir ($(since "$t"))"
+	;;
+esac
+
 t=$(now)
 console=$OUT/console.log
 tests/vm/run-vm.sh "$kernel" "$OUT/initrd.cpio.gz" "$work" "$VM_TIMEOUT" \
-	"vmtest_version=$VERSION" "vmtest_tests=$EXPECTED" "$@" </dev/null >"$console" 2>&1 &
+	"vmtest_version=$VERSION" "vmtest_tests=$EXPECTED" "${session[@]}" "$@" </dev/null \
+	>"$console" 2>&1 &
 qemu_pid=$!
 tests/vm/host_driver.py "$work" "$VM_TIMEOUT" "$STATIC/sandbox-ctl" >"$work/driver.out" 2>&1 &
 driver_pid=$!
