@@ -68,7 +68,8 @@ done
 A=unix:$TMP/agent.sock
 "$CTL" --connect "$A" hello --accept-new-guest-key >/dev/null
 
-daemon_ticks() { awk '{print $14 + $15}' "/proc/$DAEMON/stat"; }
+# The daemon's CPU time in ns (it is one thread).
+daemon_ns() { awk '{print $1}' "/proc/$DAEMON/schedstat"; }
 median() { sort -g | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
 ns() { date +%s%N; }
 
@@ -79,7 +80,7 @@ bench_tree() { # bench_tree NAME LABEL
 		"$RAW" "$TMP/$name" "$TMP/raw-$i" >>"$TMP/raw.t"
 		rm -rf "$TMP/raw-$i"
 		local t0 t1 d0 d1
-		d0=$(daemon_ticks)
+		d0=$(daemon_ns)
 		t0=$(ns)
 		/usr/bin/time -f '%U %S' -o "$TMP/ctl.cpu" \
 			"$CTL" --connect "$A" --timeout 60 push "$TMP/$name" --app-dir "$TMP/ws/app-$i" \
@@ -88,7 +89,7 @@ bench_tree() { # bench_tree NAME LABEL
 			exit 1
 		}
 		t1=$(ns)
-		d1=$(daemon_ticks)
+		d1=$(daemon_ns)
 		awk -v a="$t0" -v b="$t1" 'BEGIN {print (b - a) / 1e9}' >>"$TMP/push.t"
 		read -r cu cs <"$TMP/ctl.cpu"
 		echo "$cu $cs $(((d1 - d0)))" >>"$TMP/cpu.t"
@@ -106,7 +107,7 @@ bench_tree() { # bench_tree NAME LABEL
 	sess=$(median <"$TMP/sess.t")
 	printf '%s, median of %d:\n' "$label" "$RUNS"
 	local cpu
-	cpu=$(awk -v hz="$(getconf CLK_TCK)" 'NR == FNR {rc += $4; nr++; next} {cu += $1 + $2; d += $3 / hz; n++}
+	cpu=$(awk 'NR == FNR {rc += $4; nr++; next} {cu += $1 + $2; d += $3 / 1e9; n++}
 		END {printf "%.0f %.0f %.0f", rc * 1000 / nr, cu * 1000 / n, d * 1000 / n}' "$TMP/raw.t" "$TMP/cpu.t")
 	awk -v mib="$mib" -v raw="$raw" -v push="$push" -v sess="$sess" -v cpu="$cpu" 'BEGIN {
 		split(cpu, c, " ")
