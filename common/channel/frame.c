@@ -48,10 +48,19 @@ static bool marker_scan(struct frame_decoder *d, const uint8_t *p, size_t n, siz
 
 	while (i < n) {
 		if (d->marker_matched == 0) {
+			/*
+			 * A marker starts with two 0xff bytes: skip to the next 0xff, and past it
+			 * when the byte after it is not a second one (one byte in 256 of a
+			 * ciphertext is 0xff, a pair one in 65536).
+			 */
 			const uint8_t *q = memchr(p + i, frame_marker[0], n - i);
 			if (!q)
 				return false;
 			i = (size_t)(q - p);
+			if (i + 1 < n && p[i + 1] != frame_marker[1]) {
+				i += 2;
+				continue;
+			}
 		}
 		if (marker_step(d, p[i++])) {
 			*ret_used = i;
