@@ -236,6 +236,7 @@ static void full_session(bool nonblock)
 	_cleanup_free_ char *out = NULL;
 	size_t big_len = FRAME_PLAINTEXT_MAX - MSG_HEADER_LEN;
 	char fp[KEYS_FINGERPRINT_MAX], line[128];
+	uint8_t pad[400];
 	struct guest g;
 	struct err e;
 	struct msg m;
@@ -272,10 +273,24 @@ static void full_session(bool nonblock)
 		big[i] = (uint8_t)(i * 7);
 	m = (struct msg){.type = MSG_TREE_PUSH_DATA, .stream = 3, .data = big, .data_len = big_len};
 	ck_assert_int_eq(channel_send(ch, &m, TIMEOUT_MS, &e), 0);
+	/*
+	 * Small messages batched: more than one batch's worth (written as batches fill), the
+	 * rest written ahead of the next plain send, all in order.
+	 */
+	memset(pad, 'p', sizeof(pad));
+	for (int k = 0; k < 200; k++) {
+		m = (struct msg){
+		    .type = MSG_PONG, .stream = 0, .data = pad, .data_len = sizeof(pad)};
+		m.json = json_object_new_object();
+		json_object_object_add(m.json, "i", json_object_new_int(k));
+		ck_assert_int_eq(channel_send_batched(ch, &m, TIMEOUT_MS, &e), 0);
+		msg_dispose(&m);
+	}
 	m = (struct msg){.type = MSG_STATUS, .flags = MSG_F_END, .stream = 5};
 	m.json = json_object_new_object();
 	ck_assert_int_eq(channel_send(ch, &m, TIMEOUT_MS, &e), 0);
 	msg_dispose(&m);
+	ck_assert_int_eq(channel_flush(ch, TIMEOUT_MS, &e), 0); /* nothing waits: a no-op */
 	/* One byte more than a frame may carry is refused before anything is sent. */
 	m = (struct msg){
 	    .type = MSG_TREE_PUSH_DATA, .stream = 3, .data = big, .data_len = big_len + 1};
@@ -301,6 +316,12 @@ static void full_session(bool nonblock)
 	snprintf(line, sizeof(line), "msg tree.push.data 3 %zu ", big_len);
 	ck_assert_msg(strstr(out, line), "%s", out);
 	ck_assert_msg(strstr(out, "msg status 5 0  {}"), "%s", out);
+#define PONG "msg pong 0 400 pppppppppppppppppppppppppppppppppppppppp "
+	ck_assert_msg(strstr(out, PONG "{\"i\":0}"), "%s", out);
+	ck_assert_msg(strstr(out, PONG "{\"i\":199}") &&
+	                  strstr(out, PONG "{\"i\":199}") < strstr(out, "msg status 5 0  {}"),
+	              "%s", out);
+#undef PONG
 	ck_assert_msg(strstr(out, "closed\n"), "%s", out);
 	close(sv[0]);
 }
