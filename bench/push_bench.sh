@@ -121,3 +121,9 @@ bench_tree() { # bench_tree NAME LABEL
 echo "push against a raw copy over a unix socket into tmpfs ($BUILD)"
 bench_tree big "64 MiB in 64 files"
 bench_tree small "16 MiB in 4096 files of 4 KiB"
+# The channel alone, without files (memory to memory): what the AEAD leaves of the socket.
+HSB=${HSB:-$ROOT/build/bench/handshake_bench}
+if [ -x "$HSB" ]; then
+	echo "the channel alone, 64 MiB memory to memory ($HSB, best of 3):"
+	"$HSB" -n 1 -m 64 | grep -E 'raw copy|64 KiB'
+fi

@@ -5,8 +5,10 @@
 .PHONY: bench bench-push
 bench: bench-push
 
-bench-push: $(BUILD)/bench/push_raw $(BUILD)/sandbox-agent $(BUILD)/sandbox-ctl
-	BUILD=$(or $(BENCH_PUSH_BUILD),$(BUILD)) RAW=$(BUILD)/bench/push_raw bench/push_bench.sh || [ $$? -eq 77 ]
+bench-push: $(BUILD)/bench/push_raw $(BUILD)/bench/handshake_bench $(BUILD)/sandbox-agent \
+	$(BUILD)/sandbox-ctl
+	BUILD=$(or $(BENCH_PUSH_BUILD),$(BUILD)) RAW=$(BUILD)/bench/push_raw \
+		HSB=$(BUILD)/bench/handshake_bench bench/push_bench.sh || [ $$? -eq 77 ]
 
 $(BUILD)/bench/push_raw: bench/push_raw.c
 	@mkdir -p $(@D)
