@@ -180,17 +180,20 @@ START_TEST(test_marker_search_matches_naive)
 END_TEST
 
 /*
- * Inside a frame's body too (the scan there skips to pairs of 0xff): a marker is found where a
- * plain search finds the first one, in any split of the input, also one split between its two
- * leading 0xff bytes; a body without one is a frame.
+ * Inside a frame's body too (the scan there skips to pairs of 0xff, 64 bytes a step where it
+ * can): a marker is found where a plain search finds the first one, in any split of the input,
+ * also one split between its two leading 0xff bytes; a body without one is a frame.
  */
 START_TEST(test_marker_in_body_matches_naive)
 {
 	unsigned seed = 7;
 
 	for (int round = 0; round < 3000; round++) {
-		uint8_t buf[FRAME_HEADER_LEN + 120];
+		uint8_t buf[FRAME_HEADER_LEN + 700];
 		size_t body = sizeof(buf) - FRAME_HEADER_LEN, end = 0;
+		/* Dense rounds: partial markers everywhere; sparse ones: long runs without a pair.
+		 */
+		unsigned dense = round % 4 ? 3 : 200;
 		struct frame_decoder d;
 		size_t off = 0, at = 0;
 		enum frame_event ev = FRAME_EV_NONE;
@@ -198,8 +201,8 @@ START_TEST(test_marker_in_body_matches_naive)
 		frame_put_header(buf, (uint32_t)body);
 		for (size_t i = FRAME_HEADER_LEN; i < sizeof(buf); i++) {
 			seed = seed * 1103515245 + 12345;
-			buf[i] = (seed >> 16) % 3 ? frame_marker[(seed >> 8) % 3]
-			                          : (uint8_t)(seed >> 20);
+			buf[i] = (seed >> 16) % dense == 0 ? frame_marker[(seed >> 8) % 3]
+			                                   : (uint8_t)((seed >> 20) % 255);
 		}
 		if (round % 2 == 0)
 			memcpy(buf + FRAME_HEADER_LEN + (seed >> 8) % (body - FRAME_MARKER_LEN),
@@ -216,7 +219,7 @@ START_TEST(test_marker_in_body_matches_naive)
 			ssize_t used;
 
 			seed = seed * 1103515245 + 12345;
-			n = 1 + (seed >> 16) % 40;
+			n = 1 + (seed >> 16) % (round % 3 ? 40 : 400);
 			if (n > sizeof(buf) - off)
 				n = sizeof(buf) - off;
 			used = frame_decoder_feed(&d, buf + off, n, &ev, &e);
