@@ -162,6 +162,9 @@ int frame_io_next(struct frame_io *io, int64_t deadline, enum frame_event *ret_e
 			io->off += (size_t)n;
 			if (*ret_ev != FRAME_EV_NONE)
 				return 1;
+			/* The budget cut the input: refuse it above, never refill over it. */
+			if (io->off < io->len)
+				continue;
 		}
 		if (io->eof)
 			return 0;
