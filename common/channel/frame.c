@@ -131,6 +131,7 @@ static void start_frame(struct frame_decoder *d)
 	d->state = FRAME_ST_HEADER;
 	d->hdr_len = 0;
 	d->body_len = 0;
+	d->view = NULL;
 }
 
 void frame_decoder_init(struct frame_decoder *d, size_t max_body, bool resync)
@@ -145,6 +146,7 @@ void frame_decoder_dispose(struct frame_decoder *d)
 {
 	free(d->body);
 	d->body = NULL;
+	d->view = NULL;
 	d->body_cap = 0;
 	d->body_len = 0;
 }
@@ -174,7 +176,7 @@ bool frame_decoder_mid_frame(const struct frame_decoder *d)
 const uint8_t *frame_decoder_body(const struct frame_decoder *d, size_t *ret_len)
 {
 	*ret_len = d->body_len;
-	return d->body;
+	return d->view ? d->view : d->body;
 }
 
 static int bad_length(struct frame_decoder *d, struct err *err)
@@ -229,10 +231,14 @@ static ssize_t feed_body(struct frame_decoder *d, const uint8_t *buf, size_t len
 		*ret_ev = FRAME_EV_MARKER;
 		return (ssize_t)used;
 	}
-	r = body_reserve(d, d->body_len + n, err);
-	if (r < 0)
-		return r;
-	memcpy(d->body + d->body_len, buf, n);
+	if (d->body_len == 0 && n == d->want) {
+		d->view = buf; /* the whole body is in the input: no copy */
+	} else {
+		r = body_reserve(d, d->body_len + n, err);
+		if (r < 0)
+			return r;
+		memcpy(d->body + d->body_len, buf, n);
+	}
 	d->body_len += n;
 	d->consumed += n;
 	if (n > 0)

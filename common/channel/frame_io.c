@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#define READ_CHUNK (64 * 1024)
+#define READ_CHUNK (256 * 1024) /* a few frames of a tree push per read() */
 
 int64_t frame_io_now_ms(void)
 {
