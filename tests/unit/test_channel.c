@@ -494,6 +494,32 @@ START_TEST(test_endless_garbage_bounded)
 }
 END_TEST
 
+/*
+ * Bytes past the budget that one read took in with the rest are refused at once, not thrown
+ * away for a read that waits until the deadline: 200 KiB of garbage wait in a pipe whose
+ * writer stays open, and a read takes them at once.
+ */
+START_TEST(test_budget_cut_within_one_read)
+{
+	_cleanup_frame_io_ struct frame_io *io = NULL;
+	static char junk[200 * 1024];
+	enum frame_event ev;
+	struct err e;
+	int p[2];
+
+	ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
+	ck_assert_int_ge(fcntl(p[1], F_SETPIPE_SZ, 1024 * 1024), (int)sizeof(junk));
+	memset(junk, 'A', sizeof(junk));
+	ck_assert_int_eq(file_write_all(p[1], junk, sizeof(junk)), 0);
+	ck_assert_int_eq(frame_io_new(p[0], &io, &e), 0);
+	channel_handshake_prepare(io);
+	ck_assert_int_eq(frame_io_next(io, frame_io_deadline(TIMEOUT_MS), &ev, &e), -E2BIG);
+	ck_assert_msg(strstr(e.msg, "more bytes than this stage allows"), "%s", e.msg);
+	close(p[0]);
+	close(p[1]);
+}
+END_TEST
+
 /* ---- a relay between a host child and a guest child, acting on the host's frames ---- */
 
 enum mitm_action {
@@ -1045,6 +1071,7 @@ static Suite *channel_suite(void)
 	tcase_add_test(tc, test_oversized_length_after_handshake);
 	tcase_add_test(tc, test_silent_peer_times_out);
 	tcase_add_test(tc, test_endless_garbage_bounded);
+	tcase_add_test(tc, test_budget_cut_within_one_read);
 	tcase_add_test(tc, test_relay_untouched);
 	tcase_add_test(tc, test_tampered_frame);
 	tcase_add_test(tc, test_replayed_frame);
