@@ -30,6 +30,7 @@
 #define USAGE "push DIR [--app-dir DIR] [--include-git]"
 #define CHUNK (64 * 1024)
 #define PROGRESS_EVERY_MS 100
+#define CHECK_AGENT_EVERY_MS 20
 
 enum kind { K_DIR, K_FILE, K_LINK };
 
@@ -264,14 +265,28 @@ struct push {
 	size_t sent_entries;
 	uint64_t sent_bytes;
 	int64_t last_progress;
+	int64_t last_check;
 };
 
-/* Between messages: an early error from the agent ends the push. */
+/*
+ * Between messages, every CHECK_AGENT_EVERY_MS: an early error from the agent ends the push.
+ * Messages go out batched (a tree of small files is mostly small messages): what waits is
+ * written first, so that the agent sees what it may be refusing.
+ */
 static int check_agent(struct push *p)
 {
+	int64_t now = frame_io_now_ms();
+	int r;
+
+	if (now - p->last_check < CHECK_AGENT_EVERY_MS)
+		return 0;
+	p->last_check = now;
+	r = connect_session_flush(p->s, &p->ctl->err);
+	if (r != 0)
+		return r;
 	while (connect_session_wait(p->s, -1, frame_io_deadline(0)) == 1) {
 		struct msg m;
-		int r = connect_session_recv(p->s, &m, frame_io_deadline(0), &p->ctl->err);
+		r = connect_session_recv(p->s, &m, frame_io_deadline(0), &p->ctl->err);
 		if (r == -ETIMEDOUT)
 			return 0;
 		if (r != 1)
@@ -323,8 +338,8 @@ static int send_file(struct push *p, const struct entry *e, uint8_t *buf)
 		}
 		if (n == 0)
 			break;
-		r = connect_session_send(p->s, MSG_TREE_PUSH_DATA, 0, p->stream, NULL, buf,
-		                         (size_t)n, err);
+		r = connect_session_send_batched(p->s, MSG_TREE_PUSH_DATA, p->stream, NULL, buf,
+		                                 (size_t)n, err);
 		if (r != 0)
 			return r;
 		left -= n;
@@ -377,8 +392,8 @@ static int send_tree(struct push *p, const char *app_dir, struct json_object **r
 		_cleanup_json_ struct json_object *ej = entry_json(&p->t->v[i]);
 		r = check_agent(p);
 		if (r == 0)
-			r = connect_session_send(p->s, MSG_TREE_PUSH_ENTRY, 0, p->stream, ej, NULL,
-			                         0, err);
+			r = connect_session_send_batched(p->s, MSG_TREE_PUSH_ENTRY, p->stream, ej,
+			                                 NULL, 0, err);
 		if (r == 0 && p->t->v[i].kind == K_FILE)
 			r = send_file(p, &p->t->v[i], buf);
 		p->sent_entries++;

@@ -95,6 +95,15 @@ uint32_t connect_session_new_stream(struct session *s)
 	return id;
 }
 
+static int sent(struct session *s, int r, struct err *err)
+{
+	if (r < 0) {
+		connect_stream_explain(&s->stream, err);
+		return fail(err, CTL_EXIT_CONNECT, "the connection to the agent broke");
+	}
+	return 0;
+}
+
 int connect_session_send(struct session *s, uint16_t type, uint16_t flags, uint32_t stream,
                          struct json_object *json, const void *data, size_t data_len,
                          struct err *err)
@@ -108,11 +117,27 @@ int connect_session_send(struct session *s, uint16_t type, uint16_t flags, uint3
 	    .data_len = data_len,
 	};
 
-	if (channel_send(s->ch, &m, s->timeout_ms, err) < 0) {
-		connect_stream_explain(&s->stream, err);
-		return fail(err, CTL_EXIT_CONNECT, "the connection to the agent broke");
-	}
-	return 0;
+	return sent(s, channel_send(s->ch, &m, s->timeout_ms, err), err);
+}
+
+int connect_session_send_batched(struct session *s, uint16_t type, uint32_t stream,
+                                 struct json_object *json, const void *data, size_t data_len,
+                                 struct err *err)
+{
+	struct msg m = {
+	    .type = type,
+	    .stream = stream,
+	    .json = json,
+	    .data = data,
+	    .data_len = data_len,
+	};
+
+	return sent(s, channel_send_batched(s->ch, &m, s->timeout_ms, err), err);
+}
+
+int connect_session_flush(struct session *s, struct err *err)
+{
+	return sent(s, channel_flush(s->ch, s->timeout_ms, err), err);
 }
 
 /* A message on stream 0: 0 to go on, or an exit code. */

@@ -90,6 +90,15 @@ int connect_session_send(struct session *s, uint16_t type, uint16_t flags, uint3
                          struct err *err);
 
 /*
+ * Send one message that may wait with others for one write (channel_send_batched()); a
+ * connect_session_send() or connect_session_flush() writes what waits.
+ */
+int connect_session_send_batched(struct session *s, uint16_t type, uint32_t stream,
+                                 struct json_object *json, const void *data, size_t data_len,
+                                 struct err *err);
+int connect_session_flush(struct session *s, struct err *err);
+
+/*
  * The next message on a stream other than 0, before deadline (frame_io_deadline(); -1: none).
  * Stream 0 is handled here: ping is answered, an error there ends the session, close means
  * the guest ended the session. Returns 1 with *ret (msg_dispose() it), or an exit code:

@@ -32,9 +32,10 @@ struct channel {
 	struct channel_keys *keys; /* sodium_malloc */
 	uint64_t tx_seq;
 	uint64_t rx_seq;
-	uint8_t *tx_buf; /* length | seq | ciphertext, encrypted in place */
+	uint8_t *tx_buf; /* frames batched, then length | seq | ciphertext encrypted in place */
 	size_t tx_cap;
-	uint8_t *rx_buf; /* plaintext of the last message */
+	size_t tx_pending; /* bytes of whole frames at the start of tx_buf not written yet */
+	uint8_t *rx_buf;   /* plaintext of the last message */
 	size_t rx_cap;
 	size_t rx_len;
 	uint16_t version;
@@ -118,8 +119,11 @@ uint16_t channel_version(const struct channel *ch)
 	return ch->version;
 }
 
-/* Buffers grow by replacing, never realloc(), so no copy of plaintext is left behind. */
-static int grow(uint8_t **buf, size_t *cap, size_t need, struct err *err)
+/*
+ * Buffers grow by replacing, never realloc(), so no copy of plaintext is left behind; the first
+ * keep bytes (frames already encrypted) move to the new buffer.
+ */
+static int grow(uint8_t **buf, size_t *cap, size_t need, size_t keep, struct err *err)
 {
 	uint8_t *p;
 	size_t n = *cap ? *cap : 4096;
@@ -132,6 +136,7 @@ static int grow(uint8_t **buf, size_t *cap, size_t need, struct err *err)
 	if (!p)
 		return err_oom_at(err, "for a %zu-byte frame", need);
 	if (*buf) {
+		memcpy(p, *buf, keep);
 		sodium_memzero(*buf, *cap);
 		free(*buf);
 	}
@@ -161,14 +166,8 @@ static int broken(struct channel *ch, struct err *err, int code, const char *fmt
 	return err_set(err, ERR_FAILED, code, "%s", ch->broken_err.msg);
 }
 
-int channel_send(struct channel *ch, const struct msg *m, int timeout_ms, struct err *err)
+static int check_sendable(struct channel *ch, struct err *err)
 {
-	uint8_t nonce[NONCE_LEN];
-	unsigned long long clen;
-	size_t plen;
-	ssize_t n;
-	int r;
-
 	if (ch->broken)
 		return err_set(err, ch->broken_err.cls, ch->broken_err.code, "%s",
 		               ch->broken_err.msg);
@@ -177,30 +176,84 @@ int channel_send(struct channel *ch, const struct msg *m, int timeout_ms, struct
 	if (ch->tx_seq == UINT64_MAX)
 		return err_set(err, ERR_FAILED, EOVERFLOW,
 		               "the channel ran out of sequence numbers");
+	return 0;
+}
+
+/* Encrypt m as the next frame, after the frames already pending in tx_buf. */
+static int seal(struct channel *ch, const struct msg *m, struct err *err)
+{
+	uint8_t nonce[NONCE_LEN], *f;
+	unsigned long long clen;
+	size_t plen;
+	ssize_t n;
+	int r;
+
 	plen = msg_encoded_len(m, err);
 	if (plen == 0)
 		return err_ret(err);
-	r = grow(&ch->tx_buf, &ch->tx_cap, AD_LEN + plen + FRAME_TAG_LEN, err);
+	r = grow(&ch->tx_buf, &ch->tx_cap, ch->tx_pending + AD_LEN + plen + FRAME_TAG_LEN,
+	         ch->tx_pending, err);
 	if (r < 0)
 		return r;
-	n = msg_encode(m, ch->tx_buf + AD_LEN, ch->tx_cap - AD_LEN, err);
+	f = ch->tx_buf + ch->tx_pending;
+	n = msg_encode(m, f + AD_LEN, ch->tx_cap - ch->tx_pending - AD_LEN, err);
 	if (n < 0)
 		return (int)n;
-	frame_put_header(ch->tx_buf, (uint32_t)(FRAME_SEQ_LEN + (size_t)n + FRAME_TAG_LEN));
-	put_be64(ch->tx_buf + FRAME_HEADER_LEN, ch->tx_seq);
+	frame_put_header(f, (uint32_t)(FRAME_SEQ_LEN + (size_t)n + FRAME_TAG_LEN));
+	put_be64(f + FRAME_HEADER_LEN, ch->tx_seq);
 	make_nonce(nonce, ch->tx_seq);
-	crypto_aead_chacha20poly1305_ietf_encrypt(ch->tx_buf + AD_LEN, &clen, ch->tx_buf + AD_LEN,
-	                                          (unsigned long long)n, ch->tx_buf, AD_LEN, NULL,
-	                                          nonce, ch->keys->tx);
+	crypto_aead_chacha20poly1305_ietf_encrypt(f + AD_LEN, &clen, f + AD_LEN,
+	                                          (unsigned long long)n, f, AD_LEN, NULL, nonce,
+	                                          ch->keys->tx);
 	ch->tx_seq++;
-	r = frame_io_write(ch->io, ch->tx_buf, AD_LEN + (size_t)clen, frame_io_deadline(timeout_ms),
-	                   err);
+	ch->tx_pending += AD_LEN + (size_t)clen;
+	return 0;
+}
+
+static int write_pending(struct channel *ch, const struct msg *m, int timeout_ms, struct err *err)
+{
+	int r =
+	    frame_io_write(ch->io, ch->tx_buf, ch->tx_pending, frame_io_deadline(timeout_ms), err);
+
+	ch->tx_pending = 0;
 	if (r < 0) {
 		/* Part of the frame may be out: nothing can follow it on this stream. */
-		err_wrap(err, "cannot send a %s message", msg_type_name(m->type) ?: "?");
+		if (m)
+			err_wrap(err, "cannot send a %s message", msg_type_name(m->type) ?: "?");
+		else
+			err_wrap(err, "cannot send the messages batched");
 		return broken(ch, err, err->code ? err->code : EIO, "%s", err->msg);
 	}
 	return 0;
+}
+
+int channel_send(struct channel *ch, const struct msg *m, int timeout_ms, struct err *err)
+{
+	int r = check_sendable(ch, err);
+
+	if (r == 0)
+		r = seal(ch, m, err);
+	if (r == 0)
+		r = write_pending(ch, m, timeout_ms, err);
+	return r;
+}
+
+int channel_send_batched(struct channel *ch, const struct msg *m, int timeout_ms, struct err *err)
+{
+	int r = check_sendable(ch, err);
+
+	if (r == 0)
+		r = seal(ch, m, err);
+	if (r == 0 && ch->tx_pending >= CHANNEL_BATCH_BYTES)
+		r = write_pending(ch, m, timeout_ms, err);
+	return r;
+}
+
+int channel_flush(struct channel *ch, int timeout_ms, struct err *err)
+{
+	if (ch->tx_pending == 0)
+		return 0;
+	return write_pending(ch, NULL, timeout_ms, err);
 }
 
 int channel_close(struct channel *ch, int timeout_ms, struct err *err)
@@ -236,7 +289,7 @@ static int open_frame(struct channel *ch, const uint8_t *body, size_t len, struc
 		              "frame out of order: sequence number %" PRIu64 " where %" PRIu64
 		              " was expected (frames were dropped or reordered)",
 		              seq, ch->rx_seq);
-	r = grow(&ch->rx_buf, &ch->rx_cap, len - FRAME_SEQ_LEN - FRAME_TAG_LEN + 1, err);
+	r = grow(&ch->rx_buf, &ch->rx_cap, len - FRAME_SEQ_LEN - FRAME_TAG_LEN + 1, 0, err);
 	if (r < 0)
 		return r;
 	frame_put_header(ad, (uint32_t)len);

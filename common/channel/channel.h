@@ -96,6 +96,16 @@ int channel_send(struct channel *ch, const struct msg *m, int timeout_ms, struct
  */
 int channel_recv(struct channel *ch, struct msg *ret, int timeout_ms, struct err *err);
 
+/*
+ * Like channel_send(), but the frame may wait in the channel's buffer with others until they
+ * make CHANNEL_BATCH_BYTES, and go out in one write: for many small messages in a row (a tree
+ * of small files). Frames keep their order: channel_send() and channel_close() write what
+ * waits first. Call channel_flush() before waiting for the peer's answer to what was batched.
+ */
+#define CHANNEL_BATCH_BYTES (64 * 1024)
+int channel_send_batched(struct channel *ch, const struct msg *m, int timeout_ms, struct err *err);
+int channel_flush(struct channel *ch, int timeout_ms, struct err *err);
+
 /* Send the close message that ends the session cleanly. */
 int channel_close(struct channel *ch, int timeout_ms, struct err *err);
 

@@ -61,6 +61,7 @@ struct frame_decoder {
 	size_t hdr_len;
 	uint32_t want; /* body length announced by the header */
 	uint8_t *body;
+	const uint8_t *view; /* the body of the frame returned, when it lay whole in the input */
 	size_t body_len;
 	size_t body_cap;
 	size_t marker_matched; /* bytes of the marker matched by the most recent input */
@@ -85,7 +86,8 @@ void frame_decoder_set_mode(struct frame_decoder *d, size_t max_body, bool resyn
  * Consume bytes from buf until an event or the end of the input. Returns the number of bytes
  * consumed (the rest belongs to what follows the event) and the event in *ret_ev, or a negative
  * errno-like value with err set (strict mode only: an invalid length, EMSGSIZE or EPROTO; or
- * ENOMEM). After FRAME_EV_FRAME the body stays valid until the next call.
+ * ENOMEM). After FRAME_EV_FRAME the body stays valid until the next call, and while buf does: a
+ * body that lay whole in buf is not copied (frame_decoder_body() points into buf).
  */
 ssize_t frame_decoder_feed(struct frame_decoder *d, const uint8_t *buf, size_t len,
                            enum frame_event *ret_ev, struct err *err);

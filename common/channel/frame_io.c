@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#define READ_CHUNK (64 * 1024)
+#define READ_CHUNK (256 * 1024) /* a few frames of a tree push per read() */
 
 int64_t frame_io_now_ms(void)
 {
@@ -162,6 +162,9 @@ int frame_io_next(struct frame_io *io, int64_t deadline, enum frame_event *ret_e
 			io->off += (size_t)n;
 			if (*ret_ev != FRAME_EV_NONE)
 				return 1;
+			/* The budget cut the input: refuse it above, never refill over it. */
+			if (io->off < io->len)
+				continue;
 		}
 		if (io->eof)
 			return 0;

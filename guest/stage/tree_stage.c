@@ -25,7 +25,9 @@ struct tree_stage {
 	uid_t uid;
 	gid_t gid;
 	mode_t mode;
-	int file_fd; /* the file being written, or -1 */
+	int dir_fd;     /* the directory of the last entry below the root, or -1 */
+	char *dir_path; /* its path in the tree */
+	int file_fd;    /* the file being written, or -1 */
 	uint64_t file_left;
 	char *file_path;
 	uint64_t entries;
@@ -54,6 +56,9 @@ void tree_stage_free(struct tree_stage *s)
 		return;
 	if (s->file_fd >= 0)
 		close(s->file_fd);
+	if (s->dir_fd >= 0)
+		close(s->dir_fd);
+	free(s->dir_path);
 	if (s->stage_fd >= 0)
 		close(s->stage_fd);
 	if (!s->swapped)
@@ -72,6 +77,7 @@ int tree_stage_begin(const struct tree_stage_target *t, struct tree_stage **ret,
 	if (!s)
 		return err_oom(err);
 	s->stage_fd = -1;
+	s->dir_fd = -1;
 	s->file_fd = -1;
 	s->sw.parent_fd = -1;
 	s->uid = t->uid;
@@ -157,8 +163,8 @@ bool tree_stage_target_inside(const char *path, const char *target)
  * Open the directory holding path's last component, creating missing directories (0755, the
  * run user's) on the way; never through a link. *ret_leaf points into path.
  */
-static int open_parent(struct tree_stage *s, const char *path, int *ret_fd, const char **ret_leaf,
-                       struct err *err)
+static int open_parent_walk(struct tree_stage *s, const char *path, int *ret_fd,
+                            const char **ret_leaf, struct err *err)
 {
 	_cleanup_close_ int fd = fcntl(s->stage_fd, F_DUPFD_CLOEXEC, 3);
 	const char *p = path;
@@ -196,6 +202,43 @@ static int open_parent(struct tree_stage *s, const char *path, int *ret_fd, cons
 	return 0;
 }
 
+/*
+ * The directory holding path's last component, borrowed (the stage's own descriptor, or the
+ * one kept for the last entry's directory). Entries come in order, so most share the previous
+ * one's directory: it is opened once. A directory kept open cannot be swapped for a link
+ * meanwhile, since the stage is root's alone while it is built and entries are only added.
+ */
+static int open_parent(struct tree_stage *s, const char *path, int *ret_fd, const char **ret_leaf,
+                       struct err *err)
+{
+	const char *slash = strrchr(path, '/');
+	size_t len = slash ? (size_t)(slash - path) : 0;
+	int fd = -1, r;
+
+	if (!slash) {
+		*ret_leaf = path;
+		*ret_fd = s->stage_fd;
+		return 0;
+	}
+	if (s->dir_path && strlen(s->dir_path) == len && memcmp(s->dir_path, path, len) == 0) {
+		*ret_leaf = slash + 1;
+		*ret_fd = s->dir_fd;
+		return 0;
+	}
+	r = open_parent_walk(s, path, &fd, ret_leaf, err);
+	if (r < 0)
+		return r;
+	if (s->dir_fd >= 0)
+		close(s->dir_fd);
+	free(s->dir_path);
+	s->dir_fd = fd;
+	s->dir_path = strndup(path, len);
+	if (!s->dir_path)
+		return err_oom(err);
+	*ret_fd = fd;
+	return 0;
+}
+
 static int file_end(struct tree_stage *s, struct err *err)
 {
 	if (s->file_fd < 0)
@@ -217,8 +260,8 @@ static int file_end(struct tree_stage *s, struct err *err)
 int tree_stage_entry(struct tree_stage *s, const char *path, enum tree_entry_kind kind,
                      unsigned mode, uint64_t size, const char *target, struct err *err)
 {
-	_cleanup_close_ int dfd = -1;
 	const char *leaf = NULL;
+	int dfd = -1;
 	size_t depth;
 	struct stat st;
 	int r;

@@ -236,6 +236,7 @@ static void full_session(bool nonblock)
 	_cleanup_free_ char *out = NULL;
 	size_t big_len = FRAME_PLAINTEXT_MAX - MSG_HEADER_LEN;
 	char fp[KEYS_FINGERPRINT_MAX], line[128];
+	uint8_t pad[400];
 	struct guest g;
 	struct err e;
 	struct msg m;
@@ -272,10 +273,24 @@ static void full_session(bool nonblock)
 		big[i] = (uint8_t)(i * 7);
 	m = (struct msg){.type = MSG_TREE_PUSH_DATA, .stream = 3, .data = big, .data_len = big_len};
 	ck_assert_int_eq(channel_send(ch, &m, TIMEOUT_MS, &e), 0);
+	/*
+	 * Small messages batched: more than one batch's worth (written as batches fill), the
+	 * rest written ahead of the next plain send, all in order.
+	 */
+	memset(pad, 'p', sizeof(pad));
+	for (int k = 0; k < 200; k++) {
+		m = (struct msg){
+		    .type = MSG_PONG, .stream = 0, .data = pad, .data_len = sizeof(pad)};
+		m.json = json_object_new_object();
+		json_object_object_add(m.json, "i", json_object_new_int(k));
+		ck_assert_int_eq(channel_send_batched(ch, &m, TIMEOUT_MS, &e), 0);
+		msg_dispose(&m);
+	}
 	m = (struct msg){.type = MSG_STATUS, .flags = MSG_F_END, .stream = 5};
 	m.json = json_object_new_object();
 	ck_assert_int_eq(channel_send(ch, &m, TIMEOUT_MS, &e), 0);
 	msg_dispose(&m);
+	ck_assert_int_eq(channel_flush(ch, TIMEOUT_MS, &e), 0); /* nothing waits: a no-op */
 	/* One byte more than a frame may carry is refused before anything is sent. */
 	m = (struct msg){
 	    .type = MSG_TREE_PUSH_DATA, .stream = 3, .data = big, .data_len = big_len + 1};
@@ -301,6 +316,12 @@ static void full_session(bool nonblock)
 	snprintf(line, sizeof(line), "msg tree.push.data 3 %zu ", big_len);
 	ck_assert_msg(strstr(out, line), "%s", out);
 	ck_assert_msg(strstr(out, "msg status 5 0  {}"), "%s", out);
+#define PONG "msg pong 0 400 pppppppppppppppppppppppppppppppppppppppp "
+	ck_assert_msg(strstr(out, PONG "{\"i\":0}"), "%s", out);
+	ck_assert_msg(strstr(out, PONG "{\"i\":199}") &&
+	                  strstr(out, PONG "{\"i\":199}") < strstr(out, "msg status 5 0  {}"),
+	              "%s", out);
+#undef PONG
 	ck_assert_msg(strstr(out, "closed\n"), "%s", out);
 	close(sv[0]);
 }
@@ -470,6 +491,32 @@ START_TEST(test_endless_garbage_bounded)
 	out = guest_finish(&g);
 	ck_assert_msg(strstr(out, "hs-err 7 handshake: the peer sent more bytes than"), "%s", out);
 	close(sv[0]);
+}
+END_TEST
+
+/*
+ * Bytes past the budget that one read took in with the rest are refused at once, not thrown
+ * away for a read that waits until the deadline: 200 KiB of garbage wait in a pipe whose
+ * writer stays open, and a read takes them at once.
+ */
+START_TEST(test_budget_cut_within_one_read)
+{
+	_cleanup_frame_io_ struct frame_io *io = NULL;
+	static char junk[200 * 1024];
+	enum frame_event ev;
+	struct err e;
+	int p[2];
+
+	ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
+	ck_assert_int_ge(fcntl(p[1], F_SETPIPE_SZ, 1024 * 1024), (int)sizeof(junk));
+	memset(junk, 'A', sizeof(junk));
+	ck_assert_int_eq(file_write_all(p[1], junk, sizeof(junk)), 0);
+	ck_assert_int_eq(frame_io_new(p[0], &io, &e), 0);
+	channel_handshake_prepare(io);
+	ck_assert_int_eq(frame_io_next(io, frame_io_deadline(TIMEOUT_MS), &ev, &e), -E2BIG);
+	ck_assert_msg(strstr(e.msg, "more bytes than this stage allows"), "%s", e.msg);
+	close(p[0]);
+	close(p[1]);
 }
 END_TEST
 
@@ -1024,6 +1071,7 @@ static Suite *channel_suite(void)
 	tcase_add_test(tc, test_oversized_length_after_handshake);
 	tcase_add_test(tc, test_silent_peer_times_out);
 	tcase_add_test(tc, test_endless_garbage_bounded);
+	tcase_add_test(tc, test_budget_cut_within_one_read);
 	tcase_add_test(tc, test_relay_untouched);
 	tcase_add_test(tc, test_tampered_frame);
 	tcase_add_test(tc, test_replayed_frame);

@@ -179,6 +179,66 @@ START_TEST(test_marker_search_matches_naive)
 }
 END_TEST
 
+/*
+ * Inside a frame's body too (the scan there skips to pairs of 0xff, 64 bytes a step where it
+ * can): a marker is found where a plain search finds the first one, in any split of the input,
+ * also one split between its two leading 0xff bytes; a body without one is a frame.
+ */
+START_TEST(test_marker_in_body_matches_naive)
+{
+	unsigned seed = 7;
+
+	for (int round = 0; round < 3000; round++) {
+		uint8_t buf[FRAME_HEADER_LEN + 700];
+		size_t body = sizeof(buf) - FRAME_HEADER_LEN, end = 0;
+		/* Dense rounds: partial markers everywhere; sparse ones: long runs without a pair.
+		 */
+		unsigned dense = round % 4 ? 3 : 200;
+		struct frame_decoder d;
+		size_t off = 0, at = 0;
+		enum frame_event ev = FRAME_EV_NONE;
+
+		frame_put_header(buf, (uint32_t)body);
+		for (size_t i = FRAME_HEADER_LEN; i < sizeof(buf); i++) {
+			seed = seed * 1103515245 + 12345;
+			buf[i] = (seed >> 16) % dense == 0 ? frame_marker[(seed >> 8) % 3]
+			                                   : (uint8_t)((seed >> 20) % 255);
+		}
+		if (round % 2 == 0)
+			memcpy(buf + FRAME_HEADER_LEN + (seed >> 8) % (body - FRAME_MARKER_LEN),
+			       frame_marker, FRAME_MARKER_LEN);
+		for (size_t i = FRAME_HEADER_LEN; i + FRAME_MARKER_LEN <= sizeof(buf); i++)
+			if (memcmp(buf + i, frame_marker, FRAME_MARKER_LEN) == 0) {
+				end = i + FRAME_MARKER_LEN;
+				break;
+			}
+		frame_decoder_init(&d, 4096, false);
+		while (off < sizeof(buf) && ev == FRAME_EV_NONE) {
+			size_t n;
+			struct err e;
+			ssize_t used;
+
+			seed = seed * 1103515245 + 12345;
+			n = 1 + (seed >> 16) % (round % 3 ? 40 : 400);
+			if (n > sizeof(buf) - off)
+				n = sizeof(buf) - off;
+			used = frame_decoder_feed(&d, buf + off, n, &ev, &e);
+			ck_assert_int_ge(used, 0);
+			off += (size_t)used;
+			at = off;
+		}
+		if (end) {
+			ck_assert_int_eq(ev, FRAME_EV_MARKER);
+			ck_assert_uint_eq(at, end);
+		} else {
+			ck_assert_int_eq(ev, FRAME_EV_FRAME);
+			ck_assert_uint_eq(at, sizeof(buf));
+		}
+		frame_decoder_dispose(&d);
+	}
+}
+END_TEST
+
 START_TEST(test_oversized_length_refused_before_allocating)
 {
 	struct frame_decoder d;
@@ -394,6 +454,7 @@ static Suite *frame_suite(void)
 	tcase_add_test(tc, test_garbage_before_marker_skipped);
 	tcase_add_test(tc, test_marker_with_repeated_ff);
 	tcase_add_test(tc, test_marker_search_matches_naive);
+	tcase_add_test(tc, test_marker_in_body_matches_naive);
 	tcase_add_test(tc, test_oversized_length_refused_before_allocating);
 	tcase_add_test(tc, test_forged_length_allocates_only_what_arrives);
 	tcase_add_test(tc, test_strict_mode_refuses_garbage_but_reports_marker);

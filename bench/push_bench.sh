@@ -1,0 +1,129 @@
+#!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
+#
+# `sandbox-ctl push` against a raw copy of the same bytes over the same transport, in one run:
+# a unix socket on this machine, both destinations in tmpfs. The raw copy (bench/push_raw.c)
+# is a plain reader writing files; the push goes to a real `sandbox-agent serve --unix` daemon
+# over the encrypted channel. Each run pushes into a fresh app directory (no old tree to set
+# aside). Runs alternate raw and push; medians of RUNS (7). Two trees: 64 MiB in 64 files, and
+# 16 MiB in 4096 files of 4 KiB (64 directories). The push's wall time is the whole
+# sandbox-ctl process (key load, connect, handshake, walk, send, the agent's checks, flush and
+# swap); "in-session" is the time sandbox-ctl reports from the first tree message to the
+# agent's confirmation.
+#
+#   bench/push_bench.sh    (needs root; BUILD=build-static for the static build; RUNS=N)
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+BUILD=${BUILD:-$ROOT/build}
+case $BUILD in /*) ;; *) BUILD=$ROOT/$BUILD ;; esac
+RUNS=${RUNS:-7}
+AGENT=$BUILD/sandbox-agent
+CTL=$BUILD/sandbox-ctl
+RAW=${RAW:-$ROOT/build/bench/push_raw}
+[ "$(id -u)" -eq 0 ] || {
+	echo "push_bench: needs root (the daemon serves root peers only)" >&2
+	exit 77
+}
+for b in "$AGENT" "$CTL" "$RAW"; do
+	[ -x "$b" ] || {
+		echo "push_bench: $b is not built (make, make $ROOT/build/bench/push_raw)" >&2
+		exit 1
+	}
+done
+
+TMP=$(mktemp -d /dev/shm/push-bench.XXXXXX)
+DAEMON=
+cleanup() {
+	[ -n "$DAEMON" ] && kill "$DAEMON" 2>/dev/null && wait "$DAEMON" 2>/dev/null
+	rm -rf "$TMP"
+}
+trap cleanup EXIT
+
+# The trees.
+mkdir -p "$TMP/big" "$TMP/small"
+for i in $(seq -w 1 64); do
+	head -c 1048576 /dev/urandom >"$TMP/big/f$i"
+done
+for d in $(seq -w 1 64); do
+	mkdir "$TMP/small/d$d"
+	head -c $((64 * 4096)) /dev/urandom >"$TMP/chunk"
+	split -b 4096 -a 2 "$TMP/chunk" "$TMP/small/d$d/f"
+done
+rm "$TMP/chunk"
+
+# Keys and the daemon.
+export HOME=$TMP/home
+mkdir -p "$HOME" "$TMP/ws"
+"$CTL" keygen >/dev/null
+cp "$HOME/.config/sandbox-ctl/key.pub" "$TMP/authorized_keys"
+"$AGENT" serve --unix "$TMP/agent.sock" --authorized-keys "$TMP/authorized_keys" \
+	--authorized-keys-dir '' --key "$TMP/guest_key" --state-dir "$TMP/state" \
+	--no-forward --cache-root "$TMP/cache" >"$TMP/agent.log" 2>&1 &
+DAEMON=$!
+for _ in $(seq 100); do
+	[ -S "$TMP/agent.sock" ] && break
+	sleep 0.1
+done
+A=unix:$TMP/agent.sock
+"$CTL" --connect "$A" hello --accept-new-guest-key >/dev/null
+
+# The daemon's CPU time in ns (it is one thread).
+daemon_ns() { awk '{print $1}' "/proc/$DAEMON/schedstat"; }
+median() { sort -g | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
+ns() { date +%s%N; }
+
+bench_tree() { # bench_tree NAME LABEL
+	local name=$1 label=$2 mib raw push sess
+	: >"$TMP/raw.t" >"$TMP/push.t" >"$TMP/sess.t" >"$TMP/cpu.t"
+	for i in $(seq "$RUNS"); do
+		"$RAW" "$TMP/$name" "$TMP/raw-$i" >>"$TMP/raw.t"
+		rm -rf "$TMP/raw-$i"
+		local t0 t1 d0 d1
+		d0=$(daemon_ns)
+		t0=$(ns)
+		/usr/bin/time -f '%U %S' -o "$TMP/ctl.cpu" \
+			"$CTL" --connect "$A" --timeout 60 push "$TMP/$name" --app-dir "$TMP/ws/app-$i" \
+			>"$TMP/push.json" 2>"$TMP/push.err" || {
+			cat "$TMP/push.err" >&2
+			exit 1
+		}
+		t1=$(ns)
+		d1=$(daemon_ns)
+		awk -v a="$t0" -v b="$t1" 'BEGIN {print (b - a) / 1e9}' >>"$TMP/push.t"
+		read -r cu cs <"$TMP/ctl.cpu"
+		echo "$cu $cs $(((d1 - d0)))" >>"$TMP/cpu.t"
+		/usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["seconds"])' \
+			"$TMP/push.json" >>"$TMP/sess.t"
+		[ "$i" -gt 1 ] || diff -r "$TMP/$name" "$TMP/ws/app-$i" >/dev/null || {
+			echo "push_bench: the pushed tree differs from the source" >&2
+			exit 1
+		}
+		rm -rf "$TMP/ws/app-$i"
+	done
+	mib=$(du -sm --apparent-size "$TMP/$name" | cut -f1)
+	raw=$(awk '{print $1}' "$TMP/raw.t" | median)
+	push=$(median <"$TMP/push.t")
+	sess=$(median <"$TMP/sess.t")
+	printf '%s, median of %d:\n' "$label" "$RUNS"
+	local cpu
+	cpu=$(awk 'NR == FNR {rc += $4; nr++; next} {cu += $1 + $2; d += $3 / 1e9; n++}
+		END {printf "%.0f %.0f %.0f", rc * 1000 / nr, cu * 1000 / n, d * 1000 / n}' "$TMP/raw.t" "$TMP/cpu.t")
+	awk -v mib="$mib" -v raw="$raw" -v push="$push" -v sess="$sess" -v cpu="$cpu" 'BEGIN {
+		split(cpu, c, " ")
+		printf "  raw copy     %7.1f ms  %5.0f MiB/s\n", raw * 1000, mib / raw
+		printf "  push (wall)  %7.1f ms  %5.0f MiB/s  %3.0f %% of raw\n", push * 1000, mib / push, 100 * raw / push
+		printf "  in-session   %7.1f ms  %5.0f MiB/s  %3.0f %% of raw (sandbox-ctl \"seconds\": first tree message to the confirmation)\n", sess * 1000, mib / sess, 100 * raw / sess
+		printf "  CPU, means:  raw copy (both ends) %.0f ms; push: sandbox-ctl %.0f ms, the daemon %.0f ms\n", c[1], c[2], c[3]
+	}'
+}
+
+echo "push against a raw copy over a unix socket into tmpfs ($BUILD)"
+bench_tree big "64 MiB in 64 files"
+bench_tree small "16 MiB in 4096 files of 4 KiB"
+# The channel alone, without files (memory to memory): what the AEAD leaves of the socket.
+HSB=${HSB:-$ROOT/build/bench/handshake_bench}
+if [ -x "$HSB" ]; then
+	echo "the channel alone, 64 MiB memory to memory ($HSB, best of 3):"
+	"$HSB" -n 1 -m 64 | grep -E 'raw copy|64 KiB'
+fi
