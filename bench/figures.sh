@@ -43,6 +43,8 @@ want=("$@")
 
 run "bench/boot_bench.sh, static" env BOOT=build-static/sandbox-app-boot bench/boot_bench.sh
 run "bench/daemon_rss_bench, static" build/bench/daemon_rss_bench --agent build-static/sandbox-agent
+run "bench/push_bench.sh, static" env BUILD=build-static RAW=build/bench/push_raw \
+	HSB=build/bench/handshake_bench bench/push_bench.sh
 run "bench/resync_bench.sh" bench/resync_bench.sh
 run "EXAMPLE=rails-app bench/resync_bench.sh" env EXAMPLE=rails-app bench/resync_bench.sh
 run "bench/session_live_bench.sh" bench/session_live_bench.sh

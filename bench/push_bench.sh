@@ -17,6 +17,7 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${BUILD:-$ROOT/build}
 case $BUILD in /*) ;; *) BUILD=$ROOT/$BUILD ;; esac
+case $BUILD in *build-static*) KIND="static build" ;; *) KIND="dynamic build" ;; esac
 RUNS=${RUNS:-7}
 AGENT=$BUILD/sandbox-agent
 CTL=$BUILD/sandbox-ctl
@@ -109,12 +110,14 @@ bench_tree() { # bench_tree NAME LABEL
 	local cpu
 	cpu=$(awk 'NR == FNR {rc += $4; nr++; next} {cu += $1 + $2; d += $3 / 1e9; n++}
 		END {printf "%.0f %.0f %.0f", rc * 1000 / nr, cu * 1000 / n, d * 1000 / n}' "$TMP/raw.t" "$TMP/cpu.t")
-	awk -v mib="$mib" -v raw="$raw" -v push="$push" -v sess="$sess" -v cpu="$cpu" 'BEGIN {
+	awk -v mib="$mib" -v raw="$raw" -v push="$push" -v sess="$sess" -v cpu="$cpu" \
+		-v label="$label" -v build="$KIND" -v runs="$RUNS" 'BEGIN {
 		split(cpu, c, " ")
 		printf "  raw copy     %7.1f ms  %5.0f MiB/s\n", raw * 1000, mib / raw
 		printf "  push (wall)  %7.1f ms  %5.0f MiB/s  %3.0f %% of raw\n", push * 1000, mib / push, 100 * raw / push
 		printf "  in-session   %7.1f ms  %5.0f MiB/s  %3.0f %% of raw (sandbox-ctl \"seconds\": first tree message to the confirmation)\n", sess * 1000, mib / sess, 100 * raw / sess
 		printf "  CPU, means:  raw copy (both ends) %.0f ms; push: sandbox-ctl %.0f ms, the daemon %.0f ms\n", c[1], c[2], c[3]
+		printf "figure: `sandbox-ctl push` of %s against a raw copy of the same bytes, unix socket into tmpfs, %s (median of %d) | %.0f %% of raw (%.0f vs %.0f MiB/s; %.0f %% from the first tree message); CPU: push %.0f + %.0f ms, raw %.0f ms both ends | >= 80 %%\n", label, build, runs, 100 * raw / push, mib / push, mib / raw, 100 * raw / sess, c[2], c[3], c[1]
 	}'
 }
 

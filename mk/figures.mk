@@ -3,7 +3,8 @@
 # figures table regenerated from the figure lines they print (scripts/figures.py).
 # `make figures FIGURES="boot rss"` runs only the benches whose name holds one of the words.
 .PHONY: figures
-figures: all $(BUILD)/bench/daemon_rss_bench $(BUILD)/bench/scrub_bench
+figures: all $(BUILD)/bench/daemon_rss_bench $(BUILD)/bench/scrub_bench $(BUILD)/bench/push_raw \
+	$(BUILD)/bench/handshake_bench
 	@prefix=$$(packaging/static/build-deps.sh) && \
 		$(MAKE) --no-print-directory static-bins vm-bins STATIC_PREFIX="$$prefix"
 	bench/figures.sh $(FIGURES)
