@@ -143,7 +143,7 @@ static int reply_commit(json_object *reply, const char *key, git_oid *ret, struc
 	const char *hex;
 
 	if (!json_object_object_get_ex(reply, key, &v) || !(hex = json_object_get_string(v)) ||
-	    strlen(hex) != GIT_OID_HEXSZ || git_oid_fromstr(ret, hex) < 0)
+	    git_fetch_oid_parse(ret, hex) < 0)
 		return err_set(err, ERR_FAILED, EPROTO, "the agent's reply has no valid \"%s\"",
 		               key);
 	return 0;

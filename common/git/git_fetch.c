@@ -297,9 +297,19 @@ int git_fetch_ref_check(const char *ref, struct err *err)
 		snprintf(full, sizeof(full), "%s", ref);
 	else
 		snprintf(full, sizeof(full), "refs/heads/%s", ref);
-	if (git_reference_name_is_valid(&valid, full) < 0 || !valid)
+	/* libgit2 records a refusal through its allocator: set up for the check. */
+	if (git_libgit2_init() < 0)
+		return err_set(err, ERR_FAILED, EIO, "initializing libgit2 to check a ref name");
+	int rc = git_reference_name_is_valid(&valid, full);
+	git_libgit2_shutdown();
+	if (rc < 0 || !valid)
 		return err_set(err, ERR_REFUSED, EINVAL, "'%s' is not a valid ref name", ref);
 	return 0;
+}
+
+int git_fetch_oid_parse(git_oid *out, const char *hex)
+{
+	return hex && is_commit_id(hex) && git_oid_fromstr(out, hex) == 0 ? 0 : -1;
 }
 
 int git_fetch_repo_init(const char *dir, bool bare, git_repository **ret_repo, struct err *err)

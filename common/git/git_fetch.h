@@ -116,9 +116,16 @@ int git_fetch_url_check(const char *url, bool with_token, struct err *err);
 
 /*
  * Check a ref as git_fetch_ref() takes it (a valid ref name, no refspec syntax: no ':', '*',
- * leading '+' or '-'). ERR_REFUSED otherwise.
+ * leading '+' or '-'). ERR_REFUSED otherwise. Works whether or not libgit2 is set up (the
+ * daemon sets it up only while a pack is taken in): it holds libgit2 for the check itself.
  */
 int git_fetch_ref_check(const char *ref, struct err *err);
+
+/*
+ * A commit id of exactly 40 hex digits into *out: 0, or -1 for anything else. Checked before
+ * libgit2 sees it, so it needs no libgit2 set-up.
+ */
+int git_fetch_oid_parse(git_oid *out, const char *hex);
 
 /*
  * Create a fresh repository in dir, which must exist and be empty: bare (objects and refs in

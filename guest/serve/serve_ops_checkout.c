@@ -207,7 +207,7 @@ int serve_ops_checkout_pack(struct conn *c, struct stream *st, const struct msg 
 	commit = serve_stream_field_string(m, "commit", true, &err);
 	if (!commit)
 		return pack_fail(c, st, op, &err);
-	if (strlen(commit) != GIT_OID_HEXSZ || git_oid_fromstr(&op->tip, commit) < 0) {
+	if (git_fetch_oid_parse(&op->tip, commit) < 0) {
 		err_set(&err, ERR_REFUSED, EINVAL,
 		        "checkout.pack: \"commit\" must be 40 hex digits");
 		return pack_fail(c, st, op, &err);

@@ -76,7 +76,7 @@ static int publish_request(json_object *req, const char **ret_name, const char *
 	for (size_t i = 0; i < json_object_array_length(h); i++) {
 		const char *s = json_object_get_string(json_object_array_get_idx(h, i));
 
-		if (!s || strlen(s) != GIT_OID_HEXSZ || git_oid_fromstr(&have[*n_have], s) < 0)
+		if (git_fetch_oid_parse(&have[*n_have], s) < 0)
 			return err_set(err, ERR_REFUSED, EINVAL,
 			               "publish.commit: \"have\" holds something that is not a "
 			               "40-digit commit id");

@@ -860,14 +860,43 @@ START_TEST(test_pack_broken_streams)
 }
 END_TEST
 
+/*
+ * The daemon sets libgit2 up only while a pack is taken in: the checks of a request's ref and
+ * commit must hold without it (libgit2 records a refusal through an allocator it has not set).
+ */
+START_TEST(test_checks_without_setup)
+{
+	struct err e;
+	git_oid oid;
+
+	ck_assert_int_lt(git_fetch_ref_check("refs/heads/a..b", &e), 0);
+	ck_assert_int_eq(e.cls, ERR_REFUSED);
+	ck_assert_int_lt(git_fetch_ref_check("a b", &e), 0);
+	ck_assert_int_eq(git_fetch_ref_check("refs/heads/feature/x-1.2", &e), 0);
+	ck_assert_int_lt(git_fetch_oid_parse(&oid, "zz"
+	                                           "0123456789abcdef0123456789abcdef012345"),
+	                 0);
+	ck_assert_int_lt(git_fetch_oid_parse(&oid, "0123456789abcdef"), 0);
+	ck_assert_int_lt(git_fetch_oid_parse(&oid, NULL), 0);
+	ck_assert_int_eq(git_fetch_oid_parse(&oid, "0123456789abcdef0123456789ABCDEF01234567"), 0);
+	ck_assert_int_eq(oid.id[0], 0x01);
+	/* Nothing stays set up: a later set-up installs its allocator first. */
+	ck_assert_int_eq(git_libgit2_init(), 1);
+	git_libgit2_shutdown();
+}
+END_TEST
+
 static Suite *git_fetch_suite(void)
 {
 	Suite *s = suite_create("git_fetch");
 	TCase *tc = tcase_create("core");
+	TCase *bare = tcase_create("without setup");
 
 	tcase_add_unchecked_fixture(tc, suite_setup, suite_teardown);
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 60);
+	tcase_add_test(bare, test_checks_without_setup);
+	suite_add_tcase(s, bare);
 	tcase_add_test(tc, test_fetch_branch);
 	tcase_add_test(tc, test_fetch_full_branch_name_and_default);
 	tcase_add_test(tc, test_fetch_tags);
