@@ -645,6 +645,10 @@ static int resolve_config(struct resolver *rs, const char *name, const struct dn
 		adapter = adapter_from_url(url_in);
 	if (!database && url_in)
 		database = database_from_url(url_in);
+	if (config->kind != DN_SCALAR &&
+	    (map_get(config, "migrations_paths") || map_get(config, "schema_dump")))
+		rs->plan->custom_paths = true;
+	rs->plan->n_unplanned++; /* until it gets its entry below */
 	if (!adapter) {
 		log_debug(DB_FILE ": %s/%s names no adapter (or only through ERB); no throwaway "
 		                  "database for it",
@@ -669,6 +673,7 @@ static int resolve_config(struct resolver *rs, const char *name, const struct dn
 		          rs->req->rails_env, name);
 		return 0;
 	}
+	rs->plan->n_unplanned--;
 	if (asprintf(&share_key, "%s\x1f%s", adapter, database ? database : "") < 0) {
 		share_key = NULL;
 		return err_oom(rs->err);

@@ -28,6 +28,10 @@ struct database_plan {
 	char **env; /* "NAME=VALUE": the URLs not set by the file, SKIP_TEST_DATABASE=1 */
 	bool wants_postgresql; /* some entry uses postgresql/postgis */
 	bool wants_mysql;
+	/* Databases of the environment that got no entry (no adapter but through ERB, one we do
+	 * not know, in memory, a name no variable can hold): the app's own. */
+	size_t n_unplanned;
+	bool custom_paths; /* some entry sets migrations_paths or schema_dump */
 };
 
 struct database_request {

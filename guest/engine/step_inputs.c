@@ -16,10 +16,7 @@
 
 static void feed(crypto_generichash_state *h, const void *data, size_t len)
 {
-	uint64_t n = len;
-
-	crypto_generichash_update(h, (const unsigned char *)&n, sizeof(n));
-	crypto_generichash_update(h, data, len);
+	tree_carry_digest_feed(h, data, len);
 }
 
 static void feed_str(crypto_generichash_state *h, const char *s)
@@ -45,37 +42,49 @@ static void feed_env(crypto_generichash_state *h, const struct boot_plan *p)
 	}
 }
 
-/* An object's identity (present, device, inode), or its absence. */
-static void feed_id(crypto_generichash_state *h, const struct stat *st)
+/*
+ * One SQLite database file, as db:prepare last left it: its device and inode, and the schema
+ * cookie of its header, which every change of the schema moves (a migration, a rollback, a
+ * schema load; an emptied file or one made again by db:create starts over). -1 when it is not
+ * a regular file or holds no SQLite header.
+ */
+static int feed_sqlite(crypto_generichash_state *h, const char *path)
 {
-	uint64_t id[2] = {st ? (uint64_t)st->st_dev : 0, st ? (uint64_t)st->st_ino : 0};
+	static const char magic[16] = "SQLite format 3";
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+	unsigned char head[100];
+	struct stat st;
+	uint64_t id[3];
 
-	feed_str(h, st ? "present" : "missing");
+	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
+	    pread(fd, head, sizeof(head), 0) != (ssize_t)sizeof(head) ||
+	    memcmp(head, magic, sizeof(magic)) != 0)
+		return -1;
+	id[0] = (uint64_t)st.st_dev;
+	id[1] = (uint64_t)st.st_ino;
+	id[2] = ((uint64_t)head[40] << 24) | ((uint64_t)head[41] << 16) |
+	        ((uint64_t)head[42] << 8) | head[43];
+	feed_str(h, path);
 	feed(h, id, sizeof(id));
+	return 0;
 }
 
 /*
- * The boot's throwaway databases, when every one is a SQLite file the plan placed in the
- * workspace and it exists: their paths and identities. -1 otherwise (a server database, one
- * the app's own environment names, none, or a file missing): the step always runs.
+ * The boot's throwaway database, when it is the environment's only one, named primary, with
+ * Rails' own paths for its schema and migrations (those the group's inputs digest), and a
+ * SQLite file the plan placed in the workspace: its identity. -1 otherwise (a server
+ * database, several databases, one the app's own environment names or that got no throwaway
+ * database, custom migrations_paths, a file missing or not SQLite): the step always runs.
  */
 static int feed_databases(crypto_generichash_state *h, const struct boot_plan *p)
 {
-	if (p->db.n_entries == 0)
-		return -1;
-	for (size_t i = 0; i < p->db.n_entries; i++) {
-		const struct database_entry *d = &p->db.entries[i];
-		const char *path =
-		    d->url && strncmp(d->url, "sqlite3:", 8) == 0 ? d->url + 8 : NULL;
-		struct stat st;
+	const struct database_entry *d = p->db.n_entries == 1 ? &p->db.entries[0] : NULL;
+	const char *path = d && d->url && strncmp(d->url, "sqlite3:", 8) == 0 ? d->url + 8 : NULL;
 
-		if (d->set_by_file || !path || path[0] != '/' || lstat(path, &st) < 0 ||
-		    !S_ISREG(st.st_mode))
-			return -1;
-		feed_str(h, path);
-		feed_id(h, &st);
-	}
-	return 0;
+	if (!d || p->db.n_unplanned || p->db.custom_paths || d->set_by_file ||
+	    strcmp(d->name, "primary") != 0 || !path || path[0] != '/')
+		return -1;
+	return feed_sqlite(h, path);
 }
 
 int step_inputs_digest(const struct boot_plan *p, const struct plan_step *s, char *hex, char *what,
@@ -117,13 +126,9 @@ int step_inputs_digest(const struct boot_plan *p, const struct plan_step *s, cha
 	}
 	if (!any)
 		return 0;
-	/* What it built, as the very objects it built: a tree's own copy is not the same. */
 	for (const char *const *o = g->outputs; *o; o++) {
-		struct stat st;
-		bool present = tree_carry_output_stat(dfd, *o, &st) == 1;
-
 		feed_str(&h, *o);
-		feed_id(&h, present ? &st : NULL);
+		feed_str(&h, tree_carry_dir_present(dfd, *o) ? "present" : "missing");
 	}
 	if (g->databases && feed_databases(&h, p) < 0)
 		return 0;

@@ -4,10 +4,10 @@
  * tree_carry.h's groups), as one digest the boot records in state.json when the step succeeds.
  * The next boot skips the step when the digest is the same again: the same command, the same
  * environment (secret values left out: only their names count), the same inputs byte for byte
- * (lockfiles; for db:prepare the schema, the migrations, the seeds and database.yml), and the
- * very directories and files it built in place (node_modules or the SQLite database carried
- * over by the checkout, or still there: the same inode, so a tree's own copy does not count).
- * Any other step has no digest and always runs.
+ * (lockfiles; for db:prepare the schema, the migrations, the seeds and database.yml), the
+ * same built directories present (node_modules carried over by the checkout, or still there),
+ * and for db:prepare the very SQLite database it prepared (device, inode, birth time and the
+ * schema cookie of its header). Any other step has no digest and always runs.
  */
 #ifndef SA_STEP_INPUTS_H
 #define SA_STEP_INPUTS_H

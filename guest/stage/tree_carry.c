@@ -122,22 +122,18 @@ static int open_parent(int dfd, const char *path, bool create, uid_t uid, gid_t 
 	return fd;
 }
 
-int tree_carry_output_stat(int dfd, const char *path, struct stat *ret)
+bool tree_carry_dir_present(int dfd, const char *path)
 {
 	_cleanup_close_ int parent = -1;
 	const char *name;
 	struct stat st;
 
 	parent = open_parent(dfd, path, false, (uid_t)-1, (gid_t)-1, &name);
-	if (parent < 0 || fstatat(parent, name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
-	    !(S_ISDIR(st.st_mode) || S_ISREG(st.st_mode)))
-		return 0;
-	if (ret)
-		*ret = st;
-	return 1;
+	return parent >= 0 && fstatat(parent, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	       S_ISDIR(st.st_mode);
 }
 
-static void digest_feed(crypto_generichash_state *h, const void *data, size_t len)
+void tree_carry_digest_feed(crypto_generichash_state *h, const void *data, size_t len)
 {
 	uint64_t n = len;
 
@@ -156,9 +152,9 @@ static int digest_file(crypto_generichash_state *h, int parent, const char *name
 
 	if (r < 0)
 		return -EINVAL;
-	digest_feed(h, name, strlen(name));
-	digest_feed(h, r == 0 ? "present" : "missing", 7);
-	digest_feed(h, buf ? buf : "", len);
+	tree_carry_digest_feed(h, name, strlen(name));
+	tree_carry_digest_feed(h, r == 0 ? "present" : "missing", 7);
+	tree_carry_digest_feed(h, buf ? buf : "", len);
 	*budget -= len;
 	return r == 0;
 }
@@ -173,29 +169,35 @@ static int digest_dir(crypto_generichash_state *h, int parent, const char *name,
 {
 	_cleanup_strv_ char **names = NULL;
 	_cleanup_close_ int fd = -1;
+	_cleanup_closedir_ DIR *d = NULL;
 	size_t n = 0;
-	DIR *d;
 	struct dirent *de;
+	int list_fd;
 
 	fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return errno == ENOENT ? 0 : -errno;
-	d = fdopendir(dup(fd));
-	if (!d)
+	list_fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	if (list_fd < 0)
 		return -errno;
-	while ((de = readdir(d))) {
+	d = fdopendir(list_fd);
+	if (!d) {
+		int e = -errno;
+		close(list_fd);
+		return e;
+	}
+	for (errno = 0; (de = readdir(d)); errno = 0) {
 		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
 			continue;
-		if (n >= TREE_CARRY_MAX_DIR_FILES || strv_push(&names, de->d_name) < 0) {
-			closedir(d);
+		if (n >= TREE_CARRY_MAX_DIR_FILES || strv_push(&names, de->d_name) < 0)
 			return -E2BIG;
-		}
 		n++;
 	}
-	closedir(d);
+	if (errno)
+		return -errno; /* a listing cut short is no listing */
 	if (n)
 		qsort(names, n, sizeof(*names), name_cmp);
-	digest_feed(h, "directory", 9);
+	tree_carry_digest_feed(h, "directory", 9);
 	for (size_t i = 0; i < n; i++)
 		if (digest_file(h, fd, names[i], budget) != 1)
 			return -EINVAL; /* a link, a directory, a file over the cap */
@@ -217,7 +219,7 @@ int tree_carry_input_digest(int dfd, const char *input, unsigned char out[TREE_C
 	if (!path)
 		return -ENOMEM;
 	crypto_generichash_init(&h, NULL, 0, TREE_CARRY_DIGEST_BYTES);
-	digest_feed(&h, input, len);
+	tree_carry_digest_feed(&h, input, len);
 	parent = open_parent(dfd, path, false, (uid_t)-1, (gid_t)-1, &name);
 	if (parent == -ENOENT)
 		r = 0;
@@ -360,7 +362,7 @@ static void carry_dirs(int old_fd, int new_fd, const char *const *dirs, bool sam
 		char stop[192] = "";
 		bool moved;
 
-		if (!same && !tree_carry_output_stat(old_fd, *d, NULL))
+		if (!same && !tree_carry_dir_present(old_fd, *d))
 			continue;
 		moved = same && carry_one(old_fd, new_fd, *d, uid, gid, stop, sizeof(stop));
 		if (same && !moved && !stop[0])
@@ -392,7 +394,11 @@ void tree_carry_run(int old_fd, int new_fd, uid_t uid, gid_t gid, struct tree_ca
 	}
 	for (const struct tree_carry_group *g = tree_carry_groups; g->name; g++) {
 		char why[160];
-		bool same = group_unchanged(old_fd, new_fd, g, why, sizeof(why)) == 1;
+		bool same;
+
+		if (!g->outputs[0] && !g->caches[0])
+			continue; /* nothing of the tree to carry (db:prepare's database) */
+		same = group_unchanged(old_fd, new_fd, g, why, sizeof(why)) == 1;
 
 		if (!why[0])
 			continue; /* neither tree uses this group */

@@ -23,8 +23,8 @@
 #ifndef SA_TREE_CARRY_H
 #define SA_TREE_CARRY_H
 
+#include <sodium.h>
 #include <stdbool.h>
-#include <sys/stat.h>
 #include <sys/types.h>
 
 #include "err.h"
@@ -77,10 +77,13 @@ void tree_carry_report_format(const struct tree_carry_report *rep, char *buf, si
 const struct tree_carry_group *tree_carry_group_of_command(const char *command);
 
 /*
- * Whether the relative path is a real directory or regular file below dfd, reached without
- * following a symbolic link: 1 (and its stat in *ret, if not NULL) or 0.
+ * Whether the relative directory path is a real directory below dfd, reached without
+ * following a symbolic link.
  */
-int tree_carry_output_stat(int dfd, const char *path, struct stat *ret);
+bool tree_carry_dir_present(int dfd, const char *path);
+
+/* Feed a length-prefixed value into a digest (the inputs' digests and step_inputs.c's). */
+void tree_carry_digest_feed(crypto_generichash_state *h, const void *data, size_t len);
 
 /*
  * The digest of one input below dfd: a file's bytes, or for "dir/" the names and bytes of the

@@ -143,11 +143,34 @@ START_TEST(test_rails_sqlite3)
 	                 "sqlite3:/workspace/db/development.sqlite3");
 	ck_assert_str_eq(strv_env_get(p.env, "SKIP_TEST_DATABASE"), "1");
 	ck_assert(!p.wants_postgresql && !p.wants_mysql);
+	ck_assert_uint_eq(p.n_unplanned, 0);
+	ck_assert(!p.custom_paths);
 	database_config_plan_dispose(&p);
 	ck_assert_ptr_null(p.entries);
 
 	plan_fixture("rails61_sqlite3.yml", "test", &p);
 	ck_assert_str_eq(strv_env_get(p.env, "DATABASE_URL"), "sqlite3:/workspace/db/test.sqlite3");
+	database_config_plan_dispose(&p);
+}
+END_TEST
+
+/* What the app keeps for itself is counted, so a re-sync never skips its db:prepare. */
+START_TEST(test_unplanned_counted)
+{
+	struct database_request req = request("development");
+	struct database_plan p = {0};
+
+	plan_text("development:\n  primary:\n    adapter: sqlite3\n    database: db/dev.sqlite3\n"
+	          "  other:\n    adapter: <%= ENV.fetch('ADAPTER') %>\n    database: x\n",
+	          &req, &p);
+	ck_assert_uint_eq(p.n_entries, 1);
+	ck_assert_uint_eq(p.n_unplanned, 1);
+	database_config_plan_dispose(&p);
+	plan_text("development:\n  adapter: sqlite3\n  database: db/dev.sqlite3\n"
+	          "  migrations_paths: db/other_migrate\n",
+	          &req, &p);
+	ck_assert_uint_eq(p.n_unplanned, 0);
+	ck_assert(p.custom_paths);
 	database_config_plan_dispose(&p);
 }
 END_TEST
@@ -205,6 +228,8 @@ START_TEST(test_rails8_three_tier_sqlite3)
 	                 "sqlite3:/workspace/db/production_cable.sqlite3");
 	ck_assert_str_eq(entry(&p, "cache")->adapter, "sqlite3");
 	ck_assert_uint_eq(strv_length(p.env), 5);
+	/* Rails 8's cache, queue and cable name their own migrations_paths. */
+	ck_assert(p.custom_paths);
 	database_config_plan_dispose(&p);
 
 	plan_fixture("rails8_sqlite3.yml", "development", &p);
@@ -812,6 +837,7 @@ static Suite *database_config_suite(void)
 	suite_add_tcase(s, erb);
 
 	tcase_add_test(rails, test_rails_sqlite3);
+	tcase_add_test(rails, test_unplanned_counted);
 	tcase_add_test(rails, test_rails_postgresql);
 	tcase_add_test(rails, test_rails_mysql);
 	tcase_add_test(rails, test_rails8_three_tier_sqlite3);
