@@ -185,7 +185,6 @@ static int step_execute(const struct step_context *ctx, const char *name, const 
 		};
 		if (ctx->procs) {
 			spec.n_join_fds = procset_join_fds(ctx->procs, join);
-			spec.oom_score_reset = procset_inside_limits(ctx->procs);
 			boot_limits_watch_begin(p, ctx->procs, &watch);
 		}
 		if (proc_spawn(&spec, &pid, err) < 0) {

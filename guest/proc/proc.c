@@ -507,18 +507,20 @@ static int dup_high(int fd)
 	return fcntl(fd, F_DUPFD_CLOEXEC, 3);
 }
 
-/* Between fork and exec: an inherited negative oom_score_adj back to 0. */
-static void oom_score_reset(int rfd)
+int proc_oom_score_reset(void)
 {
 	char buf[16];
-	int fd = open("/proc/self/oom_score_adj", O_RDWR | O_CLOEXEC);
-	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf)) : -1;
+	_cleanup_close_ int fd = open("/proc/self/oom_score_adj", O_RDWR | O_CLOEXEC);
+	ssize_t n;
 
+	if (fd < 0)
+		return errno == ENOENT ? 0 : -errno; /* no /proc: nothing to read back */
+	n = read(fd, buf, sizeof(buf));
 	if (n < 0)
-		proc_child_fail(rfd, STAGE_OOM, errno);
+		return -errno;
 	if (n > 0 && buf[0] == '-' && pwrite(fd, "0", 1, 0) != 1)
-		proc_child_fail(rfd, STAGE_OOM, errno);
-	close(fd);
+		return -errno;
+	return 0;
 }
 
 static _noreturn_ void child_run(const struct child_args *a)
@@ -555,9 +557,14 @@ static _noreturn_ void child_run(const struct child_args *a)
 			proc_child_fail(rfd, STAGE_JOIN, errno);
 	}
 
-	/* While still root: a reset done as the run user would leave it free to go back. */
-	if (spec->oom_score_reset)
-		oom_score_reset(rfd);
+	/*
+	 * Whatever the caller's protection from the out-of-memory killer (the engine's, while it
+	 * sits in the limits; a daemon's own): never the child's. While still root: a reset done
+	 * as the run user would leave it free to go back.
+	 */
+	int oom = proc_oom_score_reset();
+	if (oom < 0)
+		proc_child_fail(rfd, STAGE_OOM, -oom);
 
 	nul = dup_high(a->devnull);
 	out = dup_high(spec->output_fd >= 0 ? spec->output_fd : a->devnull);

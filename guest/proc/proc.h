@@ -38,9 +38,14 @@ struct proc_spec {
 	unsigned n_join_fds;
 	bool new_session; /* setsid() instead of setpgid(0, 0) */
 	int keep_fd; /* one more descriptor kept open across exec (e.g. a notify pipe), or -1 */
-	/* A negative oom_score_adj inherited (procset_enter_limits()) goes back to 0 first. */
-	bool oom_score_reset;
 };
+
+/*
+ * A negative oom_score_adj of this process (inherited from an engine protected while it sits
+ * in the boot's limits, or from a daemon's own setting) back to 0: 0, or -errno. Every child
+ * of proc_spawn() does this before exec, and so does the supervisor for itself.
+ */
+int proc_oom_score_reset(void);
 
 /*
  * Fork and exec; on return the child is in its own process group (pgid == pid) and has joined

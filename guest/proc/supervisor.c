@@ -562,7 +562,6 @@ static int server_spawn(struct sup *s, struct err *err)
 		struct cgroup_limits_hits h;
 
 		ps.n_join_fds = procset_join_fds(s->procs, join);
-		ps.oom_score_reset = procset_inside_limits(s->procs);
 		procset_limit_hits(s->procs, &h);
 		s->oom_base = h.oom_kills;
 	}
@@ -656,6 +655,10 @@ static _noreturn_ void sup_main(const struct supervisor_spec *spec, int report_f
 	s.pid = getpid();
 	s.start = proc_start_time(s.pid);
 	err_clear(&e);
+	/* Not protected from the out-of-memory killer as the engine is while it starts us. */
+	int oom = proc_oom_score_reset();
+	if (oom < 0)
+		log_debug("supervisor: cannot reset oom_score_adj: %s", strerror(-oom));
 	if (sup_setup(&s, report_fd, &e) < 0) {
 		if (s.status_written)
 			(void)unlink(spec->status_path);

@@ -281,7 +281,6 @@ static int entered_child(struct procset *ps, const char *name)
 		    .output_fd = -1,
 		    .procs_fd = procset_procs_fd(again),
 		    .keep_fd = -1,
-		    .oom_score_reset = true,
 		};
 		if (proc_spawn(&sp, &pid, &e) < 0 || waitpid(pid, &status, 0) != pid ||
 		    !WIFEXITED(status) || WEXITSTATUS(status) != 0)
