@@ -98,7 +98,7 @@ printf '  re-sync to a new commit (checkout + boot again, app running)       %6d
 printf '  re-sync / fresh boot                                               %6d %%  (goal <= 25 %%)\n' \
 	$((resync * 100 / fresh))
 # What the last re-sync did, from its state.json: each phase's status and time.
-carried=$(grep -h 'carried over\|not carried' "$TMP/agent.log" | tail -1 | sed 's/^.*: checkout of [^:]*: //')
+carried=$( (grep -h 'carried over\|not carried' "$TMP/agent.log" || true) | tail -1 | sed 's/^.*: checkout of [^:]*: //')
 python3 - "$TMP/ws$RUNS/.sandbox/state.json" "$EXAMPLE" "$RUNS" "$fresh" "$resync" "$carried" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))

@@ -1008,8 +1008,9 @@ int boot_engine_stop(const char *state_dir, unsigned grace_ms, struct err *err)
 			procset_add_root(procs, st.supervisor_pid, st.supervisor_start);
 		r = procset_stop(procs, grace_ms, getpid(), err);
 		/*
-		 * Emptied: its cgroup goes too, a failing boot's included (the engine is never
-		 * inside: its children are created there, proc_spawn).
+		 * Emptied: its cgroup goes too, a failing boot's included (the engine is never in
+		 * the boot's own cgroup: its children are created there, proc_spawn; the limits'
+		 * v1 cgroups it joined are left before they are removed, procset_leave_limits).
 		 */
 		if (r >= 0)
 			procset_destroy(procs);
