@@ -209,6 +209,11 @@ begin() {
 
 CFLAGS_DEPS="-Os -ffunction-sections -fdata-sections -fno-asynchronous-unwind-tables"
 CFLAGS_DEPS+=" -fstack-protector-strong -fno-pie"
+# -Oz (smaller than -Os, slower) for the libraries that are not crypto, compression or hashing:
+# libgit2 (its SHA-1 is mbedTLS's, its zlib the one above), libyaml, json-c, http-parser. Not
+# curl: its configure does not know -Oz and adds -O2 after it.
+CFLAGS_SMALL=${CFLAGS_DEPS/-Os/-Oz}
+CMAKE_SMALL=(-DCMAKE_C_FLAGS_MINSIZEREL="-Oz -DNDEBUG")
 LDFLAGS_DEPS="-no-pie" # configure and cmake link test programs; gcc defaults to PIE here
 CMAKE_COMMON=(-DCMAKE_C_COMPILER="$MUSL_CC" -DCMAKE_BUILD_TYPE=MinSizeRel
 	-DCMAKE_C_FLAGS="$CFLAGS_DEPS" -DCMAKE_EXE_LINKER_FLAGS="$LDFLAGS_DEPS"
@@ -251,8 +256,10 @@ cp -a "/usr/include/$multiarch/asm" "$STAGE/kernel-include/asm"
 
 begin zlib
 d=$(srcdir zlib)
-(cd "$d" && run env CC="$MUSL_CC" CFLAGS="$CFLAGS_DEPS" LDFLAGS="$LDFLAGS_DEPS" \
-	./configure --static --prefix="$FINAL")
+# DYNAMIC_CRC_TABLE: the CRC-32 tables (8 KB) are computed on first use into .bss instead of
+# being stored in the binary (zlib makes that thread-safe with C11 atomics).
+(cd "$d" && run env CC="$MUSL_CC" CFLAGS="$CFLAGS_DEPS -DDYNAMIC_CRC_TABLE" \
+	LDFLAGS="$LDFLAGS_DEPS" ./configure --static --prefix="$FINAL")
 run make -C "$d" -j "$JOBS" libz.a
 run make -C "$d" install DESTDIR="$TMP/dest"
 
@@ -268,6 +275,60 @@ done
 sed -i 's/^#if ((defined(__linux__) \&\& defined(__GLIBC__)) || defined(__midipix__))$/#if defined(__linux__) || defined(__midipix__)/' \
 	"$d/library/entropy_poll.c"
 grep -q '^#if defined(__linux__) || defined(__midipix__)$' "$d/library/entropy_poll.c"
+# Trimmed to what curl and libgit2 need as a TLS 1.2 client verifying a server against a CA
+# bundle (mbedTLS 2.28 has no TLS 1.3): ECDHE-ECDSA and ECDHE-RSA key exchange over P-256/384/
+# 521 and X25519, AES-GCM, SHA-1/224/256/384/512, RSA (PKCS#1 v1.5, PSS) and ECDSA signatures,
+# PEM and DER certificates and keys, the error texts. Everything below is off (a line
+# `#define OPT` in config.h becomes `//#define OPT`, checked); packaging/static/README.md says why.
+mbedtls_off=(
+	# no server, no DTLS, no TLS 1.0/1.1, no renegotiation (curl turns session tickets off)
+	MBEDTLS_SSL_SRV_C MBEDTLS_SSL_CACHE_C MBEDTLS_SSL_TICKET_C MBEDTLS_SSL_COOKIE_C
+	MBEDTLS_SSL_PROTO_DTLS MBEDTLS_SSL_DTLS_ANTI_REPLAY MBEDTLS_SSL_DTLS_HELLO_VERIFY
+	MBEDTLS_SSL_DTLS_CLIENT_PORT_REUSE MBEDTLS_SSL_DTLS_BADMAC_LIMIT MBEDTLS_TIMING_C
+	MBEDTLS_SSL_PROTO_TLS1 MBEDTLS_SSL_PROTO_TLS1_1 MBEDTLS_SSL_CBC_RECORD_SPLITTING
+	MBEDTLS_SSL_RENEGOTIATION MBEDTLS_SSL_SESSION_TICKETS MBEDTLS_SSL_TRUNCATED_HMAC
+	MBEDTLS_SSL_CONTEXT_SERIALIZATION MBEDTLS_SSL_RECORD_CHECKING MBEDTLS_SSL_EXPORT_KEYS
+	MBEDTLS_SSL_ENCRYPT_THEN_MAC MBEDTLS_SSL_MAX_FRAGMENT_LENGTH
+	# key exchanges: ECDHE only (no static RSA, DHE, static ECDH, PSK)
+	MBEDTLS_KEY_EXCHANGE_PSK_ENABLED MBEDTLS_KEY_EXCHANGE_DHE_PSK_ENABLED
+	MBEDTLS_KEY_EXCHANGE_ECDHE_PSK_ENABLED MBEDTLS_KEY_EXCHANGE_RSA_PSK_ENABLED
+	MBEDTLS_KEY_EXCHANGE_RSA_ENABLED MBEDTLS_KEY_EXCHANGE_DHE_RSA_ENABLED
+	MBEDTLS_KEY_EXCHANGE_ECDH_ECDSA_ENABLED MBEDTLS_KEY_EXCHANGE_ECDH_RSA_ENABLED MBEDTLS_DHM_C
+	# ciphers and modes: AES-GCM only (with AES-NI; what current TLS 1.2 servers offer first)
+	MBEDTLS_CIPHER_MODE_CBC MBEDTLS_CIPHER_MODE_CFB MBEDTLS_CIPHER_MODE_CTR
+	MBEDTLS_CIPHER_MODE_OFB MBEDTLS_CIPHER_MODE_XTS MBEDTLS_CIPHER_PADDING_PKCS7
+	MBEDTLS_CIPHER_PADDING_ONE_AND_ZEROS MBEDTLS_CIPHER_PADDING_ZEROS_AND_LEN
+	MBEDTLS_CIPHER_PADDING_ZEROS MBEDTLS_ARC4_C MBEDTLS_BLOWFISH_C MBEDTLS_CAMELLIA_C
+	MBEDTLS_DES_C MBEDTLS_XTEA_C MBEDTLS_CCM_C MBEDTLS_PADLOCK_C MBEDTLS_CHACHAPOLY_C
+	MBEDTLS_CHACHA20_C MBEDTLS_POLY1305_C
+	# hashes: no MD5 (TLS 1.0/1.1 and encrypted PEM only), no RIPEMD-160, no HKDF (TLS 1.3)
+	MBEDTLS_MD5_C MBEDTLS_RIPEMD160_C MBEDTLS_HKDF_C
+	# curves: the ones TLS servers and CAs use
+	MBEDTLS_ECP_DP_SECP192R1_ENABLED MBEDTLS_ECP_DP_SECP224R1_ENABLED
+	MBEDTLS_ECP_DP_SECP192K1_ENABLED MBEDTLS_ECP_DP_SECP224K1_ENABLED
+	MBEDTLS_ECP_DP_SECP256K1_ENABLED MBEDTLS_ECP_DP_BP256R1_ENABLED
+	MBEDTLS_ECP_DP_BP384R1_ENABLED MBEDTLS_ECP_DP_BP512R1_ENABLED MBEDTLS_ECP_DP_CURVE448_ENABLED
+	# the generic modular reduction for the NIST curves (slower P-256/384 arithmetic: one ECDHE
+	# and a few signature checks per handshake), no EC keys with explicit curve parameters
+	MBEDTLS_ECP_NIST_OPTIM MBEDTLS_PK_PARSE_EC_EXTENDED
+	# no signing, key generation or certificate writing: a client without a certificate only
+	# verifies (the public-key writer stays: curl's CURLOPT_PINNEDPUBLICKEY hashes its output)
+	MBEDTLS_ECDSA_DETERMINISTIC MBEDTLS_HMAC_DRBG_C MBEDTLS_GENPRIME MBEDTLS_PK_RSA_ALT_SUPPORT
+	MBEDTLS_PEM_WRITE_C MBEDTLS_X509_CREATE_C MBEDTLS_X509_CRT_WRITE_C
+	MBEDTLS_X509_CSR_WRITE_C MBEDTLS_X509_CSR_PARSE_C MBEDTLS_X509_CRL_PARSE_C
+	MBEDTLS_PKCS5_C MBEDTLS_PKCS12_C
+	# no PSA API (nothing calls it), no debug messages, feature strings, test certificates
+	MBEDTLS_PSA_CRYPTO_C MBEDTLS_PSA_CRYPTO_STORAGE_C MBEDTLS_PSA_ITS_FILE_C MBEDTLS_DEBUG_C
+	MBEDTLS_VERSION_FEATURES MBEDTLS_CERTS_C MBEDTLS_SELF_TEST MBEDTLS_NET_C
+)
+for opt in "${mbedtls_off[@]}"; do
+	sed -i "s|^#define $opt\$|//#define $opt|" "$d/include/mbedtls/config.h"
+	if ! grep -q "^//#define $opt\$" "$d/include/mbedtls/config.h" ||
+		grep -q "^#define $opt\b" "$d/include/mbedtls/config.h"; then
+		echo "mbedtls config.h: could not turn $opt off" >>"$LOG"
+		exit 1
+	fi
+done
 cmake_build "$d" -DENABLE_PROGRAMS=OFF -DENABLE_TESTING=OFF -DGEN_FILES=OFF \
 	-DUSE_SHARED_MBEDTLS_LIBRARY=OFF -DUSE_STATIC_MBEDTLS_LIBRARY=ON \
 	-DMBEDTLS_FATAL_WARNINGS=OFF -DENABLE_ZLIB_SUPPORT=OFF
@@ -275,21 +336,34 @@ cmake_build "$d" -DENABLE_PROGRAMS=OFF -DENABLE_TESTING=OFF -DGEN_FILES=OFF \
 begin http-parser
 d=$(srcdir http-parser)
 # shellcheck disable=SC2086 # CFLAGS_DEPS is a list of flags
-run "$MUSL_CC" $CFLAGS_DEPS -DHTTP_PARSER_STRICT=0 -I"$d" -c "$d/http_parser.c" -o "$d/http_parser.o"
+run "$MUSL_CC" $CFLAGS_SMALL -DHTTP_PARSER_STRICT=0 -I"$d" -c "$d/http_parser.c" -o "$d/http_parser.o"
 run ar rcs "$STAGE/lib/libhttp_parser.a" "$d/http_parser.o"
 cp "$d/http_parser.h" "$STAGE/include/"
 
 begin libyaml
-cmake_build "$(srcdir libyaml)" -DINSTALL_CMAKE_DIR=lib/cmake/yaml
+cmake_build "$(srcdir libyaml)" "${CMAKE_SMALL[@]}" -DINSTALL_CMAKE_DIR=lib/cmake/yaml
 
 begin json-c
-cmake_build "$(srcdir json-c)" -DBUILD_STATIC_LIBS=ON -DDISABLE_WERROR=ON \
+cmake_build "$(srcdir json-c)" "${CMAKE_SMALL[@]}" -DBUILD_STATIC_LIBS=ON -DDISABLE_WERROR=ON \
 	-DDISABLE_EXTRA_LIBS=ON -DENABLE_THREADING=OFF -DENABLE_RDRAND=OFF
 
 begin libsodium
 d=$(srcdir libsodium)
 # The Debian source is a git export without a generated configure script.
 (cd "$d" && run autoreconf -fi)
+# sodium_init() picks the fastest code for the CPU, which links every variant of what it picks
+# for. Nothing here calls crypto_pwhash (Argon2) or Salsa20, and X25519 runs once per channel
+# handshake: those three keep their portable default (same results, the ref10 X25519). BLAKE2b
+# hashes the channel transcript and the step inputs (capped files): the portable code as well.
+# ChaCha20 and Poly1305, the channel's cipher, keep their SSE2/SSSE3/AVX2 code.
+for pick in _crypto_pwhash_argon2 _crypto_scalarmult_curve25519 _crypto_stream_salsa20 \
+	_crypto_generichash_blake2b; do
+	sed -i "/^    ${pick}_pick_best_implementation();\$/d" "$d/src/libsodium/sodium/core.c"
+	if grep -q "${pick}_pick_best_implementation();" "$d/src/libsodium/sodium/core.c"; then
+		echo "libsodium core.c: ${pick}_pick_best_implementation() is still called" >>"$LOG"
+		exit 1
+	fi
+done
 (cd "$d" && run env CC="$MUSL_CC" CFLAGS="$CFLAGS_DEPS" LDFLAGS="$LDFLAGS_DEPS" \
 	./configure --prefix="$FINAL" \
 	--disable-shared --enable-static --disable-dependency-tracking --disable-pie)
@@ -300,7 +374,13 @@ begin curl
 d=$(srcdir curl)
 # HTTP and HTTPS over mbedTLS only; everything else off. The CA bundle path is a compile-time
 # default; CURLOPT_CAINFO overrides it at run time.
-(cd "$d" && run env CC="$MUSL_CC" CFLAGS="$CFLAGS_DEPS" CPPFLAGS="-I$STAGE/include" \
+# --disable-verbose drops the infof() texts (CURLOPT_VERBOSE output, which nothing here turns
+# on) but would also turn every curl_easy_strerror() into "Error": strerror.c keeps its texts.
+sed -i 's|^#include "curl_setup.h"$|&\n#undef CURL_DISABLE_VERBOSE_STRINGS /* keep the error texts */|' \
+	"$d/lib/strerror.c"
+grep -q '^#undef CURL_DISABLE_VERBOSE_STRINGS' "$d/lib/strerror.c"
+(cd "$d" && run env CC="$MUSL_CC" CFLAGS="$CFLAGS_DEPS" \
+	CPPFLAGS="-I$STAGE/include -DCURL_DISABLE_PARSEDATE" \
 	LDFLAGS="$LDFLAGS_DEPS -L$STAGE/lib" ./configure --prefix="$FINAL" \
 	--disable-shared --enable-static --disable-dependency-tracking --disable-silent-rules \
 	--with-mbedtls="$STAGE" --with-zlib="$STAGE" --without-openssl --without-gnutls \
@@ -316,7 +396,8 @@ d=$(srcdir curl)
 	--without-ngtcp2 --without-nghttp3 --without-quiche --without-msh3 --without-hyper \
 	--without-libssh2 --without-libssh --without-wolfssh --without-librtmp --without-gssapi \
 	--without-libgsasl --disable-ares --enable-threaded-resolver --enable-ipv6 \
-	--enable-unix-sockets --enable-http-auth --enable-proxy --enable-verbose \
+	--disable-unix-sockets --enable-http-auth --disable-crypto-auth --enable-proxy \
+	--disable-verbose --disable-socketpair --disable-headers-api \
 	--disable-versioned-symbols)
 run make -C "$d/lib" -j "$JOBS"
 run make -C "$d/lib" install DESTDIR="$TMP/dest"
@@ -331,8 +412,8 @@ d=$(srcdir libgit2)
 # shellcheck disable=SC2016 # a literal cmake expression
 sed -i 's|if(NOT EXISTS ${CERT_LOCATION})|if(FALSE)|' "$d/cmake/SelectHTTPSBackend.cmake"
 grep -q 'if(FALSE)' "$d/cmake/SelectHTTPSBackend.cmake"
-cmake_build "$d" -DBUILD_TESTS=OFF -DBUILD_CLI=OFF -DBUILD_EXAMPLES=OFF -DBUILD_FUZZERS=OFF \
-	-DUSE_HTTPS=mbedTLS -DUSE_SHA1=CollisionDetection -DUSE_SHA256=mbedTLS \
+cmake_build "$d" "${CMAKE_SMALL[@]}" -DBUILD_TESTS=OFF -DBUILD_CLI=OFF -DBUILD_EXAMPLES=OFF -DBUILD_FUZZERS=OFF \
+	-DUSE_HTTPS=mbedTLS -DUSE_SHA1=mbedTLS -DUSE_SHA256=mbedTLS \
 	-DCERT_LOCATION="$CA_BUNDLE" -DUSE_SSH=OFF -DUSE_GSSAPI=OFF -DUSE_NTLMCLIENT=OFF \
 	-DUSE_HTTP_PARSER=system -DREGEX_BACKEND=regcomp -DUSE_BUNDLED_ZLIB=OFF -DUSE_ICONV=OFF \
 	-DUSE_THREADS=ON -DUSE_NSEC=ON -DENABLE_REPRODUCIBLE_BUILDS=ON \
