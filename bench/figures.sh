@@ -49,6 +49,7 @@ run "bench/resync_bench.sh" bench/resync_bench.sh
 run "EXAMPLE=rails-app bench/resync_bench.sh" env EXAMPLE=rails-app bench/resync_bench.sh
 run "bench/session_live_bench.sh" bench/session_live_bench.sh
 run "bench/scrub_bench" build/bench/scrub_bench
+run "bench/handshake_bench" build/bench/handshake_bench -n 200 -m 16
 run "bench/vm_bench.sh" bench/vm_bench.sh
 
 if [ "${#outs[@]}" -gt 0 ]; then

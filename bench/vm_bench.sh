@@ -24,3 +24,23 @@ echo "vm_bench: $(grep -m1 '^test-vm: kernel' <<<"$out" | sed 's/^test-vm: //')"
 grep -E '^    (vsock_echo|bench):' <<<"$out" | sed 's/^    /  /'
 sed -n '/^host_driver: bench: /,/^[^ ]/p' <<<"$out" | grep -v '^test-vm' |
 	sed 's/^host_driver: bench: //'
+# The figure lines (scripts/figures.py): push against the raw copy over virtio-serial, and over
+# vsock loopback inside the guest against vsock_echo's raw loopback.
+/usr/bin/python3 - <<'FIG' "$out"
+import re, sys
+out = sys.argv[1]
+raw = re.search(r"raw copy \(chardev socket[^:]*: ([\d.]+) ms, ([\d.]+) MiB/s", out)
+push = re.search(r"sandbox-ctl push \(median of (\d+), whole command\): ([\d.]+) ms, ([\d.]+) MiB/s = (\d+) % of raw", out)
+less = re.search(r"push less one connection[^:]*: ([\d.]+) ms, ([\d.]+) MiB/s = (\d+) % of raw", out)
+if raw and push:
+    print("figure: `sandbox-ctl push` over virtio-serial against a raw copy of the same bytes in the "
+          "same VM run (software emulation, median of %s) | %s %% of raw (%s vs %s MiB/s)%s | >= 80 %%"
+          % (push.group(1), push.group(4), push.group(3), raw.group(2),
+             "; %s %% less one connection's set-up" % less.group(3) if less else ""))
+vpush = re.search(r"push of (\d+) MiB over vsock loopback inside the guest: ([\d.]+) ms \(([\d.]+) MiB/s", out)
+echo = re.search(r"vsock_echo: .*\(([\d.]+) MiB/s each way\)", out)
+if vpush and echo:
+    print("figure: `sandbox-ctl push` over vsock loopback inside the guest against vsock_echo's raw "
+          "loopback, the same VM run (one emulated CPU runs both ends) | %d %% (%s vs %s MiB/s) | >= 80 %%"
+          % (round(100 * float(vpush.group(3)) / float(echo.group(1))), vpush.group(3), echo.group(1)))
+FIG
