@@ -273,6 +273,8 @@ struct push {
  * Messages go out batched (a tree of small files is mostly small messages): what waits is
  * written first, so that the agent sees what it may be refusing.
  */
+#define CHECK_AGENT_MAX_MSGS 64
+
 static int check_agent(struct push *p)
 {
 	int64_t now = frame_io_now_ms();
@@ -284,7 +286,13 @@ static int check_agent(struct push *p)
 	r = connect_session_flush(p->s, &p->ctl->err);
 	if (r != 0)
 		return r;
-	while (connect_session_wait(p->s, -1, frame_io_deadline(0)) == 1) {
+	/*
+	 * At most CHECK_AGENT_MAX_MSGS a look: a guest that keeps sending (pings, another
+	 * stream) cannot hold the push here: the next look reads on.
+	 */
+	for (int i = 0;
+	     i < CHECK_AGENT_MAX_MSGS && connect_session_wait(p->s, -1, frame_io_deadline(0)) == 1;
+	     i++) {
 		struct msg m;
 		r = connect_session_recv(p->s, &m, frame_io_deadline(0), &p->ctl->err);
 		if (r == -ETIMEDOUT)

@@ -114,6 +114,18 @@ static int fill(struct frame_io *io, int64_t deadline, struct err *err)
 {
 	/* A read that cannot block past the deadline needs no poll() first. */
 	bool wait = deadline >= 0 && !io->nonblock;
+	/*
+	 * Under a byte budget (the handshake's) read no more than it leaves and one byte: a peer
+	 * not yet authenticated fills 64 KiB of the buffer at most, and the byte over the budget
+	 * still refuses it at once.
+	 */
+	size_t want = io->cap;
+
+	if (io->limit != UINT64_MAX) {
+		uint64_t left = io->limit > io->dec.consumed ? io->limit - io->dec.consumed : 0;
+		if (left < want - 1)
+			want = (size_t)left + 1;
+	}
 
 	io->off = io->len = 0;
 	for (;;) {
@@ -125,7 +137,7 @@ static int fill(struct frame_io *io, int64_t deadline, struct err *err)
 				return r;
 		}
 		wait = true;
-		n = read(io->fd, io->buf, io->cap);
+		n = read(io->fd, io->buf, want);
 		if (n > 0) {
 			io->len = (size_t)n;
 			return 0;
