@@ -166,9 +166,10 @@ static void bench_handshakes(int n)
 	printf("handshake over a socketpair (host side, %d sessions on one stream):\n", n);
 	printf("  median %.3f ms, p90 %.3f ms, min %.3f ms, max %.3f ms (goal: under 2 ms)\n",
 	       lat[n / 2] * 1e3, lat[n * 9 / 10] * 1e3, lat[0] * 1e3, lat[n - 1] * 1e3);
-	printf("figure: channel handshake over a socketpair (host side, median of %d) | %.2f ms (p90 "
-	       "%.2f) | < 2 ms\n",
-	       n, lat[n / 2] * 1e3, lat[n * 9 / 10] * 1e3);
+	printf(
+	    "figure: channel handshake over a socketpair (host side, median of %d) | %.2f ms (p90 "
+	    "%.2f) | < 2 ms\n",
+	    n, lat[n / 2] * 1e3, lat[n * 9 / 10] * 1e3);
 	free(lat);
 }
 
