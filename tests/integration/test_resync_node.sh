@@ -18,26 +18,7 @@ command -v npm >/dev/null 2>&1 || skip "npm is not installed"
 timeout 20 npm ping >/dev/null 2>&1 || skip "the npm registry is not reachable"
 GIT_APP=$ROOT/examples/node-app
 . "$(dirname "$0")/lib_git_channel.sh"
-
-APP=$TMP/ws/app
-mkdir -p "$TMP/ws"
-STATE=$TMP/ws/.sandbox/state.json
-on_exit "'$CTL' --connect '$A' stop --app-dir '$APP' --grace 1"
-# commit MESSAGE: commit what changed in $SRC and push it to the server
-commit() {
-	(cd "$SRC" && git add -A && git -c user.name=t -c user.email=t@example.com commit -qm "$1" &&
-		git push -q "$SRV/repos/app.git" main)
-}
-checkout() {
-	spec "$TOKEN" main | "$CTL" --timeout 120 --connect "$A" checkout --spec - --app-dir "$APP" >"$OUT" 2>"$ERR"
-	RC=$?
-	[ "$RC" -eq 0 ] || cat "$ERR"
-}
-boot() {
-	"$CTL" --timeout 300 --connect "$A" boot --app-dir "$APP" --wait --deadline 300 >"$TMP/boot.out" 2>"$TMP/boot.err"
-	RC=$?
-	[ "$RC" -eq 0 ] || cat "$TMP/boot.err" "$TMP/agent.log"
-}
+. "$(dirname "$0")/lib_resync.sh"
 setup_phase() { json "$STATE" "[s for s in d['steps'] if s['name']=='setup'][0]$1"; }
 carry() { json "$OUT" "[e for e in d['agent']['carry_over'] if e['path']=='node_modules'][0]$1"; }
 

@@ -16,26 +16,8 @@ command -v rails >/dev/null 2>&1 || skip "Rails is not installed (apt-get instal
 command -v sqlite3 >/dev/null 2>&1 || skip "sqlite3 is not installed"
 GIT_APP=$ROOT/examples/rails-app
 . "$(dirname "$0")/lib_git_channel.sh"
-
-APP=$TMP/ws/app
+. "$(dirname "$0")/lib_resync.sh"
 DB=$TMP/ws/db/development.sqlite3
-mkdir -p "$TMP/ws"
-STATE=$TMP/ws/.sandbox/state.json
-on_exit "'$CTL' --connect '$A' stop --app-dir '$APP' --grace 1"
-commit() {
-	(cd "$SRC" && git add -A && git -c user.name=t -c user.email=t@example.com commit -qm "$1" &&
-		git push -q "$SRV/repos/app.git" main)
-}
-checkout() {
-	spec "$TOKEN" main | "$CTL" --timeout 120 --connect "$A" checkout --spec - --app-dir "$APP" >"$OUT" 2>"$ERR"
-	RC=$?
-	[ "$RC" -eq 0 ] || cat "$ERR"
-}
-boot() {
-	"$CTL" --timeout 300 --connect "$A" boot --app-dir "$APP" --wait --deadline 300 >"$TMP/boot.out" 2>"$TMP/boot.err"
-	RC=$?
-	[ "$RC" -eq 0 ] || cat "$TMP/boot.err" "$TMP/agent.log"
-}
 phase() { json "$STATE" "[s for s in d['steps'] if s['name']=='$1'][0]$2"; }
 token() { "$CTL" --connect "$A" runtime --app-dir "$APP" 2>/dev/null | json /dev/stdin "d['runtime']['mcp_token']"; }
 
