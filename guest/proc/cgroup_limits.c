@@ -76,9 +76,9 @@ static int read_small(const char *dir, const char *name, char *buf, size_t len)
 	fd = open(p, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0)
 		return -errno;
-	n = read(fd, buf, len - 1);
+	n = file_read_all(fd, buf, len - 1);
 	if (n < 0)
-		return -errno;
+		return (int)n;
 	buf[n] = '\0';
 	return 0;
 }
@@ -87,17 +87,13 @@ static int write_small(const char *dir, const char *name, const char *text)
 {
 	_cleanup_free_ char *p = NULL;
 	_cleanup_close_ int fd = -1;
-	ssize_t n;
 
 	if (asprintf(&p, "%s/%s", dir, name) < 0)
 		return -ENOMEM;
 	fd = open(p, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0)
 		return -errno;
-	n = write(fd, text, strlen(text));
-	if (n < 0)
-		return -errno;
-	return (size_t)n == strlen(text) ? 0 : -EIO;
+	return file_write_all(fd, text, strlen(text));
 }
 
 /* Whether a space-separated list (cgroup.controllers) names word. */
@@ -323,12 +319,7 @@ unsigned cgroup_limits_join_fds(const struct cgroup_limits_set *s, int *fds)
 
 static int write_self(int fd)
 {
-	ssize_t n;
-
-	do
-		n = write(fd, "0\n", 2);
-	while (n < 0 && errno == EINTR);
-	return n == 2 ? 0 : -(n < 0 ? errno : EIO);
+	return file_write_all(fd, "0\n", 2);
 }
 
 int cgroup_limits_enter(struct cgroup_limits_set *s, struct err *err)

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "file.h"
 
 #ifndef SYS_pidfd_open
 #define SYS_pidfd_open 434
@@ -544,17 +545,14 @@ static _noreturn_ void child_run(const struct child_args *a)
 	}
 
 	for (unsigned i = 0; i <= spec->n_join_fds; i++) {
-		int fd = i == 0 ? spec->procs_fd : spec->join_fds[i - 1];
-		ssize_t n;
+		int fd = i == 0 ? spec->procs_fd : spec->join_fds[i - 1], r;
 
 		/* Created in the set's cgroup already (clone3): only the limits' v1 cgroups. */
 		if (fd < 0 || (i == 0 && a->born_inside))
 			continue;
-		do
-			n = write(fd, "0\n", 2);
-		while (n < 0 && errno == EINTR);
-		if (n != 2)
-			proc_child_fail(rfd, STAGE_JOIN, errno);
+		r = file_write_all(fd, "0\n", 2);
+		if (r < 0)
+			proc_child_fail(rfd, STAGE_JOIN, -r);
 	}
 
 	/*

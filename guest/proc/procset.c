@@ -29,6 +29,7 @@
 #include "cgroup_place.h"
 #include "clock.h"
 #include "cleanup.h"
+#include "file.h"
 #include "log.h"
 #include "proc.h"
 
@@ -279,12 +280,8 @@ unsigned procset_join_fds(const struct procset *ps, int fds[CGROUP_LIMITS_N])
 static int oom_adj_write(const char *text)
 {
 	_cleanup_close_ int fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
-	ssize_t n;
 
-	if (fd < 0)
-		return -errno;
-	n = write(fd, text, strlen(text));
-	return n < 0 ? -errno : 0;
+	return fd < 0 ? -errno : file_write_all(fd, text, strlen(text));
 }
 
 int procset_enter_limits(struct procset *ps, struct err *err)
