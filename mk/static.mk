@@ -26,8 +26,9 @@ STATIC_CFLAGS := $(filter-out -O2 -fPIE,$(BASE_CFLAGS)) -Oz -fno-pie \
 STATIC_LDFLAGS := -static -no-pie -Wl,--gc-sections -Wl,-z,relro,-z,now -Wl,-z,noexecstack
 # -L .../lib/musl: the set's libc.a (musl built -Os, see build-deps.sh) is found before the one
 # musl-gcc's specs name; a set without it links the system's.
-STATIC_LIBS := -L$(STATIC_PREFIX)/lib/musl -L$(STATIC_PREFIX)/lib -Wl,--start-group -lgit2 -lcurl -lmbedtls -lmbedx509 \
-	-lmbedcrypto -lhttp_parser -lyaml -ljson-c -lsodium -lz -Wl,--end-group -lpthread
+STATIC_LIBS := -L$(STATIC_PREFIX)/lib/musl -L$(STATIC_PREFIX)/lib -Wl,--start-group -lgit2 \
+	-lcurl -lmbedtls -lmbedx509 -lmbedcrypto -lhttp_parser -lyaml -ljson-c -lsodium -lz \
+	-Wl,--end-group -lpthread
 
 S_COMMON_OBJ := $(COMMON_SRC:%.c=$(SBUILD)/%.o)
 S_GUEST_OBJ := $(GUEST_SRC:%.c=$(SBUILD)/%.o)
