@@ -24,8 +24,11 @@ STATIC_CFLAGS := $(filter-out -O2 -fPIE,$(BASE_CFLAGS)) -Oz -fno-pie \
 # The code, the read-only data and the headers keep their own segments (-z separate-code, the
 # default): the read-only data is not mapped executable, which is worth its padding (up to 8 KB).
 STATIC_LDFLAGS := -static -no-pie -Wl,--gc-sections -Wl,-z,relro,-z,now -Wl,-z,noexecstack
-STATIC_LIBS := -L$(STATIC_PREFIX)/lib -Wl,--start-group -lgit2 -lcurl -lmbedtls -lmbedx509 \
-	-lmbedcrypto -lhttp_parser -lyaml -ljson-c -lsodium -lz -Wl,--end-group -lpthread
+# -L .../lib/musl: the set's libc.a (musl built -Os, see build-deps.sh) is found before the one
+# musl-gcc's specs name; a set without it links the system's.
+STATIC_LIBS := -L$(STATIC_PREFIX)/lib/musl -L$(STATIC_PREFIX)/lib -Wl,--start-group -lgit2 \
+	-lcurl -lmbedtls -lmbedx509 -lmbedcrypto -lhttp_parser -lyaml -ljson-c -lsodium -lz \
+	-Wl,--end-group -lpthread
 
 S_COMMON_OBJ := $(COMMON_SRC:%.c=$(SBUILD)/%.o)
 S_GUEST_OBJ := $(GUEST_SRC:%.c=$(SBUILD)/%.o)
@@ -112,6 +115,11 @@ static-bins: $(S_BINS:%=$(SBUILD)/%) $(SBUILD)/sandbox-app-boot $(S_STRIPPED) \
 		case $$info in *"statically linked"*) ;; \
 		*) echo "static: $$b is not statically linked" >&2; fail=1 ;; esac; \
 	done; exit $$fail
+	@if [ -f $(STATIC_PREFIX)/lib/musl/libc.a ] && \
+		! grep -qF '$(STATIC_PREFIX)/lib/musl/libc.a(' $(SBUILD)/sandbox-agent.map; then \
+		echo "static: sandbox-agent was not linked with $(STATIC_PREFIX)/lib/musl/libc.a" >&2; \
+		exit 1; \
+	fi
 	@n=$$(stat -c %s $(SBUILD)/stripped/sandbox-agent); \
 	if [ $$n -gt $(STATIC_AGENT_MAX) ]; then \
 		echo "static: sandbox-agent is $$n bytes stripped, above $(STATIC_AGENT_MAX)" >&2; \

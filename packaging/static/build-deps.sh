@@ -3,6 +3,9 @@
 #
 # Builds the static dependencies of the guest and host binaries with musl-gcc from Debian's
 # source packages (bookworm), with only the features we use, and prints the install prefix.
+# Also musl's libc.a, from the source of the musl-dev version the machine has (part of the key),
+# built the way musl builds itself by default (-Os; -O3 for malloc, string and internal code)
+# instead of Debian's -O2.
 #
 #   packaging/static/build-deps.sh            ensure the set is built; prefix on stdout
 #   packaging/static/build-deps.sh --key      print the cache key only
@@ -21,6 +24,9 @@
 # sets kept, least recently used go first), SANDBOX_STATIC_JOBS (default: nproc),
 # SANDBOX_STATIC_APT_URI (default: the URI this machine's apt uses for bookworm), MUSL_CC.
 # Needs: musl-tools cmake make autoconf automake libtool dpkg-dev (apt-get source) xz-utils.
+#
+# Prefix: include/ kernel-include/ lib/ (the libraries' archives) lib/musl/libc.a (link with
+# -L PREFIX/lib/musl so it is found before musl-gcc's own) KEY-INFO build.log
 set -euo pipefail
 
 SUITE=bookworm
@@ -209,9 +215,10 @@ begin() {
 
 CFLAGS_DEPS="-Os -ffunction-sections -fdata-sections -fno-asynchronous-unwind-tables"
 CFLAGS_DEPS+=" -fstack-protector-strong -fno-pie"
-# -Oz (smaller than -Os, slower) for the libraries that are not crypto, compression or hashing:
-# libgit2 (its SHA-1 is mbedTLS's, its zlib the one above), libyaml, json-c, http-parser. Not
-# curl: its configure does not know -Oz and adds -O2 after it.
+# -Oz (smaller than -Os, slower) for the libraries that are not crypto or compression: libgit2
+# (its SHA-1 collision detection too; its zlib is the one above), libyaml, json-c, http-parser,
+# and curl (its configure does not know -Oz and would add -O2: given -Os, then -Oz in its
+# lib/Makefile).
 CFLAGS_SMALL=${CFLAGS_DEPS/-Os/-Oz}
 CMAKE_SMALL=(-DCMAKE_C_FLAGS_MINSIZEREL="-Oz -DNDEBUG")
 LDFLAGS_DEPS="-no-pie" # configure and cmake link test programs; gcc defaults to PIE here
@@ -236,6 +243,13 @@ lap fetch
 say "fetching ${#PACKAGES[@]} source packages into $TMP"
 mapfile -t pins < <(awk '{ print $1 "=" $2 }' "$CACHE_ROOT/versions")
 (cd "$SRC" && run apt-get "${APT_OPTS[@]}" source "${pins[@]}")
+# musl: the version of the installed musl-dev (its headers and start files are the ones used),
+# not the suite's; a version the archive no longer has leaves the system libc.a in use.
+musl_dev=$(dpkg-query -W -f '${Version}' musl-dev 2>/dev/null || true)
+musl_src=no
+if [ -n "$musl_dev" ] && (cd "$SRC" && run apt-get "${APT_OPTS[@]}" source "musl=$musl_dev"); then
+	musl_src=$musl_dev
+fi
 srcdir() { # the unpacked tree of a source package
 	local d
 	d=$(find "$SRC" -mindepth 1 -maxdepth 1 -type d -name "$1-[0-9]*" | head -n 1)
@@ -253,6 +267,27 @@ multiarch=$(gcc -print-multiarch)
 mkdir -p "$STAGE/kernel-include"
 cp -a /usr/include/linux /usr/include/asm-generic "$STAGE/kernel-include/"
 cp -a "/usr/include/$multiarch/asm" "$STAGE/kernel-include/asm"
+
+# musl's libc.a. Debian builds it with -O2 (its build flags); musl's own default is -Os with -O3
+# for malloc, the string functions and internal helpers: 37 KB less in sandbox-agent. The fts
+# functions Debian adds to its libc.a (and their header, to build them) are added too.
+begin musl
+if [ "$musl_src" != no ]; then
+	d=$(srcdir musl)
+	mkdir -p "$d/src/fts" "$STAGE/lib/musl"
+	cp "$d/debian/musl-fts/fts.c" "$d/debian/musl-fts/config.h" "$d/src/fts/"
+	cp "$d/debian/musl-fts/fts.h" "$d/include/"
+	(cd "$d" && run env CC="${REALGCC:-gcc}" CFLAGS="-fstack-protector-strong" \
+		./configure --disable-shared --prefix=/usr)
+	grep -q '^CFLAGS_AUTO = -Os ' "$d/config.mak" # musl's defaults, not "provided CFLAGS"
+	grep -q '^OPTIMIZE_GLOBS = internal/\*\.c malloc/\*\.c string/\*\.c$' "$d/config.mak"
+	run make -C "$d" -j "$JOBS" lib/libc.a
+	cp "$d/lib/libc.a" "$STAGE/lib/musl/libc.a"
+	musl_libc="built from the source of musl $musl_src"
+else
+	musl_libc="the system's: no source of musl-dev ${musl_dev:-(not installed)} in the archive"
+	say "no musl source for musl-dev ${musl_dev:-(not installed)}: the system's libc.a stays in use"
+fi
 
 begin zlib
 d=$(srcdir zlib)
@@ -379,6 +414,14 @@ d=$(srcdir curl)
 sed -i 's|^#include "curl_setup.h"$|&\n#undef CURL_DISABLE_VERBOSE_STRINGS /* keep the error texts */|' \
 	"$d/lib/strerror.c"
 grep -q '^#undef CURL_DISABLE_VERBOSE_STRINGS' "$d/lib/strerror.c"
+# The server certificate's text dump (mbedtls_x509_crt_info(), only with CURLOPT_VERBOSE, whose
+# output --disable-verbose drops anyway) goes with the other verbose texts: 6 KB of mbedTLS's
+# X.509 printing (the verification and its error texts stay).
+sed -i '/^  if(peercert && data->set.verbose) {$/,/^  }$/{
+/^  if(peercert/i #ifndef CURL_DISABLE_VERBOSE_STRINGS /* the certificate dump is verbose output */
+/^  }$/a #endif
+}' "$d/lib/vtls/mbedtls.c"
+[ "$(grep -c '^#ifndef CURL_DISABLE_VERBOSE_STRINGS /\* the certificate dump' "$d/lib/vtls/mbedtls.c")" = 1 ]
 (cd "$d" && run env CC="$MUSL_CC" CFLAGS="$CFLAGS_DEPS" \
 	CPPFLAGS="-I$STAGE/include -DCURL_DISABLE_PARSEDATE" \
 	LDFLAGS="$LDFLAGS_DEPS -L$STAGE/lib" ./configure --prefix="$FINAL" \
@@ -399,6 +442,10 @@ grep -q '^#undef CURL_DISABLE_VERBOSE_STRINGS' "$d/lib/strerror.c"
 	--disable-unix-sockets --enable-http-auth --disable-crypto-auth --enable-proxy \
 	--disable-verbose --disable-socketpair --disable-headers-api \
 	--disable-versioned-symbols)
+# -Oz as for the other libraries that are neither crypto nor compression (3 KB): configure only
+# knows -Os (with -Oz it would add -O2 after it), so the Makefile it wrote gets it afterwards.
+sed -i 's/^CFLAGS = -Os /CFLAGS = -Oz /' "$d/lib/Makefile"
+grep -q '^CFLAGS = -Oz ' "$d/lib/Makefile"
 run make -C "$d/lib" -j "$JOBS"
 run make -C "$d/lib" install DESTDIR="$TMP/dest"
 run make -C "$d/include" install DESTDIR="$TMP/dest"
@@ -437,6 +484,7 @@ done
 	cat "$CACHE_ROOT/versions"
 	echo "# toolchain"
 	toolchain_id
+	echo "libc.a $musl_libc"
 	echo "# seconds per step"
 	printf '%s\n' "${timings[@]}"
 } >"$STAGE/KEY-INFO.new"
