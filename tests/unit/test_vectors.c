@@ -111,8 +111,13 @@ static json_object *generate(void)
 	ck_assert_int_eq(keys_from_seed(gseed, &guest, &e), 0);
 	ck_assert_int_eq(authkeys_new(NULL, NULL, &ak, &e), 0);
 	ck_assert_int_eq(authkeys_add(ak, host->pk, NULL, &e), 0);
-	hs_side_init(
-	    &h, &(struct hs_config){.role = HS_HOST, .identity = host, .ephemeral_secret = he});
+	/* v1.json: a host that offers ChaCha20-Poly1305 alone, the hello of every version. */
+	hs_side_init(&h,
+	             &(struct hs_config){.role = HS_HOST,
+	                                 .identity = host,
+	                                 .ephemeral_secret = he,
+	                                 .ciphers = (const uint8_t[]){HS_CIPHER_CHACHA20_POLY1305},
+	                                 .n_ciphers = 1});
 	hs_side_init(
 	    &g, &(struct hs_config){
 	            .role = HS_GUEST, .identity = guest, .authorized = ak, .ephemeral_secret = ge});
