@@ -111,6 +111,7 @@ int channel_from_handshake(struct frame_io *io, const struct handshake *hs, stru
 	memcpy(ch->session_id, handshake_session_id(hs), HS_HASH_LEN);
 	sodium_bin2hex(ch->session_name, sizeof(ch->session_name), ch->session_id, 8);
 	frame_decoder_set_mode(&io->dec, FRAME_SESSION_MAX, false);
+	frame_decoder_scan_bodies(&io->dec, !io->connection);
 	frame_io_set_budget(io, UINT64_MAX);
 	*ret = ch;
 	return 0;

@@ -248,6 +248,9 @@ struct conn *serve_conn_new(struct serve *srv, int fd, int wfd, bool owns_fds, c
 			c->state = CONN_DEAD;
 		} else {
 			c->owns_io = true;
+			/* An accepted socket or stdio: one connection (the serial port brings its
+			 * io). */
+			frame_io_set_connection(c->io);
 			if (wfd != fd)
 				frame_io_set_write_fd(c->io, wfd);
 		}
