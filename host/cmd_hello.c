@@ -44,6 +44,7 @@ int cmd_hello(struct ctl *ctl, int argc, char **argv)
 	json_object_object_add(doc, "pin", json_object_new_string(pin_names[s->pin]));
 	json_object_object_add(doc, "protocol", json_object_new_int(channel_version(s->ch)));
 	json_object_object_add(doc, "session", json_object_new_string(channel_session_name(s->ch)));
+	json_object_object_add(doc, "cipher", json_object_new_string(channel_cipher_name(s->ch)));
 	json_object_object_add(doc, "address", json_object_new_string(s->stream.what));
 	ctl->result = doc;
 	return CTL_EXIT_OK;

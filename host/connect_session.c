@@ -431,12 +431,13 @@ int connect_session_open(const struct session_options *o, struct session **ret, 
 		return r;
 	}
 	if (s->out)
-		output_detail(s->out, "connected to %s: guest key %s (instance %s%s), session %s",
+		output_detail(s->out,
+		              "connected to %s: guest key %s (instance %s%s), session %s (%s)",
 		              s->stream.what, channel_peer_fingerprint(s->ch), s->instance,
 		              s->pin == SESSION_PIN_ADDED      ? ", pinned now"
 		              : s->pin == SESSION_PIN_REPLACED ? ", pin replaced"
 		                                               : "",
-		              channel_session_name(s->ch));
+		              channel_session_name(s->ch), channel_cipher_name(s->ch));
 	r = say_hello(s, deadline, err);
 	if (r != 0) {
 		session_free(s);

@@ -2,7 +2,10 @@
 /*
  * The encrypted frame layer (docs/protocol.md, "Encrypted frames"):
  *
- *   length u32 | seq u64 | ChaCha20-Poly1305-IETF(key, nonce = 0^4 || seq, ad = length || seq)
+ *   length u32 | seq u64 | AEAD(key, nonce = 0^4 || seq, ad = length || seq)
+ *
+ * The AEAD is the one the handshake agreed: ChaCha20-Poly1305 (IETF), or AES-256-GCM when both
+ * ends have AES-NI (its key schedule is expanded once per session, in the guarded key memory).
  *
  * seq counts the frames of one direction from 0. The receiver checks it before decrypting only
  * to say what went wrong (replay, reordering); the AEAD is what enforces it, since the nonce and
@@ -23,13 +26,17 @@
 #define NONCE_LEN crypto_aead_chacha20poly1305_IETF_NPUBBYTES
 
 struct channel_keys {
+	crypto_aead_aes256gcm_state tx_gcm; /* 16-byte aligned: AES-256-GCM only */
+	crypto_aead_aes256gcm_state rx_gcm;
 	uint8_t tx[HS_KEY_LEN];
 	uint8_t rx[HS_KEY_LEN];
 };
 
 struct channel {
 	struct frame_io *io;
-	struct channel_keys *keys; /* sodium_malloc */
+	void *keys_mem;            /* sodium_malloc, keys within it aligned */
+	struct channel_keys *keys; /* in keys_mem */
+	uint8_t cipher;            /* enum hs_cipher */
 	uint64_t tx_seq;
 	uint64_t rx_seq;
 	uint8_t *tx_buf; /* frames batched, then length | seq | ciphertext encrypted in place */
@@ -51,6 +58,32 @@ struct channel {
 
 static_assert(crypto_aead_chacha20poly1305_IETF_ABYTES == FRAME_TAG_LEN, "tag length");
 static_assert(crypto_aead_chacha20poly1305_IETF_KEYBYTES == HS_KEY_LEN, "key length");
+static_assert(crypto_aead_aes256gcm_ABYTES == FRAME_TAG_LEN, "tag length");
+static_assert(crypto_aead_aes256gcm_KEYBYTES == HS_KEY_LEN, "key length");
+static_assert(crypto_aead_aes256gcm_NPUBBYTES == NONCE_LEN, "nonce length");
+
+#define KEYS_ALIGN 16
+
+/* The keys in guarded memory; sodium_malloc() aligns only sizes that are multiples. */
+static int keys_alloc(struct channel *ch, uint8_t cipher, struct err *err)
+{
+	uintptr_t p;
+
+	if (cipher == HS_CIPHER_AES256_GCM && !crypto_aead_aes256gcm_is_available())
+		return err_set(err, ERR_FAILED, ENOTSUP,
+		               "the handshake agreed on AES-256-GCM, which this CPU cannot run "
+		               "(no AES-NI)");
+	if (cipher != HS_CIPHER_AES256_GCM && cipher != HS_CIPHER_CHACHA20_POLY1305)
+		return err_set(err, ERR_FAILED, EPROTO, "the handshake agreed on unknown cipher %u",
+		               cipher);
+	ch->keys_mem = sodium_malloc(sizeof(*ch->keys) + KEYS_ALIGN);
+	if (!ch->keys_mem)
+		return err_set(err, ERR_FAILED, ENOMEM, "cannot allocate guarded memory");
+	p = ((uintptr_t)ch->keys_mem + KEYS_ALIGN - 1) & ~(uintptr_t)(KEYS_ALIGN - 1);
+	ch->keys = (struct channel_keys *)p;
+	ch->cipher = cipher;
+	return 0;
+}
 
 int channel_from_handshake(struct frame_io *io, const struct handshake *hs, struct channel **ret,
                            struct err *err)
@@ -60,12 +93,15 @@ int channel_from_handshake(struct frame_io *io, const struct handshake *hs, stru
 
 	if (!ch)
 		return err_oom(err);
-	ch->keys = sodium_malloc(sizeof(*ch->keys));
-	if (!ch->keys) {
+	if (keys_alloc(ch, handshake_cipher(hs), err) < 0) {
 		free(ch);
-		return err_set(err, ERR_FAILED, ENOMEM, "cannot allocate guarded memory");
+		return err_ret(err);
 	}
 	handshake_session_keys(hs, ch->keys->tx, ch->keys->rx);
+	if (ch->cipher == HS_CIPHER_AES256_GCM) {
+		crypto_aead_aes256gcm_beforenm(&ch->keys->tx_gcm, ch->keys->tx);
+		crypto_aead_aes256gcm_beforenm(&ch->keys->rx_gcm, ch->keys->rx);
+	}
 	ch->io = io;
 	ch->version = handshake_version(hs);
 	if (peer) {
@@ -75,6 +111,7 @@ int channel_from_handshake(struct frame_io *io, const struct handshake *hs, stru
 	memcpy(ch->session_id, handshake_session_id(hs), HS_HASH_LEN);
 	sodium_bin2hex(ch->session_name, sizeof(ch->session_name), ch->session_id, 8);
 	frame_decoder_set_mode(&io->dec, FRAME_SESSION_MAX, false);
+	frame_decoder_scan_bodies(&io->dec, !io->connection);
 	frame_io_set_budget(io, UINT64_MAX);
 	*ret = ch;
 	return 0;
@@ -93,7 +130,7 @@ void channel_free(struct channel *ch)
 	if (!ch)
 		return;
 	wipe_rx(ch);
-	sodium_free(ch->keys);
+	sodium_free(ch->keys_mem);
 	free(ch->rx_buf);
 	free(ch->tx_buf);
 	free(ch);
@@ -117,6 +154,11 @@ const char *channel_session_name(const struct channel *ch)
 uint16_t channel_version(const struct channel *ch)
 {
 	return ch->version;
+}
+
+const char *channel_cipher_name(const struct channel *ch)
+{
+	return handshake_cipher_name(ch->cipher);
 }
 
 /*
@@ -202,9 +244,14 @@ static int seal(struct channel *ch, const struct msg *m, struct err *err)
 	frame_put_header(f, (uint32_t)(FRAME_SEQ_LEN + (size_t)n + FRAME_TAG_LEN));
 	put_be64(f + FRAME_HEADER_LEN, ch->tx_seq);
 	make_nonce(nonce, ch->tx_seq);
-	crypto_aead_chacha20poly1305_ietf_encrypt(f + AD_LEN, &clen, f + AD_LEN,
-	                                          (unsigned long long)n, f, AD_LEN, NULL, nonce,
-	                                          ch->keys->tx);
+	if (ch->cipher == HS_CIPHER_AES256_GCM)
+		crypto_aead_aes256gcm_encrypt_afternm(f + AD_LEN, &clen, f + AD_LEN,
+		                                      (unsigned long long)n, f, AD_LEN, NULL, nonce,
+		                                      &ch->keys->tx_gcm);
+	else
+		crypto_aead_chacha20poly1305_ietf_encrypt(f + AD_LEN, &clen, f + AD_LEN,
+		                                          (unsigned long long)n, f, AD_LEN, NULL,
+		                                          nonce, ch->keys->tx);
 	ch->tx_seq++;
 	ch->tx_pending += AD_LEN + (size_t)clen;
 	return 0;
@@ -268,6 +315,16 @@ int channel_close(struct channel *ch, int timeout_ms, struct err *err)
 	return r;
 }
 
+static int decrypt(struct channel *ch, unsigned long long *mlen, const uint8_t *c, size_t clen,
+                   const uint8_t ad[AD_LEN], const uint8_t nonce[NONCE_LEN])
+{
+	if (ch->cipher == HS_CIPHER_AES256_GCM)
+		return crypto_aead_aes256gcm_decrypt_afternm(ch->rx_buf, mlen, NULL, c, clen, ad,
+		                                             AD_LEN, nonce, &ch->keys->rx_gcm);
+	return crypto_aead_chacha20poly1305_ietf_decrypt(ch->rx_buf, mlen, NULL, c, clen, ad,
+	                                                 AD_LEN, nonce, ch->keys->rx);
+}
+
 static int open_frame(struct channel *ch, const uint8_t *body, size_t len, struct err *err)
 {
 	uint8_t ad[AD_LEN], nonce[NONCE_LEN];
@@ -295,9 +352,7 @@ static int open_frame(struct channel *ch, const uint8_t *body, size_t len, struc
 	frame_put_header(ad, (uint32_t)len);
 	memcpy(ad + FRAME_HEADER_LEN, body, FRAME_SEQ_LEN);
 	make_nonce(nonce, seq);
-	if (crypto_aead_chacha20poly1305_ietf_decrypt(ch->rx_buf, &mlen, NULL, body + FRAME_SEQ_LEN,
-	                                              len - FRAME_SEQ_LEN, ad, AD_LEN, nonce,
-	                                              ch->keys->rx) < 0)
+	if (decrypt(ch, &mlen, body + FRAME_SEQ_LEN, len - FRAME_SEQ_LEN, ad, nonce) < 0)
 		return broken(ch, err, EBADMSG,
 		              "frame %" PRIu64 " failed authentication: it was tampered with or "
 		              "belongs to another session",

@@ -5,7 +5,8 @@
  *
  * channel_handshake_host() / channel_handshake_guest() run the handshake (handshake.h) over a
  * frame_io, bounded by a deadline and a byte budget, and return a channel whose every frame is
- * ChaCha20-Poly1305 (IETF) under a per-direction session key with the frame's sequence number as
+ * sealed with the AEAD the handshake agreed (AES-256-GCM where both ends have AES-NI, else
+ * ChaCha20-Poly1305 IETF) under a per-direction session key with the frame's sequence number as
  * nonce and authenticated data: a frame tampered with, replayed, reordered, dropped, or taken
  * from another session fails, and so does a stream cut short (every session ends with a close
  * message). Each failure is reported with a message that says which of these it was.
@@ -119,5 +120,7 @@ const char *channel_peer_fingerprint(const struct channel *ch);
 /* The first 8 bytes of the session id (the transcript hash) in hex, for logs. */
 const char *channel_session_name(const struct channel *ch);
 uint16_t channel_version(const struct channel *ch);
+/* The AEAD of the session's frames: "chacha20-poly1305" or "aes256-gcm". */
+const char *channel_cipher_name(const struct channel *ch);
 
 #endif

@@ -155,9 +155,16 @@ void frame_decoder_set_mode(struct frame_decoder *d, size_t max_body, bool resyn
 {
 	d->max_body = max_body;
 	d->resync = resync;
+	if (resync)
+		d->bodies_unscanned = false;
 	start_frame(d);
 	if (resync && !d->at_marker)
 		d->state = FRAME_ST_SCAN;
+}
+
+void frame_decoder_scan_bodies(struct frame_decoder *d, bool scan)
+{
+	d->bodies_unscanned = !scan && !d->resync;
 }
 
 bool frame_decoder_mid_frame(const struct frame_decoder *d)
@@ -223,7 +230,9 @@ static ssize_t feed_body(struct frame_decoder *d, const uint8_t *buf, size_t len
 
 	if (n > len)
 		n = len;
-	if (marker_scan(d, buf, n, &used)) {
+	if (d->bodies_unscanned) {
+		d->marker_matched = 0; /* a marker begins between frames, if at all */
+	} else if (marker_scan(d, buf, n, &used)) {
 		d->consumed += used;
 		account(d, FRAME_MARKER_LEN);
 		start_frame(d);

@@ -65,6 +65,7 @@ struct frame_decoder {
 	size_t body_len;
 	size_t body_cap;
 	size_t marker_matched; /* bytes of the marker matched by the most recent input */
+	bool bodies_unscanned; /* strict mode on a connection: markers between frames only */
 	bool at_marker;        /* nothing consumed since the last marker */
 	uint64_t consumed;     /* all bytes consumed */
 	uint64_t accounted;    /* bytes of whole frames and markers among them */
@@ -96,6 +97,14 @@ const uint8_t *frame_decoder_body(const struct frame_decoder *d, size_t *ret_len
 
 /* True between the first byte of a frame's header and its last byte (EOF here = truncation). */
 bool frame_decoder_mid_frame(const struct frame_decoder *d);
+
+/*
+ * In strict mode, whether frame bodies are scanned for the marker (the default, and always in
+ * resync mode). A session on one connection (a socket, an exec pipe: nothing of an older
+ * session can be in it) need not: a marker there comes from the authenticated peer itself, and
+ * a frame it cuts fails its AEAD. A marker between frames is still reported.
+ */
+void frame_decoder_scan_bodies(struct frame_decoder *d, bool scan);
 
 /* Write the 4-byte big-endian length header. */
 void frame_put_header(uint8_t out[FRAME_HEADER_LEN], uint32_t body_len);

@@ -72,6 +72,11 @@ void frame_io_free(struct frame_io *io)
 	free(io);
 }
 
+void frame_io_set_connection(struct frame_io *io)
+{
+	io->connection = true;
+}
+
 void frame_io_set_budget(struct frame_io *io, uint64_t max)
 {
 	if (max == UINT64_MAX || io->dec.consumed > UINT64_MAX - max)

@@ -31,11 +31,19 @@ struct frame_io {
 	size_t off;
 	size_t len;
 	size_t cap;
-	uint64_t limit; /* frame_io_next() fails once the decoder consumed this many bytes */
+	uint64_t limit;  /* frame_io_next() fails once the decoder consumed this many bytes */
+	bool connection; /* one connection's stream: a session's bodies are not scanned for markers
+	                  */
 };
 
 /* A frame_io over fd, starting in resync mode with the handshake's limit. */
 int frame_io_new(int fd, struct frame_io **ret, struct err *err);
+/*
+ * The stream is one connection (an accepted socket, an exec pipe), which no older session
+ * shares: once a session runs on it, frame bodies are not scanned for the resync marker
+ * (frame_decoder_scan_bodies()). Never for a virtio-serial port.
+ */
+void frame_io_set_connection(struct frame_io *io);
 void frame_io_free(struct frame_io *io);
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct frame_io *, frame_io_free)
 #define _cleanup_frame_io_ _cleanup_(frame_io_freep)

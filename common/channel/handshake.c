@@ -12,6 +12,8 @@
 #define HA_LEN (1 + KEYS_PUBLIC_LEN + KEYS_SIGNATURE_LEN) /* 97 */
 #define GA_LEN (1 + KEYS_SIGNATURE_LEN)                   /* 65 */
 #define REFUSE_FIXED (1 + HS_HASH_LEN + 1 + 1)            /* + 2n */
+#define EXT_OFFER_MAX (2 + HS_CIPHERS_MAX)                /* type, length, cipher ids */
+#define EXT_CHOICE_LEN 3                                  /* type, length 1, the cipher id */
 #define TRANSCRIPT_MAX (4 * (FRAME_HEADER_LEN + FRAME_HANDSHAKE_MAX))
 
 enum hs_state {
@@ -37,6 +39,10 @@ struct handshake {
 	uint16_t versions[HS_VERSIONS_MAX];
 	size_t n_versions;
 	uint16_t version;
+	uint8_t ciphers[HS_CIPHERS_MAX]; /* host: the offer; guest: what it accepts */
+	size_t n_ciphers;
+	bool offered; /* the CLIENT_HELLO carried a cipher offer */
+	uint8_t cipher;
 	uint8_t e_sk[HS_X25519_LEN];
 	uint8_t e_pk[HS_X25519_LEN];
 	uint8_t dh[HS_X25519_LEN];
@@ -74,6 +80,9 @@ int handshake_new(const struct hs_config *cfg, struct handshake **ret, struct er
 	if (cfg->versions && (cfg->n_versions == 0 || cfg->n_versions > HS_VERSIONS_MAX))
 		return err_set(err, ERR_FAILED, EINVAL, "handshake: 1 to %d versions",
 		               HS_VERSIONS_MAX);
+	if (cfg->ciphers && (cfg->n_ciphers == 0 || cfg->n_ciphers > HS_CIPHERS_MAX))
+		return err_set(err, ERR_FAILED, EINVAL, "handshake: 1 to %d ciphers",
+		               HS_CIPHERS_MAX);
 	hs = sodium_malloc(sizeof(*hs));
 	if (!hs)
 		return err_set(err, ERR_FAILED, ENOMEM, "cannot allocate guarded memory");
@@ -93,6 +102,13 @@ int handshake_new(const struct hs_config *cfg, struct handshake **ret, struct er
 		hs->versions[0] = HS_PROTOCOL_VERSION;
 		hs->n_versions = 1;
 	}
+	if (cfg->ciphers) {
+		memcpy(hs->ciphers, cfg->ciphers, cfg->n_ciphers);
+		hs->n_ciphers = cfg->n_ciphers;
+	} else {
+		hs->n_ciphers = handshake_local_ciphers(hs->ciphers);
+	}
+	hs->cipher = HS_CIPHER_CHACHA20_POLY1305;
 	if (cfg->ephemeral_secret) {
 		hs->fixed_ephemeral = true;
 		memcpy(hs->e_sk, cfg->ephemeral_secret, HS_X25519_LEN);
@@ -114,6 +130,88 @@ const uint8_t *handshake_peer_key(const struct handshake *hs)
 uint16_t handshake_version(const struct handshake *hs)
 {
 	return hs->version;
+}
+
+uint8_t handshake_cipher(const struct handshake *hs)
+{
+	return hs->cipher;
+}
+
+size_t handshake_local_ciphers(uint8_t out[HS_CIPHERS_MAX])
+{
+	size_t n = 0;
+
+	if (sodium_init() >= 0 && crypto_aead_aes256gcm_is_available())
+		out[n++] = HS_CIPHER_AES256_GCM;
+	out[n++] = HS_CIPHER_CHACHA20_POLY1305;
+	return n;
+}
+
+const char *handshake_cipher_name(uint8_t cipher)
+{
+	switch (cipher) {
+	case HS_CIPHER_CHACHA20_POLY1305:
+		return "chacha20-poly1305";
+	case HS_CIPHER_AES256_GCM:
+		return "aes256-gcm";
+	default:
+		return "?";
+	}
+}
+
+static bool cipher_listed(const uint8_t *v, size_t n, uint8_t cipher)
+{
+	return cipher == HS_CIPHER_CHACHA20_POLY1305 || memchr(v, cipher, n) != NULL;
+}
+
+/* Host: an offer only when it names more than ChaCha20-Poly1305 (else the hello of before). */
+static size_t put_offer(const struct handshake *hs, uint8_t *p)
+{
+	if (hs->n_ciphers == 1 && hs->ciphers[0] == HS_CIPHER_CHACHA20_POLY1305)
+		return 0;
+	p[0] = HS_EXT_CIPHERS;
+	p[1] = (uint8_t)hs->n_ciphers;
+	memcpy(p + 2, hs->ciphers, hs->n_ciphers);
+	return 2 + hs->n_ciphers;
+}
+
+/*
+ * Guest: the extensions of a CLIENT_HELLO (type, length, value; unknown types skipped). Picks
+ * the host's first cipher we accept; false when they are malformed.
+ */
+static bool take_offer(struct handshake *hs, const uint8_t *p, size_t len)
+{
+	hs->offered = false;
+	hs->cipher = HS_CIPHER_CHACHA20_POLY1305;
+	while (len > 0) {
+		size_t n;
+		if (len < 2 || (n = p[1]) > len - 2)
+			return false;
+		if (p[0] == HS_EXT_CIPHERS) {
+			if (hs->offered || n == 0 || n > HS_CIPHERS_MAX)
+				return false;
+			hs->offered = true;
+			for (size_t i = n; i > 0; i--)
+				if (cipher_listed(hs->ciphers, hs->n_ciphers, p[1 + i]))
+					hs->cipher = p[1 + i];
+		}
+		p += 2 + n;
+		len -= 2 + n;
+	}
+	return true;
+}
+
+/* Host: the guest's choice after S_G (none from a guest that predates the offer). */
+static bool take_choice(struct handshake *hs, const uint8_t *p, size_t len)
+{
+	hs->cipher = HS_CIPHER_CHACHA20_POLY1305;
+	if (len == 0)
+		return true;
+	if (!hs->offered || len != EXT_CHOICE_LEN || p[0] != HS_EXT_CIPHERS || p[1] != 1 ||
+	    !cipher_listed(hs->ciphers, hs->n_ciphers, p[2]))
+		return false;
+	hs->cipher = p[2];
+	return true;
 }
 
 const uint8_t *handshake_session_id(const struct handshake *hs)
@@ -262,9 +360,9 @@ static void emit_refuse(struct handshake *hs, struct hs_output *out, uint8_t rea
 
 int handshake_start(struct handshake *hs, struct hs_output *out, struct err *err)
 {
-	uint8_t body[CH_FIXED + 2 * HS_VERSIONS_MAX + HS_X25519_LEN];
+	uint8_t body[CH_FIXED + 2 * HS_VERSIONS_MAX + HS_X25519_LEN + EXT_OFFER_MAX];
 	const uint8_t *frame;
-	size_t n = 0;
+	size_t n = 0, ext;
 
 	out->len = 0;
 	if (hs->role != HS_HOST || hs->state != ST_START)
@@ -277,6 +375,9 @@ int handshake_start(struct handshake *hs, struct hs_output *out, struct err *err
 	n += put_versions(body + n, hs->versions, hs->n_versions);
 	memcpy(body + n, hs->e_pk, HS_X25519_LEN);
 	n += HS_X25519_LEN;
+	ext = put_offer(hs, body + n);
+	hs->offered = ext > 0;
+	n += ext;
 	frame = emit(out, true, body, n);
 	transcript_add(hs, frame, FRAME_HEADER_LEN + n);
 	crypto_generichash(hs->ch_hash, HS_HASH_LEN, frame, FRAME_HEADER_LEN + n, NULL, 0);
@@ -336,11 +437,12 @@ static bool is_refuse_for_us(const struct handshake *hs, const uint8_t *body, si
 static int guest_on_hello(struct handshake *hs, const uint8_t *body, size_t len,
                           struct hs_output *out, struct err *err)
 {
-	uint8_t sh[SH_FIXED + 2 * HS_VERSIONS_MAX + HS_X25519_LEN + KEYS_PUBLIC_LEN];
+	uint8_t
+	    sh[SH_FIXED + 2 * HS_VERSIONS_MAX + HS_X25519_LEN + KEYS_PUBLIC_LEN + EXT_CHOICE_LEN];
 	uint16_t theirs[HS_VERSIONS_MAX];
 	const uint8_t *frame, *peer_e;
 	uint8_t header[FRAME_HEADER_LEN];
-	size_t nv = 0, used, n = 0;
+	size_t nv = 0, used, n = 0, ext;
 	crypto_generichash_state st;
 
 	/* Not a hello: leftovers of an older session. Skip to the next marker. */
@@ -353,7 +455,8 @@ static int guest_on_hello(struct handshake *hs, const uint8_t *body, size_t len,
 	crypto_generichash_update(&st, body, len);
 	crypto_generichash_final(&st, hs->ch_hash, HS_HASH_LEN);
 	used = get_versions(body + 1 + HS_MAGIC_LEN, len - 1 - HS_MAGIC_LEN, theirs, &nv);
-	if (!used || len < 1 + HS_MAGIC_LEN + used + HS_X25519_LEN) {
+	ext = 1 + HS_MAGIC_LEN + used + HS_X25519_LEN;
+	if (!used || len < ext || !take_offer(hs, body + ext, len - ext)) {
 		emit_refuse(hs, out, HS_REFUSE_MALFORMED);
 		return fail(hs, err, ERR_FAILED, EPROTO, "malformed client hello");
 	}
@@ -391,6 +494,11 @@ static int guest_on_hello(struct handshake *hs, const uint8_t *body, size_t len,
 	n += HS_X25519_LEN;
 	memcpy(sh + n, hs->identity->pk, KEYS_PUBLIC_LEN);
 	n += KEYS_PUBLIC_LEN;
+	if (hs->offered) {
+		sh[n++] = HS_EXT_CIPHERS;
+		sh[n++] = 1;
+		sh[n++] = hs->cipher;
+	}
 	frame = emit(out, true, sh, n);
 	transcript_add(hs, frame, FRAME_HEADER_LEN + n);
 	hs->state = ST_AWAIT_HA;
@@ -404,7 +512,7 @@ static int host_on_hello(struct handshake *hs, const uint8_t *body, size_t len,
 	uint8_t ha[HA_LEN], header[FRAME_HEADER_LEN], th[HS_HASH_LEN];
 	uint8_t msg[sizeof(HS_LABEL_HOST_AUTH) + HS_HASH_LEN];
 	uint16_t theirs[HS_VERSIONS_MAX], chosen, best;
-	size_t nv = 0, used;
+	size_t nv = 0, used, fixed;
 	const uint8_t *p;
 	const uint8_t *frame;
 	int r;
@@ -419,7 +527,8 @@ static int host_on_hello(struct handshake *hs, const uint8_t *body, size_t len,
 	p = body + 1 + HS_MAGIC_LEN + HS_HASH_LEN;
 	chosen = get_be16(p);
 	used = get_versions(p + 2, len - (size_t)(p + 2 - body), theirs, &nv);
-	if (!used || len != SH_FIXED - 1 + used + HS_X25519_LEN + KEYS_PUBLIC_LEN)
+	fixed = SH_FIXED - 1 + used + HS_X25519_LEN + KEYS_PUBLIC_LEN;
+	if (!used || len < fixed || !take_choice(hs, body + fixed, len - fixed))
 		return fail(hs, err, ERR_FAILED, EPROTO, "malformed server hello");
 	best = handshake_pick_version(hs->versions, hs->n_versions, theirs, nv);
 	if (!best || chosen != best)

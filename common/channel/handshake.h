@@ -35,6 +35,9 @@
 #define HS_X25519_LEN 32
 #define HS_HASH_LEN 32
 #define HS_KEY_LEN 32
+/* The AEAD of the session frames (docs/protocol.md, "Cipher negotiation"). */
+#define HS_CIPHERS_MAX 8
+#define HS_EXT_CIPHERS 1 /* CLIENT_HELLO: the host's offer; SERVER_HELLO: the guest's choice */
 
 #define HS_LABEL_HOST_AUTH "sandbox-channel v1 host auth"
 #define HS_LABEL_GUEST_AUTH "sandbox-channel v1 guest auth"
@@ -52,6 +55,12 @@ enum hs_type {
 	HS_HOST_AUTH = 3,
 	HS_GUEST_AUTH = 4,
 	HS_REFUSE = 5,
+};
+
+enum hs_cipher {
+	HS_CIPHER_CHACHA20_POLY1305 =
+	    1,                    /* ChaCha20-Poly1305 (IETF): always accepted, the default */
+	HS_CIPHER_AES256_GCM = 2, /* AES-256-GCM: only where the CPU has AES-NI */
 };
 
 enum hs_refuse_reason {
@@ -76,6 +85,12 @@ struct hs_config {
 	const uint8_t *ephemeral_secret; /* fixed X25519 secret (vectors, fuzzing); NULL: random */
 	const uint16_t *versions;        /* NULL: {HS_PROTOCOL_VERSION} */
 	size_t n_versions;
+	/*
+	 * Host: the ciphers it offers, preferred first; guest: the ones it accepts. ChaCha20-
+	 * Poly1305 is accepted by everyone whether listed or not. NULL: handshake_local_ciphers().
+	 */
+	const uint8_t *ciphers;
+	size_t n_ciphers;
 };
 
 /* Bytes to send: a marker and/or one frame. */
@@ -112,6 +127,13 @@ uint16_t handshake_version(const struct handshake *hs);
 const uint8_t *handshake_session_id(const struct handshake *hs); /* the final transcript hash */
 void handshake_session_keys(const struct handshake *hs, uint8_t tx[HS_KEY_LEN],
                             uint8_t rx[HS_KEY_LEN]);
+
+/* After HS_DONE: the AEAD agreed (enum hs_cipher). */
+uint8_t handshake_cipher(const struct handshake *hs);
+/* The ciphers this machine runs, preferred first: AES-256-GCM where the CPU has AES-NI. */
+size_t handshake_local_ciphers(uint8_t out[HS_CIPHERS_MAX]);
+/* "chacha20-poly1305", "aes256-gcm", or "?" */
+const char *handshake_cipher_name(uint8_t cipher);
 
 /* Highest version in both lists, 0 when none. */
 uint16_t handshake_pick_version(const uint16_t *a, size_t na, const uint16_t *b, size_t nb);

@@ -199,10 +199,11 @@ static void hs_done(struct conn *c)
 	c->state = CONN_SESSION;
 	snprintf(c->fingerprint, sizeof(c->fingerprint), "%s", channel_peer_fingerprint(c->ch));
 	ak = authkeys_find(c->srv->authkeys, channel_peer_key(c->ch));
-	log_info("connection %" PRIu64 " (%s): host key %s%s%s%s accepted, session %s", c->id,
+	log_info("connection %" PRIu64 " (%s): host key %s%s%s%s accepted, session %s (%s)", c->id,
 	         c->peer, c->fingerprint, ak && ak->comment && ak->comment[0] ? " (" : "",
 	         ak && ak->comment ? ak->comment : "",
-	         ak && ak->comment && ak->comment[0] ? ")" : "", channel_session_name(c->ch));
+	         ak && ak->comment && ak->comment[0] ? ")" : "", channel_session_name(c->ch),
+	         channel_cipher_name(c->ch));
 	hello_send(c);
 }
 
@@ -247,6 +248,9 @@ struct conn *serve_conn_new(struct serve *srv, int fd, int wfd, bool owns_fds, c
 			c->state = CONN_DEAD;
 		} else {
 			c->owns_io = true;
+			/* An accepted socket or stdio: one connection (the serial port brings its
+			 * io). */
+			frame_io_set_connection(c->io);
 			if (wfd != fd)
 				frame_io_set_write_fd(c->io, wfd);
 		}

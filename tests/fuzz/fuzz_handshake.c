@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The handshake fed arbitrary bytes, as an unauthenticated peer would send them: the guest's
- * side (first byte even) or the host's side after its hello (first byte odd). Keys and
+ * side (first byte even) or the host's side after its hello (first byte odd), a host that
+ * offers ChaCha20-Poly1305 alone (bit 1 of the first byte clear: the vectors' hello) or the
+ * ciphers of this machine (set); the guest accepts the ciphers of this machine. Keys and
  * ephemerals are those of the test vectors (tests/data/protocol-vectors/v1.json), so the
  * vectors' bytes complete a handshake and the fuzzer starts from a valid session: what follows
  * the handshake goes through the encrypted channel (replay, reordering, tampering, truncation).
@@ -83,6 +85,7 @@ static void run_session(const struct handshake *hs, const uint8_t *rest, size_t 
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+	static const uint8_t chacha_only[] = {HS_CIPHER_CHACHA20_POLY1305};
 	struct hs_config cfg = {0};
 	struct frame_decoder d;
 	struct hs_output out;
@@ -96,6 +99,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (data[0] & 1) {
 		cfg = (struct hs_config){
 		    .role = HS_HOST, .identity = host_key, .ephemeral_secret = host_eph};
+		if (!(data[0] & 2)) {
+			cfg.ciphers = chacha_only;
+			cfg.n_ciphers = 1;
+		}
 	} else {
 		cfg = (struct hs_config){.role = HS_GUEST,
 		                         .identity = guest_key,

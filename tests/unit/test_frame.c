@@ -362,6 +362,40 @@ START_TEST(test_marker_inside_body_drops_the_partial_frame)
 }
 END_TEST
 
+START_TEST(test_unscanned_bodies_on_a_connection)
+{
+	uint8_t buf[256], body[40];
+	size_t n = 0;
+
+	/* A marker inside a body is body bytes; one between frames is still reported. */
+	memset(body, 'x', sizeof(body));
+	memcpy(body + 10, frame_marker, FRAME_MARKER_LEN);
+	n += put_frame(buf + n, body, sizeof(body));
+	n += put_marker(buf + n);
+	n += put_frame(buf + n, "next", 4);
+	for (size_t chunk = 1; chunk <= n; chunk++) {
+		struct frame_decoder d;
+		struct trace t;
+
+		frame_decoder_init(&d, 64, false);
+		frame_decoder_scan_bodies(&d, false);
+		run(&d, buf, n, chunk, &t);
+		ck_assert_str_eq(t.events, "FMF");
+		ck_assert_uint_eq(t.lens[0], sizeof(body));
+		ck_assert_mem_eq(t.bodies, body, sizeof(body));
+		/*
+		 * Scanned (the default, and again after a handshake): the frame is cut at the
+		 * marker, and the rest of its body is no frame.
+		 */
+		frame_decoder_set_mode(&d, 64, true);
+		frame_decoder_set_mode(&d, 64, false);
+		run(&d, buf, n, chunk, &t);
+		ck_assert_str_eq(t.events, "ME");
+		frame_decoder_dispose(&d);
+	}
+}
+END_TEST
+
 START_TEST(test_resync_mode_skips_oversized)
 {
 	uint8_t buf[128];
@@ -459,6 +493,7 @@ static Suite *frame_suite(void)
 	tcase_add_test(tc, test_forged_length_allocates_only_what_arrives);
 	tcase_add_test(tc, test_strict_mode_refuses_garbage_but_reports_marker);
 	tcase_add_test(tc, test_marker_inside_body_drops_the_partial_frame);
+	tcase_add_test(tc, test_unscanned_bodies_on_a_connection);
 	tcase_add_test(tc, test_resync_mode_skips_oversized);
 	tcase_add_test(tc, test_set_mode_after_marker_keeps_position);
 	tcase_add_test(tc, test_marker_overlapping_a_frame_counted_once);

@@ -466,6 +466,172 @@ START_TEST(test_malformed_hello_refused)
 }
 END_TEST
 
+/* ---- cipher negotiation ---- */
+
+static const uint8_t aes_chacha[] = {HS_CIPHER_AES256_GCM, HS_CIPHER_CHACHA20_POLY1305};
+static const uint8_t chacha[] = {HS_CIPHER_CHACHA20_POLY1305};
+static const uint8_t aes[] = {HS_CIPHER_AES256_GCM};
+
+static void cipher_fixture(struct fixture *f, const uint8_t *hc, size_t nh, const uint8_t *gc,
+                           size_t ng)
+{
+	struct hs_config h = {.role = HS_HOST, .ciphers = hc, .n_ciphers = nh};
+	struct hs_config g = {.role = HS_GUEST, .ciphers = gc, .n_ciphers = ng};
+
+	fixture_init(f, &h, &g);
+	hs_side_start(&f->h);
+}
+
+/* The body length of the frame `s` sent at *cursor (after a marker, if any). */
+static uint32_t next_len(const struct hs_side *s, size_t cursor)
+{
+	const uint8_t *p = s->sent + cursor;
+
+	if (memcmp(p, frame_marker, FRAME_MARKER_LEN) == 0)
+		p += FRAME_MARKER_LEN;
+	return get_be32(p);
+}
+
+/*
+ * Deliver the one frame `from` sent since *cursor, edited: its last `cut` bytes dropped, `add`
+ * appended (the length follows), then the byte at `flip` (from the frame's length on) xored
+ * with x.
+ */
+static int pass_edited(struct hs_side *from, size_t *cursor, struct hs_side *to, size_t cut,
+                       const void *add, size_t add_len, size_t flip, uint8_t x)
+{
+	uint8_t wire[HS_WIRE_MAX];
+	size_t n = from->sent_len - *cursor, skip = 0, body;
+
+	memcpy(wire, from->sent + *cursor, n);
+	*cursor = from->sent_len;
+	if (memcmp(wire, frame_marker, FRAME_MARKER_LEN) == 0)
+		skip = FRAME_MARKER_LEN;
+	body = get_be32(wire + skip);
+	ck_assert_uint_eq(skip + FRAME_HEADER_LEN + body, n);
+	body -= cut;
+	memcpy(wire + skip + FRAME_HEADER_LEN + body, add, add_len);
+	body += add_len;
+	frame_put_header(wire + skip, (uint32_t)body);
+	wire[skip + flip] ^= x;
+	return hs_side_feed(to, wire, skip + FRAME_HEADER_LEN + body);
+}
+
+static void expect_cipher(const uint8_t *hc, size_t nh, const uint8_t *gc, size_t ng, uint8_t want,
+                          uint32_t ch_len, uint32_t sh_len)
+{
+	struct fixture f;
+
+	cipher_fixture(&f, hc, nh, gc, ng);
+	ck_assert_uint_eq(next_len(&f.h, f.hc), ch_len);
+	ck_assert_int_eq(hs_side_pass(&f.h, &f.hc, &f.g), HS_CONTINUE);
+	ck_assert_uint_eq(next_len(&f.g, f.gc), sh_len);
+	ck_assert_int_eq(hs_side_pass(&f.g, &f.gc, &f.h), HS_CONTINUE);
+	ck_assert_int_eq(hs_side_pass(&f.h, &f.hc, &f.g), HS_DONE);
+	ck_assert_int_eq(hs_side_pass(&f.g, &f.gc, &f.h), HS_DONE);
+	ck_assert_uint_eq(handshake_cipher(f.h.hs), want);
+	ck_assert_uint_eq(handshake_cipher(f.g.hs), want);
+	fixture_dispose(&f);
+}
+
+START_TEST(test_cipher_negotiated)
+{
+	/* Both offer AES-256-GCM: the hello carries the offer (+4), the answer the choice (+3). */
+	expect_cipher(aes_chacha, 2, aes_chacha, 2, HS_CIPHER_AES256_GCM, 40 + 4, 106 + 3);
+	/* A host with ChaCha20-Poly1305 alone sends the hello of before and gets no choice. */
+	expect_cipher(chacha, 1, aes_chacha, 2, HS_CIPHER_CHACHA20_POLY1305, 40, 106);
+	/* A guest without AES-NI chooses ChaCha20-Poly1305, which everyone accepts. */
+	expect_cipher(aes_chacha, 2, chacha, 1, HS_CIPHER_CHACHA20_POLY1305, 44, 109);
+	expect_cipher(aes, 1, chacha, 1, HS_CIPHER_CHACHA20_POLY1305, 43, 109);
+	ck_assert_str_eq(handshake_cipher_name(HS_CIPHER_AES256_GCM), "aes256-gcm");
+	ck_assert_str_eq(handshake_cipher_name(HS_CIPHER_CHACHA20_POLY1305), "chacha20-poly1305");
+}
+END_TEST
+
+START_TEST(test_cipher_answer_without_choice)
+{
+	struct fixture f;
+
+	/*
+	 * A SERVER_HELLO without a choice is what a guest that predates the offer sends: the host
+	 * takes ChaCha20-Poly1305. Cut from a guest that chose AES-256-GCM (a downgrade in
+	 * transit), the guest's check of the host's signature fails.
+	 */
+	cipher_fixture(&f, aes_chacha, 2, aes_chacha, 2);
+	hs_side_pass(&f.h, &f.hc, &f.g);
+	ck_assert_int_eq(pass_edited(&f.g, &f.gc, &f.h, 3, NULL, 0, 0, 0), HS_CONTINUE);
+	ck_assert_uint_eq(handshake_cipher(f.h.hs), HS_CIPHER_CHACHA20_POLY1305);
+	ck_assert_int_lt(hs_side_pass(&f.h, &f.hc, &f.g), 0);
+	ck_assert_int_eq(f.g.err.code, EBADMSG);
+	fixture_dispose(&f);
+}
+END_TEST
+
+START_TEST(test_cipher_choice_tampered)
+{
+	struct fixture f;
+
+	/* The choice changed to ChaCha20-Poly1305 in transit: the signatures do not verify. */
+	cipher_fixture(&f, aes_chacha, 2, aes_chacha, 2);
+	hs_side_pass(&f.h, &f.hc, &f.g);
+	ck_assert_int_eq(pass_edited(&f.g, &f.gc, &f.h, 0, NULL, 0, FRAME_HEADER_LEN + 108, 3),
+	                 HS_CONTINUE);
+	ck_assert_uint_eq(handshake_cipher(f.h.hs), HS_CIPHER_CHACHA20_POLY1305);
+	ck_assert_int_lt(hs_side_pass(&f.h, &f.hc, &f.g), 0);
+	ck_assert_int_eq(f.g.err.code, EBADMSG);
+	fixture_dispose(&f);
+	/* A choice the host did not offer, or one it never asked for: malformed. */
+	cipher_fixture(&f, aes_chacha, 2, aes_chacha, 2);
+	hs_side_pass(&f.h, &f.hc, &f.g);
+	ck_assert_int_lt(pass_edited(&f.g, &f.gc, &f.h, 0, NULL, 0, FRAME_HEADER_LEN + 108, 4), 0);
+	ck_assert_int_eq(f.h.err.code, EPROTO);
+	fixture_dispose(&f);
+	cipher_fixture(&f, chacha, 1, aes_chacha, 2);
+	hs_side_pass(&f.h, &f.hc, &f.g);
+	ck_assert_int_lt(pass_edited(&f.g, &f.gc, &f.h, 0, "\x01\x01\x01", 3, 0, 0), 0);
+	ck_assert_int_eq(f.h.err.code, EPROTO);
+	fixture_dispose(&f);
+}
+END_TEST
+
+START_TEST(test_cipher_offer_stripped)
+{
+	struct fixture f;
+
+	/* The guest answers the hello it got, whose hash is not the host's: ignored. */
+	cipher_fixture(&f, aes_chacha, 2, aes_chacha, 2);
+	ck_assert_int_eq(pass_edited(&f.h, &f.hc, &f.g, 4, NULL, 0, 0, 0), HS_CONTINUE);
+	ck_assert_uint_eq(handshake_cipher(f.g.hs), HS_CIPHER_CHACHA20_POLY1305);
+	ck_assert_uint_eq(next_len(&f.g, f.gc), 106);
+	ck_assert_int_eq(hs_side_pass(&f.g, &f.gc, &f.h), HS_RESYNC);
+	fixture_dispose(&f);
+}
+END_TEST
+
+START_TEST(test_cipher_extensions_parsed)
+{
+	struct fixture f;
+
+	/* Unknown extensions are skipped; an offer of AES-256-GCM after one is taken. */
+	cipher_fixture(&f, chacha, 1, aes_chacha, 2);
+	ck_assert_int_eq(pass_edited(&f.h, &f.hc, &f.g, 0, "\x09\x02xy\x01\x01\x02", 7, 0, 0),
+	                 HS_CONTINUE);
+	ck_assert_uint_eq(handshake_cipher(f.g.hs), HS_CIPHER_AES256_GCM);
+	ck_assert_uint_eq(next_len(&f.g, f.gc), 109);
+	fixture_dispose(&f);
+	/* An extension longer than the hello, an empty or repeated offer: refused as malformed. */
+	static const char *const bad[] = {"\x01\x05\x02", "\x01\x00", "\x01\x01\x02\x01\x01\x01",
+	                                  "\x01"};
+	static const size_t bad_len[] = {3, 2, 6, 1};
+	for (size_t i = 0; i < 4; i++) {
+		cipher_fixture(&f, chacha, 1, aes_chacha, 2);
+		ck_assert_int_lt(pass_edited(&f.h, &f.hc, &f.g, 0, bad[i], bad_len[i], 0, 0), 0);
+		ck_assert_int_eq(f.g.err.code, EPROTO);
+		fixture_dispose(&f);
+	}
+}
+END_TEST
+
 START_TEST(test_low_order_ephemeral_refused)
 {
 	struct fixture f;
@@ -507,6 +673,11 @@ static Suite *handshake_suite(void)
 	tcase_add_test(tc, test_host_fails_when_guest_restarts_late);
 	tcase_add_test(tc, test_malformed_hello_refused);
 	tcase_add_test(tc, test_low_order_ephemeral_refused);
+	tcase_add_test(tc, test_cipher_negotiated);
+	tcase_add_test(tc, test_cipher_answer_without_choice);
+	tcase_add_test(tc, test_cipher_choice_tampered);
+	tcase_add_test(tc, test_cipher_offer_stripped);
+	tcase_add_test(tc, test_cipher_extensions_parsed);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The protocol's test vectors (tests/data/protocol-vectors/v1.json, docs/protocol.md): a
- * handshake and a few messages between fixed keys with fixed ephemerals. Two checks:
+ * The protocol's test vectors (tests/data/protocol-vectors/v1.json, and v1-aes256gcm.json for a
+ * session that agreed on AES-256-GCM; docs/protocol.md): a handshake and a few messages between
+ * fixed keys with fixed ephemerals. Two checks of each:
  *   - the implementation, run with those keys, produces exactly the bytes in the file;
  *   - the file agrees with the protocol as documented, recomputed here with libsodium's raw
  *     primitives only (no code of ours): hashes, signatures, X25519, key derivation, AEAD.
- * SANDBOX_WRITE_VECTORS=1 rewrites the file from the implementation (review the diff!).
+ * SANDBOX_WRITE_VECTORS=1 rewrites the files from the implementation (review the diff!). The
+ * AES-256-GCM file is checked only where the CPU has AES-NI (libsodium needs it).
  * tests/data/protocol-vectors/check.py is a third, independent check in Python.
  */
 #include <check.h>
@@ -25,7 +27,13 @@
 #include "keys.h"
 #include "msg.h"
 
-#define VECTORS "tests/data/protocol-vectors/v1.json"
+/* [0] ChaCha20-Poly1305: the host offers nothing else; [1] AES-256-GCM: offered and chosen. */
+static const char *const vector_files[] = {
+    "tests/data/protocol-vectors/v1.json",
+    "tests/data/protocol-vectors/v1-aes256gcm.json",
+};
+static const uint8_t chacha_only[] = {HS_CIPHER_CHACHA20_POLY1305};
+static const uint8_t aes_first[] = {HS_CIPHER_AES256_GCM, HS_CIPHER_CHACHA20_POLY1305};
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(json_object *, json_object_put)
 #define _cleanup_json_ _cleanup_(json_object_putp)
@@ -89,7 +97,7 @@ static const struct message_spec messages[] = {
 };
 
 /* Run the implementation with the fixed keys; returns the vectors as JSON. */
-static json_object *generate(void)
+static json_object *generate(bool aes)
 {
 	uint8_t hseed[32], gseed[32], he[32], ge[32], hepk[32], gepk[32];
 	_cleanup_keypair_ struct keypair *host = NULL, *guest = NULL;
@@ -111,11 +119,21 @@ static json_object *generate(void)
 	ck_assert_int_eq(keys_from_seed(gseed, &guest, &e), 0);
 	ck_assert_int_eq(authkeys_new(NULL, NULL, &ak, &e), 0);
 	ck_assert_int_eq(authkeys_add(ak, host->pk, NULL, &e), 0);
-	hs_side_init(
-	    &h, &(struct hs_config){.role = HS_HOST, .identity = host, .ephemeral_secret = he});
-	hs_side_init(
-	    &g, &(struct hs_config){
-	            .role = HS_GUEST, .identity = guest, .authorized = ak, .ephemeral_secret = ge});
+	/*
+	 * v1.json: a host that offers ChaCha20-Poly1305 alone (the hello of before the offer);
+	 * v1-aes256gcm.json: one that offers AES-256-GCM first, which the guest takes.
+	 */
+	hs_side_init(&h, &(struct hs_config){.role = HS_HOST,
+	                                     .identity = host,
+	                                     .ephemeral_secret = he,
+	                                     .ciphers = aes ? aes_first : chacha_only,
+	                                     .n_ciphers = aes ? 2 : 1});
+	hs_side_init(&g, &(struct hs_config){.role = HS_GUEST,
+	                                     .identity = guest,
+	                                     .authorized = ak,
+	                                     .ephemeral_secret = ge,
+	                                     .ciphers = aes_first,
+	                                     .n_ciphers = 2});
 	hs_side_start(&h);
 	hs_side_pass(&h, &hc, &g);
 	hs_side_pass(&g, &gc, &h);
@@ -126,6 +144,7 @@ static json_object *generate(void)
 	    json_object_new_string("sandbox-channel protocol v1 test vectors, see "
 	                           "docs/protocol.md; all binary values in hex"));
 	add(v, "version", json_object_new_int(1));
+	add(v, "cipher", json_object_new_string(handshake_cipher_name(handshake_cipher(h.hs))));
 	add(v, "marker", hex(frame_marker, FRAME_MARKER_LEN));
 	add(v, "host_identity_seed", hex(hseed, 32));
 	add(v, "host_identity_public", hex(host->pk, 32));
@@ -209,26 +228,35 @@ static json_object *generate(void)
 	return v;
 }
 
-static json_object *load_vectors(void)
+static json_object *load_vectors(int i)
 {
-	json_object *v = json_object_from_file(VECTORS);
+	json_object *v = json_object_from_file(vector_files[i]);
 
-	ck_assert_msg(v, "cannot read %s (run from the top of the repository)", VECTORS);
+	ck_assert_msg(v, "cannot read %s (run from the top of the repository)", vector_files[i]);
 	return v;
+}
+
+/* The AES-256-GCM vectors need AES-NI to run the implementation or open a frame. */
+static bool can_check(int i)
+{
+	return i == 0 || (sodium_init() >= 0 && crypto_aead_aes256gcm_is_available());
 }
 
 START_TEST(test_implementation_matches_vectors)
 {
-	_cleanup_json_ json_object *gen = generate();
+	_cleanup_json_ json_object *gen = NULL;
 	_cleanup_json_ json_object *file = NULL;
 
+	if (!can_check(_i))
+		return;
+	gen = generate(_i == 1);
 	if (getenv("SANDBOX_WRITE_VECTORS")) {
-		ck_assert_int_eq(json_object_to_file_ext(VECTORS, gen,
+		ck_assert_int_eq(json_object_to_file_ext(vector_files[_i], gen,
 		                                         JSON_C_TO_STRING_PRETTY |
 		                                             JSON_C_TO_STRING_NOSLASHESCAPE),
 		                 0);
 	}
-	file = load_vectors();
+	file = load_vectors(_i);
 	json_object_object_foreach(gen, key, val)
 	{
 		json_object *other = NULL;
@@ -289,7 +317,8 @@ static void two_frames(const uint8_t *wire, size_t len, const uint8_t **f1, size
 
 START_TEST(test_vectors_follow_the_document)
 {
-	_cleanup_json_ json_object *v = load_vectors();
+	_cleanup_json_ json_object *v = load_vectors(_i);
+	bool aes = _i == 1;
 	uint8_t hseed[32], gseed[32], hpk[32], gpk[32], hsk[64], gsk[64], he[32], ge[32];
 	uint8_t hepk[32], gepk[32], hwire[1024], gwire[1024], dh1[32], dh2[32];
 	uint8_t t[2048], th[32], k[32], sid[32], kh2g[32], kg2h[32], msgbuf[128];
@@ -312,12 +341,16 @@ START_TEST(test_vectors_follow_the_document)
 	two_frames(hwire, hl, &ch, &chl, &ha, &hal);
 	two_frames(gwire, gl, &sh, &shl, &ga, &gal);
 
-	/* CLIENT_HELLO: 01 "SBXC" n=1 0001 e_H */
-	ck_assert_uint_eq(chl, 4 + 40);
+	/* CLIENT_HELLO: 01 "SBXC" n=1 0001 e_H [offer: 01 02 02 01] */
+	ck_assert_uint_eq(chl, 4 + 40 + (aes ? 4 : 0));
 	ck_assert_mem_eq(ch + 4, "\x01SBXC\x01\x00\x01", 8);
 	ck_assert_mem_eq(ch + 12, hepk, 32);
-	/* SERVER_HELLO: 02 "SBXC" H(CH) 0001 n=1 0001 e_G S_G */
-	ck_assert_uint_eq(shl, 4 + 106);
+	if (aes)
+		ck_assert_mem_eq(ch + 44, "\x01\x02\x02\x01", 4);
+	/* SERVER_HELLO: 02 "SBXC" H(CH) 0001 n=1 0001 e_G S_G [choice: 01 01 02] */
+	ck_assert_uint_eq(shl, 4 + 106 + (aes ? 3 : 0));
+	if (aes)
+		ck_assert_mem_eq(sh + 110, "\x01\x01\x02", 3);
 	ck_assert_mem_eq(sh + 4, "\x02SBXC", 5);
 	blake2b(th, NULL, 0, ch, chl, NULL, 0);
 	ck_assert_mem_eq(sh + 9, th, 32);
@@ -361,6 +394,8 @@ START_TEST(test_vectors_follow_the_document)
 	expect_hex(v, "key_guest_to_host", kg2h, 32);
 
 	/* Every message frame opens with the documented nonce and authenticated data. */
+	if (!can_check(_i))
+		return;
 	ck_assert(json_object_object_get_ex(v, "messages", &list));
 	for (size_t i = 0; i < json_object_array_length(list); i++) {
 		json_object *m = json_object_array_get_idx(list, i), *from;
@@ -376,9 +411,16 @@ START_TEST(test_vectors_follow_the_document)
 		ck_assert_uint_eq(get_be32(frame), fl - 4);
 		memcpy(nonce + 4, frame + 4, 8);
 		memcpy(k, strcmp(json_object_get_string(from), "host") == 0 ? kh2g : kg2h, 32);
-		ck_assert_int_eq(crypto_aead_chacha20poly1305_ietf_decrypt(
-		                     plain, &mlen, NULL, frame + 12, fl - 12, frame, 12, nonce, k),
-		                 0);
+		if (aes)
+			ck_assert_int_eq(crypto_aead_aes256gcm_decrypt(plain, &mlen, NULL,
+			                                               frame + 12, fl - 12, frame,
+			                                               12, nonce, k),
+			                 0);
+		else
+			ck_assert_int_eq(
+			    crypto_aead_chacha20poly1305_ietf_decrypt(
+			        plain, &mlen, NULL, frame + 12, fl - 12, frame, 12, nonce, k),
+			    0);
 		ck_assert_uint_eq(mlen, wl);
 		ck_assert_mem_eq(plain, want, wl);
 		/* type | flags | stream | json_len | json | data */
@@ -410,8 +452,8 @@ static Suite *vectors_suite(void)
 	Suite *s = suite_create("vectors");
 	TCase *tc = tcase_create("core");
 
-	tcase_add_test(tc, test_implementation_matches_vectors);
-	tcase_add_test(tc, test_vectors_follow_the_document);
+	tcase_add_loop_test(tc, test_implementation_matches_vectors, 0, 2);
+	tcase_add_loop_test(tc, test_vectors_follow_the_document, 0, 2);
 	suite_add_tcase(s, tc);
 	return s;
 }

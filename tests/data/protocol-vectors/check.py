@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
-"""Check v1.json against docs/protocol.md with an implementation written from the document
-alone: Python's hashlib (BLAKE2b, SHA-256) and the `cryptography` package (Ed25519, X25519,
-ChaCha20-Poly1305; Debian: python3-cryptography). Every handshake frame and every message
-frame is rebuilt from the keys and compared byte for byte.
+"""Check v1.json (ChaCha20-Poly1305) and v1-aes256gcm.json (AES-256-GCM offered and chosen)
+against docs/protocol.md with an implementation written from the document alone: Python's
+hashlib (BLAKE2b, SHA-256) and the `cryptography` package (Ed25519, X25519, ChaCha20-Poly1305,
+AES-GCM; Debian: python3-cryptography). Every handshake frame and every message frame is
+rebuilt from the keys and compared byte for byte.
 
-    python3 tests/data/protocol-vectors/check.py [tests/data/protocol-vectors/v1.json]
+    python3 tests/data/protocol-vectors/check.py [FILE.json ...]
 """
 import base64
 import hashlib
@@ -16,7 +17,7 @@ from pathlib import Path
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
-from cryptography.hazmat.primitives.ciphers.aead import ChaCha20Poly1305
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM, ChaCha20Poly1305
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
 MARKER = b"\xff\xffsandbox-chan\r\n"
@@ -45,8 +46,19 @@ def check(what, got, want):
     print(f"ok  {what}")
 
 
+# The ciphers (section 4.6): id, name, AEAD.
+CIPHERS = {1: ("chacha20-poly1305", ChaCha20Poly1305), 2: ("aes256-gcm", AESGCM)}
+
+
 def main():
-    path = Path(sys.argv[1] if len(sys.argv) > 1 else Path(__file__).with_name("v1.json"))
+    paths = [Path(p) for p in sys.argv[1:]] or \
+        [Path(__file__).with_name(n) for n in ("v1.json", "v1-aes256gcm.json")]
+    for path in paths:
+        print(f"== {path.name}")
+        check_file(path)
+
+
+def check_file(path):
     v = json.loads(path.read_text())
     x = lambda k: bytes.fromhex(v[k])
 
@@ -68,10 +80,14 @@ def main():
     eg = X25519PrivateKey.from_private_bytes(x("guest_ephemeral_secret"))
     e_h, e_g = raw_public(eh), raw_public(eg)
 
-    # The four handshake messages, built from the document.
+    # The four handshake messages, built from the document. A host that offers AES-256-GCM
+    # sends the offer extension (01, length, ids), and the guest answers with its choice.
+    cipher = next(i for i, (name, _) in CIPHERS.items() if name == v["cipher"])
+    offer = b"\x01\x02\x02\x01" if cipher == 2 else b""
+    choice = b"\x01\x01" + bytes([cipher]) if offer else b""
     versions = b"\x01" + struct.pack(">H", 1)
-    ch = frame(b"\x01" + MAGIC + versions + e_h)
-    sh = frame(b"\x02" + MAGIC + h(ch) + struct.pack(">H", 1) + versions + e_g + s_g)
+    ch = frame(b"\x01" + MAGIC + versions + e_h + offer)
+    sh = frame(b"\x02" + MAGIC + h(ch) + struct.pack(">H", 1) + versions + e_g + s_g + choice)
     ha_prefix = struct.pack(">I", 97) + b"\x03" + s_h
     th_h = h(ch, sh, ha_prefix)
     ha = ha_prefix + host.sign(b"sandbox-channel v1 host auth" + th_h)
@@ -102,9 +118,9 @@ def main():
         ad = struct.pack(">IQ", length, n)
         nonce = b"\x00" * 4 + struct.pack(">Q", n)
         key = k_h2g if m["from"] == "host" else k_g2h
-        wire = ad + ChaCha20Poly1305(key).encrypt(nonce, plain, ad)
+        wire = ad + CIPHERS[cipher][1](key).encrypt(nonce, plain, ad)
         check(f"frame {n} of {m['from']} ({m['type']})", wire, bytes.fromhex(m["frame"]))
-    print("all vectors agree with the document")
+    print(f"all vectors of {path.name} agree with the document")
 
 
 if __name__ == "__main__":

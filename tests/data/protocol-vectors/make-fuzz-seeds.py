@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
 """Write the seed corpora of tests/fuzz/fuzz_frame.c and tests/fuzz/fuzz_handshake.c from the
-test vectors (v1.json), so the fuzzers start from real handshakes and sessions.
+test vectors (v1.json, and v1-aes256gcm.json for the cipher offer), so the fuzzers start from
+real handshakes and sessions.
 
     python3 tests/data/protocol-vectors/make-fuzz-seeds.py
 """
@@ -42,7 +43,15 @@ sh, ga = split(guest_sends)
 ch_hash = hashlib.blake2b(ch, digest_size=32).digest()
 e_h = ch[-32:]
 
-GUEST, HOST = b"\x00", b"\x01"
+aes = json.loads((HERE / "v1-aes256gcm.json").read_text())
+aes_host_sends, aes_guest_sends = bytes.fromhex(aes["host_sends"]), bytes.fromhex(aes["guest_sends"])
+aes_host_frames = [bytes.fromhex(m["frame"]) for m in aes["messages"] if m["from"] == "host"]
+aes_guest_frames = [bytes.fromhex(m["frame"]) for m in aes["messages"] if m["from"] == "guest"]
+aes_ch = split(aes_host_sends)[0]
+
+# The first byte: bit 0 the host's side, bit 1 a host that offers this machine's ciphers
+# (AES-256-GCM first where it has AES-NI, as in v1-aes256gcm.json) rather than ChaCha20 alone.
+GUEST, HOST, HOST_OFFERING = b"\x00", b"\x01", b"\x03"
 handshake = {
     "guest-handshake": GUEST + host_sends,
     "guest-session": GUEST + host_sends + b"".join(host_frames),
@@ -56,6 +65,9 @@ handshake = {
     "host-handshake": HOST + guest_sends + b"".join(guest_frames),
     "host-refused": HOST + MARKER + frame(b"\x05" + ch_hash + b"\x02\x01\x00\x01"),
     "host-bad-signature": HOST + guest_sends[:-1] + bytes([guest_sends[-1] ^ 1]),
+    "guest-aes-session": GUEST + aes_host_sends + b"".join(aes_host_frames),
+    "guest-aes-bad-offer": GUEST + MARKER + frame(aes_ch[4:-3] + b"\x05"),
+    "host-aes-session": HOST_OFFERING + aes_guest_sends + b"".join(aes_guest_frames),
 }
 
 session_wire = b"".join(host_frames)
