@@ -173,7 +173,7 @@ static int place_v1(const char *set_dir, const char *name, int c, bool create,
 	}
 	if (cgroup_place_fs_magic(dir) != CGROUP_SUPER_MAGIC)
 		return 0;
-	if (asprintf(&procs, "%s/cgroup.procs", dir) < 0)
+	if (asprintf(&procs, "%s/" CGROUP_LIMITS_JOIN_FILE, dir) < 0)
 		return err_oom(err);
 	s->join_fd[c] = open(procs, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (s->join_fd[c] < 0)
@@ -322,21 +322,58 @@ static int write_self(int fd)
 	return file_write_all(fd, "0\n", 2);
 }
 
+/* Whether this process has one thread, the caller (/proc/self/status's Threads). */
+static bool single_threaded(void)
+{
+	char buf[PSEUDO_MAX];
+	const char *t;
+
+	if (read_small("/proc/self", "status", buf, sizeof(buf)) < 0)
+		return false;
+	t = strstr(buf, "\nThreads:");
+	return t && strtoul(t + strlen("\nThreads:"), NULL, 10) == 1;
+}
+
+/* The file through which this process moves: see cgroup_limits_enter(). */
+static const char *join_file(void)
+{
+	return single_threaded() ? CGROUP_LIMITS_JOIN_FILE : "cgroup.procs";
+}
+
+/* This process into the cgroup directory dir_fd: file (tasks or cgroup.procs) there; -errno. */
+static int move_self(int dir_fd, const char *file)
+{
+	_cleanup_close_ int fd = openat(dir_fd, file, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+
+	return fd < 0 ? -errno : write_self(fd);
+}
+
+/*
+ * A process of one thread moves through `tasks`: the kernel moves that one thread without
+ * taking its thread-group lock, whose first taking in a while waits for an RCU grace period
+ * (8-18 ms on the test machines, bench/cgroup_join_bench.c). One of several threads moves
+ * through cgroup.procs, all of them, and pays that wait.
+ */
 int cgroup_limits_enter(struct cgroup_limits_set *s, struct err *err)
 {
+	const char *file = join_file();
+
 	for (int c = 0; c < CGROUP_LIMITS_N; c++) {
-		_cleanup_free_ char *own = NULL, *procs = NULL;
+		_cleanup_free_ char *own = NULL;
+		_cleanup_close_ int dir = -1;
 		int r;
 
 		if (s->join_fd[c] < 0 || s->inside[c])
 			continue;
 		r = cgroup_place_own(v1_names[c], &own);
-		if (r == 0 && asprintf(&procs, "%s/cgroup.procs", own) < 0)
-			r = -ENOMEM;
-		if (r == 0) {
-			s->back_fd[c] = open(procs, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
-			r = s->back_fd[c] < 0 ? -errno : write_self(s->join_fd[c]);
-		}
+		if (r == 0 && (s->back_fd[c] = open(own, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
+			r = -errno;
+		if (r == 0 && strcmp(file, CGROUP_LIMITS_JOIN_FILE) == 0)
+			r = write_self(s->join_fd[c]);
+		else if (r == 0)
+			r = (dir = open(s->dir[c], O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0
+			        ? -errno
+			        : move_self(dir, file);
 		if (r < 0) {
 			cgroup_limits_leave(s);
 			errno = -r;
@@ -350,11 +387,16 @@ int cgroup_limits_enter(struct cgroup_limits_set *s, struct err *err)
 
 void cgroup_limits_leave(struct cgroup_limits_set *s)
 {
+	const char *file = join_file();
+
 	for (int c = 0; c < CGROUP_LIMITS_N; c++) {
+		int r;
+
 		if (s->back_fd[c] < 0)
 			continue;
-		if (s->inside[c] && write_self(s->back_fd[c]) < 0)
-			log_debug("cannot leave the %s limit's cgroup %s: %m", nouns[c], s->dir[c]);
+		if (s->inside[c] && (r = move_self(s->back_fd[c], file)) < 0)
+			log_debug("cannot leave the %s limit's cgroup %s: %s", nouns[c], s->dir[c],
+			          strerror(-r));
 		else
 			s->inside[c] = false;
 		close(s->back_fd[c]);
