@@ -41,8 +41,14 @@
 #include "sigfd.h"
 #include "step_inputs.h"
 
-#define READY_BACKOFF_MIN_MS 1
-#define READY_BACKOFF_MAX_MS 5
+/*
+ * The server is looked at every READY_POLL_MS for its first READY_POLL_FAST_FOR_MS (a quick app
+ * is seen listening at most about a millisecond late; a look costs about 0.1 ms while nobody
+ * listens on the port), then every READY_POLL_SLOW_MS, not to take the CPU from a slow one.
+ */
+#define READY_POLL_MS 1
+#define READY_POLL_FAST_FOR_MS 1000
+#define READY_POLL_SLOW_MS 5
 #define WRONG_LISTENER_GRACE_MS 1500
 /*
  * The server listens, but not on $PORT: it fails once that has lasted WRONG_PORT_GRACE_MS and
@@ -438,7 +444,7 @@ static int wait_ready(const struct step_context *ctx, const struct supervisor_in
 {
 	const struct boot_plan *p = ctx->plan;
 	_cleanup_close_ int pidfd = (int)syscall(SYS_pidfd_open, sup->server_pid, 0);
-	unsigned backoff = READY_BACKOFF_MIN_MS;
+	uint64_t since = clock_now_ms();
 	uint64_t wrong_since = 0;
 	bool seen_listening = false;
 	enum listen_state last_state = LISTEN_NONE;
@@ -552,9 +558,10 @@ static int wait_ready(const struct step_context *ctx, const struct supervisor_in
 		{
 			struct pollfd pfd[2] = {{.fd = pidfd, .events = POLLIN},
 			                        {.fd = ctx->signal_fd, .events = POLLIN}};
-			poll(pfd, 2, (int)backoff);
+			poll(pfd, 2,
+			     now - since < READY_POLL_FAST_FOR_MS ? READY_POLL_MS
+			                                          : READY_POLL_SLOW_MS);
 		}
-		backoff = backoff * 2 > READY_BACKOFF_MAX_MS ? READY_BACKOFF_MAX_MS : backoff * 2;
 	}
 }
 
