@@ -142,12 +142,12 @@ static bool inside_named(const char *own, const char *name)
 	       !strncmp(own + n - k - 1 - d, CGROUP_PLACE_SET_DIR, d) && own[n - k - d - 2] == '/';
 }
 
-static int place_v1(const char *set_dir, const char *name, int c, bool create,
-                    struct cgroup_limits_set *s, struct err *err)
+static int place_v1(const struct cgroup_place_view *view, const char *set_dir, const char *name,
+                    int c, bool create, struct cgroup_limits_set *s, struct err *err)
 {
 	_cleanup_free_ char *own = NULL, *base = NULL, *dir = NULL, *procs = NULL;
 
-	if (cgroup_place_own(v1_names[c], &own) < 0)
+	if (cgroup_place_own_in(view, v1_names[c], &own) < 0)
 		return 0; /* no such hierarchy: not placed */
 	if (!create && inside_named(own, name)) {
 		/* We sit in it (the engine, the supervisor): our forks are born there. */
@@ -182,10 +182,18 @@ static int place_v1(const char *set_dir, const char *name, int c, bool create,
 	return 0;
 }
 
+static void view_disposep(struct cgroup_place_view *v)
+{
+	cgroup_place_view_dispose(v);
+}
+
 int cgroup_limits_place(const char *set_dir, bool set_v2, const char *name,
                         const struct cgroup_limits *want, bool create, struct cgroup_limits_set *s,
                         struct err *err)
 {
+	_cleanup_(view_disposep) struct cgroup_place_view view = {0};
+	int viewed = 0;
+
 	for (int c = 0; c < CGROUP_LIMITS_N; c++) {
 		if (s->dir[c] || (create && !wanted(want, c)))
 			continue;
@@ -196,7 +204,13 @@ int cgroup_limits_place(const char *set_dir, bool set_v2, const char *name,
 			s->v2[c] = true;
 			continue;
 		}
-		if (place_v1(set_v2 ? NULL : set_dir, name, c, create, s, err) < 0)
+		/* Where we sit, read once for the three hierarchies; unreadable: none to place in.
+		 */
+		if (!viewed)
+			viewed = cgroup_place_view_read(&view) == 0 ? 1 : -1;
+		if (viewed < 0)
+			continue;
+		if (place_v1(&view, set_v2 ? NULL : set_dir, name, c, create, s, err) < 0)
 			return -1;
 	}
 	return 0;
@@ -356,7 +370,9 @@ static int move_self(int dir_fd, const char *file)
  */
 int cgroup_limits_enter(struct cgroup_limits_set *s, struct err *err)
 {
+	_cleanup_(view_disposep) struct cgroup_place_view view = {0};
 	const char *file = join_file();
+	int viewed = cgroup_place_view_read(&view);
 
 	for (int c = 0; c < CGROUP_LIMITS_N; c++) {
 		_cleanup_free_ char *own = NULL;
@@ -365,7 +381,8 @@ int cgroup_limits_enter(struct cgroup_limits_set *s, struct err *err)
 
 		if (s->join_fd[c] < 0 || s->inside[c])
 			continue;
-		r = cgroup_place_own(v1_names[c], &own);
+		/* Where we came from, as it was before the first move. */
+		r = viewed < 0 ? viewed : cgroup_place_own_in(&view, v1_names[c], &own);
 		if (r == 0 && (s->back_fd[c] = open(own, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
 			r = -errno;
 		if (r == 0 && strcmp(file, CGROUP_LIMITS_JOIN_FILE) == 0)
