@@ -11,3 +11,13 @@ $(BUILD)/bench/limits_bench: bench/limits_bench.c $(LIBGUEST) $(LIBCOMMON)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) $(ALL_LAYER_INC) $(ALL_LDFLAGS) -o $@ $< $(LIBGUEST) $(LIBCOMMON) \
 		$(DEP_LIBS)
+
+# The kernel's part of joining the limits' v1 cgroups, apart from ours: a bare program.
+.PHONY: bench-cgroup-join
+bench: bench-cgroup-join
+bench-cgroup-join: $(BUILD)/bench/cgroup_join_bench
+	$(BUILD)/bench/cgroup_join_bench $(BENCH_CGROUP_JOIN_ARGS)
+
+$(BUILD)/bench/cgroup_join_bench: bench/cgroup_join_bench.c
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $<

@@ -107,20 +107,23 @@ int file_write_replace(const char *path, const void *data, size_t len, mode_t mo
 	return file_write_rename(path, data, len, mode, uid, gid, false, err);
 }
 
-static int file_write_rename(const char *path, const void *data, size_t len, mode_t mode, uid_t uid,
-                             gid_t gid, bool sync, struct err *err)
+static int write_failed(const char *path, const char *tmp, int r, struct err *err)
 {
-	_cleanup_free_ char *dir_copy = strdup(path);
+	unlink(tmp);
+	errno = -r;
+	if (r == -ENOSPC || r == -EDQUOT)
+		return err_errno(err, "disk full writing %s", path);
+	return err_errno(err, "cannot write %s", path);
+}
+
+/* data into tmp, the temporary file of path (PATH_MAX bytes), synced when sync. */
+static int write_tmp(const char *path, const void *data, size_t len, mode_t mode, uid_t uid,
+                     gid_t gid, bool sync, char *tmp, struct err *err)
+{
 	_cleanup_close_ int fd = -1;
-	_cleanup_close_ int dfd = -1;
-	char tmp[PATH_MAX];
-	const char *dir;
 	int r;
 
-	if (!dir_copy)
-		return err_oom(err);
-	dir = dirname(dir_copy);
-	if (snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof(tmp))
+	if (snprintf(tmp, PATH_MAX, "%s.tmp.%ld", path, (long)getpid()) >= PATH_MAX)
 		return err_set(err, ERR_FAILED, ENAMETOOLONG, "path too long: %s", path);
 	/* A leftover (or planted) file of that name is removed, never written through. */
 	(void)unlink(tmp);
@@ -136,21 +139,75 @@ static int file_write_rename(const char *path, const void *data, size_t len, mod
 		r = -errno;
 	if (r == 0 && close(TAKE_FD(fd)) < 0)
 		r = -errno;
-	if (r == 0 && rename(tmp, path) < 0)
-		r = -errno;
-	if (r < 0) {
-		unlink(tmp);
-		errno = -r;
-		if (r == -ENOSPC || r == -EDQUOT)
-			return err_errno(err, "disk full writing %s", path);
-		return err_errno(err, "cannot write %s", path);
-	}
+	return r < 0 ? write_failed(path, tmp, r, err) : 0;
+}
+
+/* tmp renamed over path; then, when sync, the directory synced. */
+static int rename_tmp(const char *tmp, const char *path, bool sync, struct err *err)
+{
+	_cleanup_free_ char *dir_copy = strdup(path);
+	_cleanup_close_ int dfd = -1;
+
+	if (!dir_copy)
+		return write_failed(path, tmp, -ENOMEM, err);
+	if (rename(tmp, path) < 0)
+		return write_failed(path, tmp, -errno, err);
 	if (!sync)
 		return 0;
-	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	dfd = open(dirname(dir_copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd >= 0)
 		(void)fsync(dfd);
 	return 0;
+}
+
+static int file_write_rename(const char *path, const void *data, size_t len, mode_t mode, uid_t uid,
+                             gid_t gid, bool sync, struct err *err)
+{
+	char tmp[PATH_MAX];
+
+	if (write_tmp(path, data, len, mode, uid, gid, sync, tmp, err) < 0)
+		return -1;
+	return rename_tmp(tmp, path, sync, err);
+}
+
+int file_stage(const char *path, const void *data, size_t len, mode_t mode, uid_t uid, gid_t gid,
+               struct file_stage *ret, struct err *err)
+{
+	char tmp[PATH_MAX];
+
+	*ret = (struct file_stage){0};
+	if (write_tmp(path, data, len, mode, uid, gid, true, tmp, err) < 0)
+		return -1;
+	ret->path = strdup(path);
+	ret->tmp = strdup(tmp);
+	if (!ret->path || !ret->tmp) {
+		unlink(tmp);
+		file_stage_abort(ret);
+		return err_oom(err);
+	}
+	return 0;
+}
+
+int file_stage_commit(struct file_stage *s, struct err *err)
+{
+	int r;
+
+	if (!s->tmp)
+		return err_set(err, ERR_FAILED, EINVAL, "nothing staged to commit");
+	r = rename_tmp(s->tmp, s->path, true, err);
+	free(s->tmp);
+	s->tmp = NULL;
+	file_stage_abort(s);
+	return r;
+}
+
+void file_stage_abort(struct file_stage *s)
+{
+	if (s->tmp)
+		unlink(s->tmp);
+	free(s->tmp);
+	free(s->path);
+	*s = (struct file_stage){0};
 }
 
 int file_mkdir_p(const char *path, mode_t mode, struct err *err)

@@ -47,6 +47,21 @@ int file_write_atomic(const char *path, const void *data, size_t len, mode_t mod
 int file_write_replace(const char *path, const void *data, size_t len, mode_t mode, uid_t uid,
                        gid_t gid, struct err *err);
 
+/*
+ * file_write_atomic() in two halves, for a file whose content is known before the moment it
+ * may appear: file_stage() writes and syncs the temporary file beside path (the slow half),
+ * file_stage_commit() renames it over path and syncs the directory, file_stage_abort() removes
+ * it (and does nothing to a stage committed or never made). Each leaves s empty.
+ */
+struct file_stage {
+	char *path;
+	char *tmp; /* NULL: nothing staged */
+};
+int file_stage(const char *path, const void *data, size_t len, mode_t mode, uid_t uid, gid_t gid,
+               struct file_stage *ret, struct err *err);
+int file_stage_commit(struct file_stage *s, struct err *err);
+void file_stage_abort(struct file_stage *s);
+
 /* write() all of buf, retrying on EINTR and short writes. */
 int file_write_all(int fd, const void *buf, size_t len);
 

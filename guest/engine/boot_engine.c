@@ -41,8 +41,14 @@
 #include "sigfd.h"
 #include "step_inputs.h"
 
-#define READY_BACKOFF_MIN_MS 1
-#define READY_BACKOFF_MAX_MS 5
+/*
+ * The server is looked at every READY_POLL_MS for its first READY_POLL_FAST_FOR_MS (a quick app
+ * is seen listening at most about a millisecond late; a look costs about 0.1 ms while nobody
+ * listens on the port), then every READY_POLL_SLOW_MS, not to take the CPU from a slow one.
+ */
+#define READY_POLL_MS 1
+#define READY_POLL_FAST_FOR_MS 1000
+#define READY_POLL_SLOW_MS 5
 #define WRONG_LISTENER_GRACE_MS 1500
 /*
  * The server listens, but not on $PORT: it fails once that has lasted WRONG_PORT_GRACE_MS and
@@ -438,7 +444,7 @@ static int wait_ready(const struct step_context *ctx, const struct supervisor_in
 {
 	const struct boot_plan *p = ctx->plan;
 	_cleanup_close_ int pidfd = (int)syscall(SYS_pidfd_open, sup->server_pid, 0);
-	unsigned backoff = READY_BACKOFF_MIN_MS;
+	uint64_t since = clock_now_ms();
 	uint64_t wrong_since = 0;
 	bool seen_listening = false;
 	enum listen_state last_state = LISTEN_NONE;
@@ -552,9 +558,10 @@ static int wait_ready(const struct step_context *ctx, const struct supervisor_in
 		{
 			struct pollfd pfd[2] = {{.fd = pidfd, .events = POLLIN},
 			                        {.fd = ctx->signal_fd, .events = POLLIN}};
-			poll(pfd, 2, (int)backoff);
+			poll(pfd, 2,
+			     now - since < READY_POLL_FAST_FOR_MS ? READY_POLL_MS
+			                                          : READY_POLL_SLOW_MS);
 		}
-		backoff = backoff * 2 > READY_BACKOFF_MAX_MS ? READY_BACKOFF_MAX_MS : backoff * 2;
 	}
 }
 
@@ -648,9 +655,13 @@ static int check_start_url(const struct boot_plan *p, unsigned port, struct err 
 	return 0;
 }
 
+/*
+ * The server started (under the supervisor) and answering; runtime.json written and synced
+ * meanwhile, while the server starts, into runtime (committed by the caller once ready).
+ */
 static int run_start(const struct step_context *ctx, char *const *env, unsigned port,
-                     const struct manifest *m, struct boot_state *st, struct boot_result *res,
-                     struct err *err)
+                     const struct manifest *m, struct boot_state *st, struct file_stage *runtime,
+                     struct boot_result *res, struct err *err)
 {
 	const struct boot_plan *p = ctx->plan;
 	_cleanup_free_ char *status_path = NULL;
@@ -700,6 +711,10 @@ static int run_start(const struct step_context *ctx, char *const *env, unsigned 
 	observe(ctx, "start", "started", p->start.command);
 
 	started_at = clock_now_ms();
+	if (manifest_stage_runtime(m, p->runtime_path, 0, 0, runtime, err) < 0) {
+		result_fail_at(res, "start", NULL);
+		return -1;
+	}
 	if (wait_ready(ctx, &info, env, port, m->mcp_path, err) < 0)
 		return -1;
 	/* The server's own part: from started to answering (less the probes' few ms). */
@@ -768,6 +783,7 @@ int boot_engine_run(struct boot_plan *p, const struct boot_options *o,
 	int prev_r;
 	_cleanup_(log_marks_dispose) struct log_marks marks = {0};
 	struct manifest m = {0};
+	_cleanup_(file_stage_abort) struct file_stage runtime = {0};
 	const char *limit_hit = NULL;
 	struct boot_disk_budget disk = {0};
 	int64_t command_ms = -1;
@@ -922,9 +938,9 @@ int boot_engine_run(struct boot_plan *p, const struct boot_options *o,
 	if (run_manifest(&ctx, port_env, &st, &m, res, err) < 0)
 		goto out;
 	snprintf(res->mcp_path, sizeof(res->mcp_path), "%s", m.mcp_path);
-	if (run_start(&ctx, port_env, port, &m, &st, res, err) < 0)
+	if (run_start(&ctx, port_env, port, &m, &st, &runtime, res, err) < 0)
 		goto out;
-	if (manifest_write_runtime(&m, p->runtime_path, 0, 0, err) < 0) {
+	if (file_stage_commit(&runtime, err) < 0) {
 		result_fail_at(res, "start", NULL);
 		goto out;
 	}

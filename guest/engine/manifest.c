@@ -216,22 +216,33 @@ char *manifest_to_json(const struct manifest *m)
 	return out;
 }
 
-int manifest_write_runtime(const struct manifest *m, const char *path, uid_t uid, gid_t gid,
-                           struct err *err)
+int manifest_stage_runtime(const struct manifest *m, const char *path, uid_t uid, gid_t gid,
+                           struct file_stage *ret, struct err *err)
 {
 	_cleanup_free_ char *json = NULL;
 	size_t len;
 	int r;
 
+	*ret = (struct file_stage){0};
 	if (!m->mcp_path)
 		return err_set(err, ERR_FAILED, EINVAL, "cannot write %s: no mcp_path", path);
 	json = manifest_to_json(m);
 	if (!json)
 		return err_oom_at(err, "writing %s", path);
 	len = strlen(json);
-	r = file_write_atomic(path, json, len, 0600, uid, gid, err);
+	r = file_stage(path, json, len, 0600, uid, gid, ret, err);
 	explicit_bzero(json, len);
 	return r;
+}
+
+int manifest_write_runtime(const struct manifest *m, const char *path, uid_t uid, gid_t gid,
+                           struct err *err)
+{
+	struct file_stage stage;
+
+	if (manifest_stage_runtime(m, path, uid, gid, &stage, err) < 0)
+		return -1;
+	return file_stage_commit(&stage, err);
 }
 
 void manifest_dispose(struct manifest *m)

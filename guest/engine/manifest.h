@@ -11,6 +11,7 @@
 #include <sys/types.h>
 
 #include "err.h"
+#include "file.h"
 
 #define MANIFEST_MAX (256 * 1024)
 /* mcp_path and mcp_token are at most this many bytes each. */
@@ -35,6 +36,12 @@ char *manifest_to_json(const struct manifest *m);
 /* Write runtime.json atomically, root-owned (uid/gid given), mode 0600. */
 int manifest_write_runtime(const struct manifest *m, const char *path, uid_t uid, gid_t gid,
                            struct err *err);
+/*
+ * The same in two halves (file_stage()): the file written and synced beside path now, made
+ * runtime.json by file_stage_commit(ret) once the boot is ready, removed by file_stage_abort().
+ */
+int manifest_stage_runtime(const struct manifest *m, const char *path, uid_t uid, gid_t gid,
+                           struct file_stage *ret, struct err *err);
 /* Frees both strings, wiping the token first. */
 void manifest_dispose(struct manifest *m);
 

@@ -142,12 +142,12 @@ static bool inside_named(const char *own, const char *name)
 	       !strncmp(own + n - k - 1 - d, CGROUP_PLACE_SET_DIR, d) && own[n - k - d - 2] == '/';
 }
 
-static int place_v1(const char *set_dir, const char *name, int c, bool create,
-                    struct cgroup_limits_set *s, struct err *err)
+static int place_v1(const struct cgroup_place_view *view, const char *set_dir, const char *name,
+                    int c, bool create, struct cgroup_limits_set *s, struct err *err)
 {
 	_cleanup_free_ char *own = NULL, *base = NULL, *dir = NULL, *procs = NULL;
 
-	if (cgroup_place_own(v1_names[c], &own) < 0)
+	if (cgroup_place_own_in(view, v1_names[c], &own) < 0)
 		return 0; /* no such hierarchy: not placed */
 	if (!create && inside_named(own, name)) {
 		/* We sit in it (the engine, the supervisor): our forks are born there. */
@@ -173,7 +173,7 @@ static int place_v1(const char *set_dir, const char *name, int c, bool create,
 	}
 	if (cgroup_place_fs_magic(dir) != CGROUP_SUPER_MAGIC)
 		return 0;
-	if (asprintf(&procs, "%s/cgroup.procs", dir) < 0)
+	if (asprintf(&procs, "%s/" CGROUP_LIMITS_JOIN_FILE, dir) < 0)
 		return err_oom(err);
 	s->join_fd[c] = open(procs, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (s->join_fd[c] < 0)
@@ -182,10 +182,18 @@ static int place_v1(const char *set_dir, const char *name, int c, bool create,
 	return 0;
 }
 
+static void view_disposep(struct cgroup_place_view *v)
+{
+	cgroup_place_view_dispose(v);
+}
+
 int cgroup_limits_place(const char *set_dir, bool set_v2, const char *name,
                         const struct cgroup_limits *want, bool create, struct cgroup_limits_set *s,
                         struct err *err)
 {
+	_cleanup_(view_disposep) struct cgroup_place_view view = {0};
+	int viewed = 0;
+
 	for (int c = 0; c < CGROUP_LIMITS_N; c++) {
 		if (s->dir[c] || (create && !wanted(want, c)))
 			continue;
@@ -196,7 +204,13 @@ int cgroup_limits_place(const char *set_dir, bool set_v2, const char *name,
 			s->v2[c] = true;
 			continue;
 		}
-		if (place_v1(set_v2 ? NULL : set_dir, name, c, create, s, err) < 0)
+		/* Where we sit, read once for the three hierarchies; unreadable: none to place in.
+		 */
+		if (!viewed)
+			viewed = cgroup_place_view_read(&view) == 0 ? 1 : -1;
+		if (viewed < 0)
+			continue;
+		if (place_v1(&view, set_v2 ? NULL : set_dir, name, c, create, s, err) < 0)
 			return -1;
 	}
 	return 0;
@@ -322,21 +336,61 @@ static int write_self(int fd)
 	return file_write_all(fd, "0\n", 2);
 }
 
+/* Whether this process has one thread, the caller (/proc/self/status's Threads). */
+static bool single_threaded(void)
+{
+	char buf[PSEUDO_MAX];
+	const char *t;
+
+	if (read_small("/proc/self", "status", buf, sizeof(buf)) < 0)
+		return false;
+	t = strstr(buf, "\nThreads:");
+	return t && strtoul(t + strlen("\nThreads:"), NULL, 10) == 1;
+}
+
+/* The file through which this process moves: see cgroup_limits_enter(). */
+static const char *join_file(void)
+{
+	return single_threaded() ? CGROUP_LIMITS_JOIN_FILE : "cgroup.procs";
+}
+
+/* This process into the cgroup directory dir_fd: file (tasks or cgroup.procs) there; -errno. */
+static int move_self(int dir_fd, const char *file)
+{
+	_cleanup_close_ int fd = openat(dir_fd, file, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+
+	return fd < 0 ? -errno : write_self(fd);
+}
+
+/*
+ * A process of one thread moves through `tasks`: the kernel moves that one thread without
+ * taking its thread-group lock, whose first taking in a while waits for an RCU grace period
+ * (8-18 ms on the test machines, bench/cgroup_join_bench.c). One of several threads moves
+ * through cgroup.procs, all of them, and pays that wait.
+ */
 int cgroup_limits_enter(struct cgroup_limits_set *s, struct err *err)
 {
+	_cleanup_(view_disposep) struct cgroup_place_view view = {0};
+	const char *file = join_file();
+	int viewed = cgroup_place_view_read(&view);
+
 	for (int c = 0; c < CGROUP_LIMITS_N; c++) {
-		_cleanup_free_ char *own = NULL, *procs = NULL;
+		_cleanup_free_ char *own = NULL;
+		_cleanup_close_ int dir = -1;
 		int r;
 
 		if (s->join_fd[c] < 0 || s->inside[c])
 			continue;
-		r = cgroup_place_own(v1_names[c], &own);
-		if (r == 0 && asprintf(&procs, "%s/cgroup.procs", own) < 0)
-			r = -ENOMEM;
-		if (r == 0) {
-			s->back_fd[c] = open(procs, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
-			r = s->back_fd[c] < 0 ? -errno : write_self(s->join_fd[c]);
-		}
+		/* Where we came from, as it was before the first move. */
+		r = viewed < 0 ? viewed : cgroup_place_own_in(&view, v1_names[c], &own);
+		if (r == 0 && (s->back_fd[c] = open(own, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
+			r = -errno;
+		if (r == 0 && strcmp(file, CGROUP_LIMITS_JOIN_FILE) == 0)
+			r = write_self(s->join_fd[c]);
+		else if (r == 0)
+			r = (dir = open(s->dir[c], O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0
+			        ? -errno
+			        : move_self(dir, file);
 		if (r < 0) {
 			cgroup_limits_leave(s);
 			errno = -r;
@@ -350,11 +404,16 @@ int cgroup_limits_enter(struct cgroup_limits_set *s, struct err *err)
 
 void cgroup_limits_leave(struct cgroup_limits_set *s)
 {
+	const char *file = join_file();
+
 	for (int c = 0; c < CGROUP_LIMITS_N; c++) {
+		int r;
+
 		if (s->back_fd[c] < 0)
 			continue;
-		if (s->inside[c] && write_self(s->back_fd[c]) < 0)
-			log_debug("cannot leave the %s limit's cgroup %s: %m", nouns[c], s->dir[c]);
+		if (s->inside[c] && (r = move_self(s->back_fd[c], file)) < 0)
+			log_debug("cannot leave the %s limit's cgroup %s: %s", nouns[c], s->dir[c],
+			          strerror(-r));
 		else
 			s->inside[c] = false;
 		close(s->back_fd[c]);

@@ -33,13 +33,20 @@ enum cgroup_limits_controller {
 struct cgroup_limits_set {
 	char *dir[CGROUP_LIMITS_N]; /* the cgroup whose files hold the limit; NULL: not placed */
 	bool v2[CGROUP_LIMITS_N];
-	int join_fd[CGROUP_LIMITS_N]; /* cgroup.procs of a v1 cgroup to join besides the set's; -1
-	                               */
+	int join_fd[CGROUP_LIMITS_N]; /* CGROUP_LIMITS_JOIN_FILE of a v1 cgroup to join besides
+	                                 the set's, for a process of one thread; -1 */
 	bool inside[CGROUP_LIMITS_N]; /* this process sits in that v1 cgroup: its forks are born
 	                                 there, nothing to join */
-	int back_fd[CGROUP_LIMITS_N]; /* after cgroup_limits_enter(): cgroup.procs of where this
-	                                 process came from; -1 */
+	int back_fd[CGROUP_LIMITS_N]; /* after cgroup_limits_enter(): the directory of the cgroup
+	                                 this process came from; -1 */
 };
+
+/*
+ * What a process of one thread (a child between fork and exec, the engine) writes "0" to, to
+ * join a v1 cgroup: `tasks` moves the writing thread alone, which the kernel does without its
+ * thread-group lock and so without waiting for an RCU grace period as cgroup.procs does.
+ */
+#define CGROUP_LIMITS_JOIN_FILE "tasks"
 
 /* What the limits did so far, and what they are. */
 struct cgroup_limits_hits {
@@ -84,12 +91,14 @@ void cgroup_limits_read(const struct cgroup_limits_set *s, struct cgroup_limits_
  */
 unsigned cgroup_limits_join_fds(const struct cgroup_limits_set *s, int *fds);
 /*
- * This process joins the v1 cgroups of the limits itself, once (one wait of the kernel's for
- * all of them), so that every process it forks from then on is born inside them. ERR_FAILED
- * "cannot join the memory limit's cgroup DIR: ..." (then it is where it was).
+ * This process joins the v1 cgroups of the limits itself, once, so that every process it forks
+ * from then on is born inside them: through CGROUP_LIMITS_JOIN_FILE when it has one thread (no
+ * wait of the kernel's), else through cgroup.procs (all its threads, one grace period).
+ * ERR_FAILED "cannot join the memory limit's cgroup DIR: ..." (then it is where it was).
  */
 int cgroup_limits_enter(struct cgroup_limits_set *s, struct err *err);
-/* Back to the cgroups it came from (before the v1 cgroups are removed); errors are logged. */
+/* Back to the cgroups it came from (before the v1 cgroups are removed), the same way; errors
+ * are logged. */
 void cgroup_limits_leave(struct cgroup_limits_set *s);
 /* Remove the v1 cgroups made beside the set's own (after its processes are gone). */
 void cgroup_limits_remove(const struct cgroup_limits_set *s);

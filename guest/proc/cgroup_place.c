@@ -6,6 +6,7 @@
 #include "cgroup_place.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +14,10 @@
 #include <sys/statfs.h>
 
 #include "cleanup.h"
+#include "file.h"
+
+/* More than any /proc/self/mountinfo or /proc/self/cgroup we read has. */
+#define VIEW_MAX (1024 * 1024)
 
 /* Undo the octal escapes (\040 for a space) of /proc/self/mountinfo, in place. */
 static void unescape_octal(char *s)
@@ -50,9 +55,10 @@ static bool list_has(const char *list, const char *item)
  * The mount point and mounted root of the cgroup2 hierarchy (controller NULL) or of the v1
  * hierarchy holding controller, below /sys/fs/cgroup.
  */
-static int cgroup_mount(const char *controller, char **ret_mnt, char **ret_root)
+static int cgroup_mount(const char *mountinfo, const char *controller, char **ret_mnt,
+                        char **ret_root)
 {
-	_cleanup_fclose_ FILE *f = fopen("/proc/self/mountinfo", "re");
+	_cleanup_fclose_ FILE *f = fmemopen((void *)mountinfo, strlen(mountinfo), "r");
 	_cleanup_free_ char *line = NULL;
 	size_t cap = 0;
 
@@ -99,9 +105,9 @@ static int cgroup_mount(const char *controller, char **ret_mnt, char **ret_root)
 }
 
 /* Our own cgroup path in the cgroup2 hierarchy (controller NULL) or in controller's. */
-static int own_cgroup(const char *controller, char **ret)
+static int own_cgroup(const char *cgroup, const char *controller, char **ret)
 {
-	_cleanup_fclose_ FILE *f = fopen("/proc/self/cgroup", "re");
+	_cleanup_fclose_ FILE *f = fmemopen((void *)cgroup, strlen(cgroup), "r");
 	_cleanup_free_ char *line = NULL;
 	size_t cap = 0;
 
@@ -124,18 +130,52 @@ static int own_cgroup(const char *controller, char **ret)
 	return -ENOENT;
 }
 
-/* mount point + our path below the mounted root */
+int cgroup_place_view_read(struct cgroup_place_view *v)
+{
+	struct err e;
+
+	*v = (struct cgroup_place_view){0};
+	if (file_read_capped(AT_FDCWD, "/proc/self/mountinfo", VIEW_MAX, 0, &v->mountinfo, NULL,
+	                     &e) < 0 ||
+	    file_read_capped(AT_FDCWD, "/proc/self/cgroup", VIEW_MAX, 0, &v->cgroup, NULL, &e) <
+	        0) {
+		cgroup_place_view_dispose(v);
+		return -(e.code ? e.code : EIO);
+	}
+	return 0;
+}
+
+void cgroup_place_view_dispose(struct cgroup_place_view *v)
+{
+	free(v->mountinfo);
+	free(v->cgroup);
+	*v = (struct cgroup_place_view){0};
+}
+
 int cgroup_place_own(const char *controller, char **ret)
+{
+	struct cgroup_place_view v;
+	int r = cgroup_place_view_read(&v);
+
+	if (r < 0)
+		return r;
+	r = cgroup_place_own_in(&v, controller, ret);
+	cgroup_place_view_dispose(&v);
+	return r;
+}
+
+/* mount point + our path below the mounted root */
+int cgroup_place_own_in(const struct cgroup_place_view *v, const char *controller, char **ret)
 {
 	_cleanup_free_ char *mnt = NULL, *root = NULL, *own = NULL;
 	const char *rel;
 	size_t rl;
 	int r;
 
-	r = cgroup_mount(controller, &mnt, &root);
+	r = cgroup_mount(v->mountinfo, controller, &mnt, &root);
 	if (r < 0)
 		return r;
-	r = own_cgroup(controller, &own);
+	r = own_cgroup(v->cgroup, controller, &own);
 	if (r < 0)
 		return r;
 	rl = strlen(root);

@@ -26,6 +26,17 @@
 int cgroup_place_base(const char *controller, char **ret);
 /* The directory of the cgroup this process sits in, in the same hierarchy; errors as above. */
 int cgroup_place_own(const char *controller, char **ret);
+/*
+ * /proc/self/mountinfo and /proc/self/cgroup read once (0.2 ms here, most of a lookup), for
+ * several lookups of the same moment: cgroup_place_own_in() is cgroup_place_own() with them.
+ */
+struct cgroup_place_view {
+	char *mountinfo;
+	char *cgroup;
+};
+int cgroup_place_view_read(struct cgroup_place_view *v);
+void cgroup_place_view_dispose(struct cgroup_place_view *v);
+int cgroup_place_own_in(const struct cgroup_place_view *v, const char *controller, char **ret);
 /* statfs()'s f_type of path, or -errno. */
 long cgroup_place_fs_magic(const char *path);
 

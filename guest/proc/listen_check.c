@@ -324,6 +324,14 @@ static bool held(const unsigned long *inodes, size_t n, unsigned long inode)
 	return inode != 0 && n && bsearch(&inode, inodes, n, sizeof(*inodes), cmp_inode);
 }
 
+static bool any_on(const struct listeners *l, uint16_t port)
+{
+	for (size_t i = 0; i < l->n; i++)
+		if (l->v[i].port == port)
+			return true;
+	return false;
+}
+
 static bool reaches_loopback4(enum addr_kind k)
 {
 	return k == ADDR_LOOPBACK4 || k == ADDR_ANY4 || k == ADDR_ANY6;
@@ -342,6 +350,12 @@ int listen_check(uint16_t port, const pid_t *pids, size_t n_pids, enum listen_st
 	if (r < 0) {
 		free(l.v);
 		return r;
+	}
+	/* Nobody on the port (the usual answer while a server starts): no process to look into. */
+	if (!any_on(&l, port)) {
+		free(l.v);
+		*ret = LISTEN_NONE;
+		return 0;
 	}
 	r = socket_inodes(pids, n_pids, &inodes, &n_inodes);
 	if (r < 0) {

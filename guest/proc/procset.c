@@ -99,11 +99,21 @@ void procset_free(struct procset *ps)
 	free(ps);
 }
 
-static int open_procs(const char *dir)
+/*
+ * What a child writes "0" to, to join the set between fork and exec (proc_spawn()): a cgroup2
+ * set's cgroup.procs (or nothing: it is born inside, clone3()); a v1 set's tasks, which moves a
+ * process of one thread without the kernel's RCU grace period (cgroup_limits.h).
+ */
+static const char *join_file(bool v1)
+{
+	return v1 ? CGROUP_LIMITS_JOIN_FILE : "cgroup.procs";
+}
+
+static int open_procs(const char *dir, bool v1)
 {
 	_cleanup_free_ char *p = NULL;
 
-	if (asprintf(&p, "%s/cgroup.procs", dir) < 0)
+	if (asprintf(&p, "%s/%s", dir, join_file(v1)) < 0)
 		return -ENOMEM;
 	int fd = open(p, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
 	return fd < 0 ? -errno : fd;
@@ -137,10 +147,10 @@ static int cgroup_make(const char *controller, const char *name, struct procset 
 	ps = procset_new(controller ? PROCSET_CGROUP1 : PROCSET_CGROUP2, dir);
 	if (!ps)
 		return err_oom(err);
-	ps->procs_fd = open_procs(dir);
+	ps->procs_fd = open_procs(dir, controller != NULL);
 	if (ps->procs_fd < 0) {
 		errno = -ps->procs_fd;
-		return err_errno(err, "open %s/cgroup.procs", dir);
+		return err_errno(err, "open %s/%s", dir, join_file(controller != NULL));
 	}
 	*ret = TAKE_PTR(ps);
 	return 0;
@@ -246,10 +256,11 @@ int procset_open(const char *cgroup_path, struct procset **ret, struct err *err)
 	                 cgroup_path);
 	if (!ps)
 		return err_oom(err);
-	ps->procs_fd = open_procs(cgroup_path);
+	ps->procs_fd = open_procs(cgroup_path, ps->backend == PROCSET_CGROUP1);
 	if (ps->procs_fd < 0) {
 		errno = -ps->procs_fd;
-		return err_errno(err, "open %s/cgroup.procs", cgroup_path);
+		return err_errno(err, "open %s/%s", cgroup_path,
+		                 join_file(ps->backend == PROCSET_CGROUP1));
 	}
 	/* The limits' cgroups of the same name, where they exist. */
 	if (cgroup_limits_place(cgroup_path, ps->backend == PROCSET_CGROUP2,

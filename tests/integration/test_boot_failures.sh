@@ -81,6 +81,8 @@ check "exit 1" [ "$RC" -eq 1 ]
 check "cause last: how it exited" \
 	bash -c "tail -1 '$ERR' | grep -q '^Sandbox start failed: the server exited with status 4 before it was ready'"
 check "the server's output is in the tail" grep -qx 'crashing' "$ERR"
+check "neither runtime.json nor its copy written while the server started is left" \
+	bash -c "! ls -a '$(dirname "$app")' | grep -q '^runtime.json'"
 
 echo "--- the server never listens (deadline)"
 app=$(pyapp_make nolisten 'start="exec sleep 7777"')

@@ -6,10 +6,12 @@
  */
 #include <check.h>
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -276,8 +278,15 @@ static int entered_child(struct procset *ps, const char *name)
 	if (h.now.memory_max != 64ULL << 20)
 		return 12;
 	{
+		_cleanup_free_ char *cmd = NULL;
+		if (asprintf(&cmd,
+		             "grep -q '^0$' /proc/self/oom_score_adj && "
+		             "grep -q ':memory:.*/%s$' /proc/self/cgroup && "
+		             "grep -q ':pids:.*/%s$' /proc/self/cgroup",
+		             name, name) < 0)
+			return 16;
 		struct proc_spec sp = {
-		    .command = "grep -q '^0$' /proc/self/oom_score_adj && cat /proc/self/cgroup",
+		    .command = cmd,
 		    .output_fd = -1,
 		    .procs_fd = procset_procs_fd(again),
 		    .keep_fd = -1,
@@ -296,39 +305,35 @@ static int entered_child(struct procset *ps, const char *name)
 	return cg ? 15 : 0;
 }
 
-START_TEST(test_enter_once)
+/*
+ * As root with v1 limits: a process set limited to 64 MiB and 64 processes, child(set, name) in
+ * a forked process, which must return 0; then the set is stopped, and its cgroups are gone.
+ */
+static void in_v1_limits(const char *prefix, int (*child)(struct procset *, const char *))
 {
 	_cleanup_procset_ struct procset *ps = NULL;
 	struct cgroup_limits l = {.memory_max = 64ULL << 20, .pids_max = 64};
-	int status = 0;
+	int join[CGROUP_LIMITS_N], status = 0;
 	char name[64];
 	struct err e;
 	pid_t pid;
 
 	if (geteuid() != 0) {
-		fprintf(stderr, "test_enter_once: not root, skipped\n");
+		fprintf(stderr, "%s: not root, skipped\n", prefix);
 		return;
 	}
-	snprintf(name, sizeof(name), "test-enter-%d", (int)getpid());
+	snprintf(name, sizeof(name), "%s-%d", prefix, (int)getpid());
 	ck_assert_int_eq(procset_create(name, &ps, &e), 0);
-	if (procset_limit(ps, name, &l, &e) < 0) {
-		fprintf(stderr, "test_enter_once: %s, skipped\n", e.msg);
+	if (procset_limit(ps, name, &l, &e) < 0 || procset_join_fds(ps, join) == 0) {
+		fprintf(stderr, "%s: no v1 limits here, skipped\n", prefix);
 		procset_destroy(ps);
 		return;
 	}
-	{
-		int join[CGROUP_LIMITS_N];
-		if (procset_join_fds(ps, join) == 0) {
-			fprintf(stderr, "test_enter_once: no v1 limits here, skipped\n");
-			procset_destroy(ps);
-			return;
-		}
-	}
 	pid = fork();
 	if (pid == 0)
-		_exit(entered_child(ps, name));
+		_exit(child(ps, name));
 	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the entered child: %d",
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "%s: the child: %d", prefix,
 	              WEXITSTATUS(status));
 	ck_assert_int_eq(procset_stop(ps, 100, getpid(), &e), 0);
 	procset_destroy(ps);
@@ -338,6 +343,86 @@ START_TEST(test_enter_once)
 		ck_assert_int_ge(asprintf(&dir, "%s/%s", base, name), 0);
 		ck_assert_msg(access(dir, F_OK) < 0, "%s is left", dir);
 	}
+}
+
+START_TEST(test_enter_once)
+{
+	in_v1_limits("test-enter", entered_child);
+}
+END_TEST
+
+/* Whether thread tid of this process sits in a v1 memory cgroup named name. */
+static bool thread_inside(pid_t tid, const char *name)
+{
+	char path[64], line[512];
+	bool found = false;
+	size_t n = strlen(name);
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/cgroup", (int)tid);
+	f = fopen(path, "re");
+	if (!f)
+		return false;
+	while (fgets(line, sizeof(line), f)) {
+		size_t len = strcspn(line, "\n");
+		line[len] = '\0';
+		if (strstr(line, ":memory:") && len > n && line[len - n - 1] == '/' &&
+		    strcmp(line + len - n, name) == 0)
+			found = true;
+	}
+	fclose(f);
+	return found;
+}
+
+struct parked {
+	int fd;
+	_Atomic pid_t tid;
+};
+
+/* A second thread: says who it is, then waits for a byte. */
+static void *parked(void *arg)
+{
+	struct parked *pk = arg;
+	char c;
+
+	pk->tid = (pid_t)syscall(SYS_gettid);
+	return read(pk->fd, &c, 1) < 0 ? NULL : arg;
+}
+
+/* A process of two threads enters the limits: both are inside, and both leave again. */
+static int threads_child(struct procset *ps, const char *name)
+{
+	struct parked pk = {.fd = -1};
+	int p[2];
+	pthread_t t;
+	pid_t tid;
+	struct err e;
+
+	if (pipe(p) < 0)
+		return 20;
+	pk.fd = p[0];
+	if (pthread_create(&t, NULL, parked, &pk) != 0)
+		return 20;
+	for (int i = 0; i < 1000 && !pk.tid; i++)
+		usleep(1000);
+	tid = pk.tid;
+	if (!tid)
+		return 21;
+	if (procset_enter_limits(ps, &e) < 0)
+		return 22;
+	if (!thread_inside(getpid(), name) || !thread_inside(tid, name))
+		return 23;
+	procset_leave_limits(ps);
+	if (thread_inside(getpid(), name) || thread_inside(tid, name))
+		return 24;
+	if (write(p[1], "x", 1) != 1 || pthread_join(t, NULL) != 0)
+		return 25;
+	return 0;
+}
+
+START_TEST(test_enter_threads)
+{
+	in_v1_limits("test-threads", threads_child);
 }
 END_TEST
 
@@ -354,6 +439,7 @@ static Suite *limits_suite(void)
 	tcase_add_test(tc, test_spec_limits);
 	tcase_add_test(tc, test_real_oom_counted);
 	tcase_add_test(tc, test_enter_once);
+	tcase_add_test(tc, test_enter_threads);
 	tcase_set_timeout(tc, 30);
 	suite_add_tcase(s, tc);
 	return s;

@@ -469,6 +469,40 @@ START_TEST(test_write_runtime)
 }
 END_TEST
 
+/* Staged: nothing at the path until the commit; an abort leaves nothing. */
+START_TEST(test_stage_runtime)
+{
+	struct manifest m = {.mcp_path = "/mcp", .mcp_token = TOKEN}, back = {0};
+	struct file_stage stage;
+	char path[128], tmp[256];
+	struct stat st;
+	struct err e;
+
+	snprintf(path, sizeof(path), "%s/staged.json", tmpdir);
+	err_clear(&e);
+	ck_assert_msg(manifest_stage_runtime(&m, path, (uid_t)-1, (gid_t)-1, &stage, &e) == 0, "%s",
+	              e.msg);
+	ck_assert_int_lt(lstat(path, &st), 0);
+	ck_assert_ptr_nonnull(stage.tmp);
+	ck_assert_int_eq(lstat(stage.tmp, &st), 0);
+	ck_assert_int_eq(st.st_mode & 07777, 0600);
+	ck_assert_int_eq(file_stage_commit(&stage, &e), 0);
+	ck_assert_ptr_null(stage.tmp);
+	ck_assert_int_eq(read_at("staged.json", &back, &e), 0);
+	ck_assert_str_eq(back.mcp_token, TOKEN);
+	manifest_dispose(&back);
+	ck_assert_int_eq(unlink(path), 0);
+
+	ck_assert_int_eq(manifest_stage_runtime(&m, path, (uid_t)-1, (gid_t)-1, &stage, &e), 0);
+	snprintf(tmp, sizeof(tmp), "%s", stage.tmp);
+	file_stage_abort(&stage);
+	ck_assert_int_lt(lstat(tmp, &st), 0);
+	ck_assert_int_lt(lstat(path, &st), 0);
+	file_stage_abort(&stage); /* twice: nothing to do */
+	ck_assert_int_lt(file_stage_commit(&stage, &e), 0);
+}
+END_TEST
+
 START_TEST(test_write_runtime_missing_directory)
 {
 	struct manifest m = {.mcp_path = "/mcp", .mcp_token = TOKEN};
@@ -508,6 +542,7 @@ static Suite *manifest_suite(void)
 	tcase_add_test(tf, test_read_refuses_directory_and_missing);
 	tcase_add_test(tf, test_read_refuses_oversized);
 	tcase_add_test(tf, test_write_runtime);
+	tcase_add_test(tf, test_stage_runtime);
 	tcase_add_test(tf, test_write_runtime_missing_directory);
 	suite_add_tcase(s, tf);
 	return s;
