@@ -20,12 +20,13 @@ chmod 755 "$TMP"
 export HOME=$TMP/home
 mkdir -p "$HOME"
 cleanup() {
-	[ -n "${AGENT_PID:-}" ] && kill "$AGENT_PID" 2>/dev/null
+	# The apps first, through the daemon, then the daemon (an app stopped already answers 3:
+	# not a failure of the bench)
 	for ws in "$TMP"/ws*; do
-		# (an app stopped already answers 3: not a failure of the bench)
 		[ -d "$ws/app" ] && { "$CTL" --connect "unix:$TMP/agent.sock" stop --app-dir "$ws/app" \
 			--grace 1 >/dev/null 2>&1 || true; }
 	done
+	[ -n "${AGENT_PID:-}" ] && kill "$AGENT_PID" 2>/dev/null
 	tests/git-server/stop.sh "$TMP/server" >/dev/null 2>&1 || true
 	[ -n "${KEEP:-}" ] || rm -rf "$TMP"
 }
