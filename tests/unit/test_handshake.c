@@ -510,7 +510,8 @@ static int pass_edited(struct hs_side *from, size_t *cursor, struct hs_side *to,
 	body = get_be32(wire + skip);
 	ck_assert_uint_eq(skip + FRAME_HEADER_LEN + body, n);
 	body -= cut;
-	memcpy(wire + skip + FRAME_HEADER_LEN + body, add, add_len);
+	if (add_len > 0)
+		memcpy(wire + skip + FRAME_HEADER_LEN + body, add, add_len);
 	body += add_len;
 	frame_put_header(wire + skip, (uint32_t)body);
 	wire[skip + flip] ^= x;
