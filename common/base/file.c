@@ -117,13 +117,16 @@ static int write_failed(const char *path, const char *tmp, int r, struct err *er
 }
 
 /* data into tmp, the temporary file of path (PATH_MAX bytes), synced when sync. */
+/* The temporary file beside path: path.tmp.<pid>, or path FILE_STAGE_SUFFIX for a stage. */
 static int write_tmp(const char *path, const void *data, size_t len, mode_t mode, uid_t uid,
-                     gid_t gid, bool sync, char *tmp, struct err *err)
+                     gid_t gid, bool sync, bool staged, char *tmp, struct err *err)
 {
 	_cleanup_close_ int fd = -1;
-	int r;
+	int r, n;
 
-	if (snprintf(tmp, PATH_MAX, "%s.tmp.%ld", path, (long)getpid()) >= PATH_MAX)
+	n = staged ? snprintf(tmp, PATH_MAX, "%s" FILE_STAGE_SUFFIX, path)
+	           : snprintf(tmp, PATH_MAX, "%s.tmp.%ld", path, (long)getpid());
+	if (n < 0 || n >= PATH_MAX)
 		return err_set(err, ERR_FAILED, ENAMETOOLONG, "path too long: %s", path);
 	/* A leftover (or planted) file of that name is removed, never written through. */
 	(void)unlink(tmp);
@@ -165,7 +168,7 @@ static int file_write_rename(const char *path, const void *data, size_t len, mod
 {
 	char tmp[PATH_MAX];
 
-	if (write_tmp(path, data, len, mode, uid, gid, sync, tmp, err) < 0)
+	if (write_tmp(path, data, len, mode, uid, gid, sync, false, tmp, err) < 0)
 		return -1;
 	return rename_tmp(tmp, path, sync, err);
 }
@@ -176,7 +179,7 @@ int file_stage(const char *path, const void *data, size_t len, mode_t mode, uid_
 	char tmp[PATH_MAX];
 
 	*ret = (struct file_stage){0};
-	if (write_tmp(path, data, len, mode, uid, gid, true, tmp, err) < 0)
+	if (write_tmp(path, data, len, mode, uid, gid, true, true, tmp, err) < 0)
 		return -1;
 	ret->path = strdup(path);
 	ret->tmp = strdup(tmp);
@@ -208,6 +211,14 @@ void file_stage_abort(struct file_stage *s)
 	free(s->tmp);
 	free(s->path);
 	*s = (struct file_stage){0};
+}
+
+void file_stage_remove(const char *path)
+{
+	char tmp[PATH_MAX];
+
+	if (snprintf(tmp, sizeof(tmp), "%s" FILE_STAGE_SUFFIX, path) < (int)sizeof(tmp))
+		(void)unlink(tmp);
 }
 
 int file_mkdir_p(const char *path, mode_t mode, struct err *err)

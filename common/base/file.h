@@ -52,7 +52,11 @@ int file_write_replace(const char *path, const void *data, size_t len, mode_t mo
  * may appear: file_stage() writes and syncs the temporary file beside path (the slow half),
  * file_stage_commit() renames it over path and syncs the directory, file_stage_abort() removes
  * it (and does nothing to a stage committed or never made). Each leaves s empty.
+ * The temporary file has a fixed name, path FILE_STAGE_SUFFIX, so that one left by a process
+ * that died between the halves is found again: file_stage_remove(path) removes it (callers
+ * serialize their stages of one path, e.g. under a lock).
  */
+#define FILE_STAGE_SUFFIX ".staged"
 struct file_stage {
 	char *path;
 	char *tmp; /* NULL: nothing staged */
@@ -61,6 +65,7 @@ int file_stage(const char *path, const void *data, size_t len, mode_t mode, uid_
                struct file_stage *ret, struct err *err);
 int file_stage_commit(struct file_stage *s, struct err *err);
 void file_stage_abort(struct file_stage *s);
+void file_stage_remove(const char *path);
 
 /* write() all of buf, retrying on EINTR and short writes. */
 int file_write_all(int fd, const void *buf, size_t len);

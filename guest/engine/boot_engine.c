@@ -45,6 +45,8 @@
  * The server is looked at every READY_POLL_MS for its first READY_POLL_FAST_FOR_MS (a quick app
  * is seen listening at most about a millisecond late; a look costs about 0.1 ms while nobody
  * listens on the port), then every READY_POLL_SLOW_MS, not to take the CPU from a slow one.
+ * Without a cgroup the boot's processes are found by a walk of /proc (about 1 ms for a hundred
+ * processes), so every look is READY_POLL_SLOW_MS apart.
  */
 #define READY_POLL_MS 1
 #define READY_POLL_FAST_FOR_MS 1000
@@ -558,9 +560,9 @@ static int wait_ready(const struct step_context *ctx, const struct supervisor_in
 		{
 			struct pollfd pfd[2] = {{.fd = pidfd, .events = POLLIN},
 			                        {.fd = ctx->signal_fd, .events = POLLIN}};
-			poll(pfd, 2,
-			     now - since < READY_POLL_FAST_FOR_MS ? READY_POLL_MS
-			                                          : READY_POLL_SLOW_MS);
+			bool fast = now - since < READY_POLL_FAST_FOR_MS &&
+			            procset_backend_of(ctx->procs) != PROCSET_NO_CGROUP;
+			poll(pfd, 2, fast ? READY_POLL_MS : READY_POLL_SLOW_MS);
 		}
 	}
 }
@@ -836,6 +838,7 @@ int boot_engine_run(struct boot_plan *p, const struct boot_options *o,
 	if (stop_previous(p, err) < 0)
 		goto out;
 	unlink(p->runtime_path);
+	file_stage_remove(p->runtime_path); /* left by a boot that died while its server started */
 
 	boot_state_set(&st.shape, p->shape == BOOT_SHAPE_SPEC ? "spec" : "directory");
 	boot_state_set(&st.app_dir, p->app_dir);
@@ -1031,6 +1034,9 @@ int boot_engine_stop(const char *state_dir, unsigned grace_ms, struct err *err)
 		if (r >= 0)
 			procset_destroy(procs);
 	}
+	/* A boot killed while its server started leaves its runtime.json staged (the token). */
+	if (r >= 0 && st.runtime_path)
+		file_stage_remove(st.runtime_path);
 	if (r >= 0 && st.status && strcmp(st.status, "ready") == 0) {
 		boot_state_set(&st.status, "stopped");
 		st.supervisor_pid = 0;

@@ -206,6 +206,22 @@ assert s["reason"] == "the boot was interrupted: its process is gone", s' "$TMP/
 "$BOOT" --stop --grace 1000 "$app" >/dev/null 2>&1
 check "its step was stopped by --stop" [ -z "$(pgrep -f 'sleep 8889')" ]
 
+echo "--- a boot killed while its server starts: the runtime.json it staged (the token) goes"
+app=$(pyapp_make killedstart 'start="exec sleep 8890"')
+staged=$(dirname "$app")/runtime.json.staged
+$(platform_env) "$BOOT" --listen "127.0.0.1:$LISTEN_PORT" --grace 1000 --cache-root "$TMP/cache" \
+	"$app" >/dev/null 2>&1 &
+bootpid=$!
+for _ in $(seq 100); do [ -e "$staged" ] && pgrep -f 'sleep 8890' >/dev/null && break; sleep 0.1; done
+check "while the server starts, runtime.json is staged, root's and 0600" \
+	[ "$(stat -c '%U %a' "$staged" 2>/dev/null)" = "root 600" ]
+kill -KILL "$bootpid"
+wait "$bootpid" 2>/dev/null
+check "the killed boot left it" [ -e "$staged" ]
+"$BOOT" --stop --grace 1000 "$app" >/dev/null 2>&1
+check "--stop removes it" [ ! -e "$staged" ]
+check "and stops the server" [ -z "$(pgrep -f 'sleep 8890')" ]
+
 echo "--- two apps with the same session id"
 app1=$(pyapp_make twin1)
 app2=$(pyapp_make twin2)

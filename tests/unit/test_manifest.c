@@ -500,6 +500,18 @@ START_TEST(test_stage_runtime)
 	ck_assert_int_lt(lstat(path, &st), 0);
 	file_stage_abort(&stage); /* twice: nothing to do */
 	ck_assert_int_lt(file_stage_commit(&stage, &e), 0);
+
+	/* A stage its process never ended (killed between the halves) is found by its name. */
+	ck_assert_int_eq(manifest_stage_runtime(&m, path, (uid_t)-1, (gid_t)-1, &stage, &e), 0);
+	snprintf(tmp, sizeof(tmp), "%s" FILE_STAGE_SUFFIX, path);
+	ck_assert_str_eq(stage.tmp, tmp);
+	free(stage.tmp);
+	free(stage.path);
+	ck_assert_int_eq(lstat(tmp, &st), 0);
+	file_stage_remove(path);
+	ck_assert_int_lt(lstat(tmp, &st), 0);
+	ck_assert_int_lt(lstat(path, &st), 0);
+	file_stage_remove(path); /* nothing there: nothing to do */
 }
 END_TEST
 
