@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "log.h"
@@ -40,6 +41,14 @@ void serve_conn_free(struct conn *c)
 			close(c->fd);
 	}
 	free(c);
+}
+
+/* A socket or a pipe: its bytes are one peer's, from its start. */
+static bool fd_is_stream_of_one(int fd)
+{
+	struct stat st;
+
+	return fstat(fd, &st) == 0 && (S_ISSOCK(st.st_mode) || S_ISFIFO(st.st_mode));
 }
 
 static void error_on(struct conn *c, uint32_t stream, int code, const char *fmt, ...)
@@ -248,9 +257,11 @@ struct conn *serve_conn_new(struct serve *srv, int fd, int wfd, bool owns_fds, c
 			c->state = CONN_DEAD;
 		} else {
 			c->owns_io = true;
-			/* An accepted socket or stdio: one connection (the serial port brings its
-			 * io). */
-			frame_io_set_connection(c->io);
+			/* An accepted socket, or stdio on a socket or pipe: one connection (the
+			 * serial port brings its io; a terminal or a character device may hold
+			 * bytes of an older session, so its bodies are still scanned). */
+			if (fd_is_stream_of_one(fd))
+				frame_io_set_connection(c->io);
 			if (wfd != fd)
 				frame_io_set_write_fd(c->io, wfd);
 		}

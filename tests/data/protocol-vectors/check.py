@@ -46,7 +46,7 @@ def check(what, got, want):
     print(f"ok  {what}")
 
 
-# The ciphers (section 4.6): id, name, AEAD.
+# The ciphers (section 4.7): id, name, AEAD.
 CIPHERS = {1: ("chacha20-poly1305", ChaCha20Poly1305), 2: ("aes256-gcm", AESGCM)}
 
 
