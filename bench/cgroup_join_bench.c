@@ -36,23 +36,30 @@ static double now_ms(void)
 	return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
 }
 
-/* Where this process sits in hierarchy h (/proc/self/cgroup), as a directory; 0 or -1. */
+/*
+ * Where this process sits in hierarchy h (/proc/self/cgroup: "id:controllers:path", the
+ * controllers a comma list, e.g. "cpu,cpuacct" co-mounted), as a directory; 0 or -1.
+ */
 static int own_dir(const char *h, char *buf, size_t len)
 {
-	char line[1024], key[64];
+	char line[1024];
 	FILE *f = fopen("/proc/self/cgroup", "re");
 	int r = -1;
 
 	if (!f)
 		return -1;
-	snprintf(key, sizeof(key), ":%s:", h);
 	while (r < 0 && fgets(line, sizeof(line), f)) {
-		char *k = strstr(line, key);
-		if (!k)
+		char *ctl = strchr(line, ':'), *path, *save = NULL;
+
+		if (!ctl || !(path = strchr(++ctl, ':')))
 			continue;
-		line[strcspn(line, "\n")] = '\0';
-		snprintf(buf, len, "/sys/fs/cgroup/%s%s", h, k + strlen(key));
-		r = 0;
+		*path++ = '\0';
+		path[strcspn(path, "\n")] = '\0';
+		for (char *c = strtok_r(ctl, ",", &save); c; c = strtok_r(NULL, ",", &save))
+			if (strcmp(c, h) == 0) {
+				snprintf(buf, len, "/sys/fs/cgroup/%s%s", h, path);
+				r = 0;
+			}
 	}
 	fclose(f);
 	return r;

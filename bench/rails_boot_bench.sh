@@ -25,6 +25,7 @@ TMP=$(mktemp -d /tmp/sandbox-railsbench.XXXXXX)
 chmod 755 "$TMP"
 cleanup() {
 	[ -n "${SERVER:-}" ] && kill "$SERVER" 2>/dev/null
+	[ -n "${OBSERVER:-}" ] && kill "$OBSERVER" 2>/dev/null
 	for s in "$TMP"/e*/boot/spec.json; do
 		[ -f "$s" ] && { "$BOOT" --stop --grace 1000 --spec "$s" >/dev/null 2>&1 || true; }
 	done
@@ -81,15 +82,24 @@ by_hand() {
 		exit 1
 	}
 	observe "$port" >"$w/accept" &
-	local obs=$!
+	OBSERVER=$!
 	runuser -u sandbox -- env -i PATH=/usr/bin:/bin HOME=/home/sandbox LANG=C.UTF-8 \
 		DATABASE_URL="sqlite3:$w/db.sqlite3" SECRET_KEY_BASE="$SKB" PORT="$port" \
 		sh -c "cd '$w/app' && exec bin/rails server -b 127.0.0.1 -p $port" >>"$w/out" 2>&1 &
 	SERVER=$!
+	local deadline=$(($(date +%s) + 300))
 	until [ "$(curl -s -o /dev/null -w '%{http_code}' --noproxy '*' \
-		"http://127.0.0.1:$port/action_agent/mcp" 2>/dev/null)" = 401 ]; do sleep 0.001; done
+		"http://127.0.0.1:$port/action_agent/mcp" 2>/dev/null)" = 401 ]; do
+		if ! kill -0 "$SERVER" 2>/dev/null || [ "$(date +%s)" -gt "$deadline" ]; then
+			echo "rails_boot_bench: the server by hand did not answer (its output: $w/out)" >&2
+			cat "$w/out" >&2
+			exit 1
+		fi
+		sleep 0.001
+	done
 	t1=$(ns)
-	wait "$obs"
+	wait "$OBSERVER"
+	OBSERVER=
 	accept=$(cat "$w/accept")
 	kill "$SERVER"
 	wait "$SERVER" 2>/dev/null || true
@@ -115,7 +125,7 @@ engine() {
 EOF
 	chmod 600 "$w/boot/spec.json"
 	observe "$port" >"$w/accept" &
-	local obs=$!
+	OBSERVER=$!
 	t0=$(ns)
 	env -i PATH=/usr/bin:/bin:/usr/sbin:/sbin HOME=/root LANG=C.UTF-8 SANDBOX_SESSION_ID=bench0001 \
 		"$BOOT" --spec "$w/boot/spec.json" --cache-root "$TMP/cache" >/dev/null 2>"$w/err" || {
@@ -123,10 +133,11 @@ EOF
 		exit 1
 	}
 	t1=$(ns)
-	wait "$obs"
+	wait "$OBSERVER"
+	OBSERVER=
 	accept=$(cat "$w/accept")
 	cp "$w/boot/state.json" "$TMP/timeline.$1"
-	"$BOOT" --stop --grace 1000 --spec "$w/boot/spec.json" >/dev/null 2>&1
+	"$BOOT" --stop --grace 1000 --spec "$w/boot/spec.json" >/dev/null 2>&1 || true
 	echo "$(((t1 - t0) / 1000000)) $(((t1 - accept) / 1000))"
 }
 
