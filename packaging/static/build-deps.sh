@@ -22,7 +22,9 @@
 # Environment: SANDBOX_CACHE, SANDBOX_STATIC_REFRESH_DAYS (default 7: how old the source index
 # may get before it is re-read; 0 re-reads it every run), SANDBOX_STATIC_KEEP (default 3: built
 # sets kept, least recently used go first), SANDBOX_STATIC_JOBS (default: nproc),
-# SANDBOX_STATIC_APT_URI (default: the URI this machine's apt uses for bookworm), MUSL_CC.
+# SANDBOX_STATIC_APT_URI (default: the URI this machine's apt uses for bookworm), MUSL_CC,
+# SANDBOX_STATIC_SYSTEM_LIBC=1 (build with the system's libc.a when the archive has no source
+# of the installed musl-dev; without it that is an error: the agent would be 37 KB larger).
 # Needs: musl-tools cmake make autoconf automake libtool dpkg-dev (apt-get source) xz-utils.
 #
 # Prefix: include/ kernel-include/ lib/ (the libraries' archives) lib/musl/libc.a (link with
@@ -284,9 +286,14 @@ if [ "$musl_src" != no ]; then
 	run make -C "$d" -j "$JOBS" lib/libc.a
 	cp "$d/lib/libc.a" "$STAGE/lib/musl/libc.a"
 	musl_libc="built from the source of musl $musl_src"
-else
+elif [ "${SANDBOX_STATIC_SYSTEM_LIBC:-}" = 1 ]; then
 	musl_libc="the system's: no source of musl-dev ${musl_dev:-(not installed)} in the archive"
 	say "no musl source for musl-dev ${musl_dev:-(not installed)}: the system's libc.a stays in use"
+else
+	die "the archive has no source of musl ${musl_dev:-(musl-dev is not installed)}, the" \
+		"installed musl-dev, to build libc.a from: install the bookworm musl-dev" \
+		"(apt-get install musl-dev/bookworm), or set SANDBOX_STATIC_SYSTEM_LIBC=1 to link" \
+		"the system's libc.a (37 KB larger)"
 fi
 
 begin zlib
