@@ -206,8 +206,15 @@ int cgroup_limits_place(const char *set_dir, bool set_v2, const char *name,
 		}
 		/* Where we sit, read once for the three hierarchies; unreadable: none to place in.
 		 */
-		if (!viewed)
-			viewed = cgroup_place_view_read(&view) == 0 ? 1 : -1;
+		if (!viewed) {
+			int r = cgroup_place_view_read(&view);
+			viewed = r == 0 ? 1 : -1;
+			if (r < 0)
+				log_warn(
+				    "cannot read /proc/self/mountinfo or /proc/self/cgroup (%s): "
+				    "no v1 cgroup to place the limits in",
+				    strerror(-r));
+		}
 		if (viewed < 0)
 			continue;
 		if (place_v1(&view, set_v2 ? NULL : set_dir, name, c, create, s, err) < 0)
@@ -385,9 +392,19 @@ int cgroup_limits_enter(struct cgroup_limits_set *s, struct err *err)
 		r = viewed < 0 ? viewed : cgroup_place_own_in(&view, v1_names[c], &own);
 		if (r == 0 && (s->back_fd[c] = open(own, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
 			r = -errno;
-		if (r == 0 && strcmp(file, CGROUP_LIMITS_JOIN_FILE) == 0)
+		if (r < 0) {
+			cgroup_limits_leave(s);
+			errno = -r;
+			return err_errno(
+			    err,
+			    "cannot join the %s limit's cgroup: cannot find or open the "
+			    "%s cgroup this process came from (/proc/self/cgroup, "
+			    "/proc/self/mountinfo%s%s), to return to after the boot",
+			    nouns[c], v1_names[c], own ? ": " : "", own ? own : "");
+		}
+		if (strcmp(file, CGROUP_LIMITS_JOIN_FILE) == 0)
 			r = write_self(s->join_fd[c]);
-		else if (r == 0)
+		else
 			r = (dir = open(s->dir[c], O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0
 			        ? -errno
 			        : move_self(dir, file);

@@ -16,8 +16,11 @@
 #include "cleanup.h"
 #include "file.h"
 
-/* More than any /proc/self/mountinfo or /proc/self/cgroup we read has. */
-#define VIEW_MAX (1024 * 1024)
+/*
+ * More than any /proc/self/mountinfo or /proc/self/cgroup we read has (the kernel's own text:
+ * a host with thousands of mounts, containers' included, stays well below).
+ */
+#define VIEW_MAX (16 * 1024 * 1024)
 
 /* Undo the octal escapes (\040 for a space) of /proc/self/mountinfo, in place. */
 static void unescape_octal(char *s)
