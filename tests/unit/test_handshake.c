@@ -620,11 +620,14 @@ START_TEST(test_cipher_extensions_parsed)
 	ck_assert_uint_eq(handshake_cipher(f.g.hs), HS_CIPHER_AES256_GCM);
 	ck_assert_uint_eq(next_len(&f.g, f.gc), 109);
 	fixture_dispose(&f);
-	/* An extension longer than the hello, an empty or repeated offer: refused as malformed. */
+	/*
+	 * An extension longer than the hello, an empty or repeated offer, an offer of more than
+	 * HS_CIPHERS_MAX (8) ids: refused as malformed.
+	 */
 	static const char *const bad[] = {"\x01\x05\x02", "\x01\x00", "\x01\x01\x02\x01\x01\x01",
-	                                  "\x01"};
-	static const size_t bad_len[] = {3, 2, 6, 1};
-	for (size_t i = 0; i < 4; i++) {
+	                                  "\x01", "\x01\x09\x02\x01\x01\x01\x01\x01\x01\x01\x01"};
+	static const size_t bad_len[] = {3, 2, 6, 1, 11};
+	for (size_t i = 0; i < sizeof(bad_len) / sizeof(bad_len[0]); i++) {
 		cipher_fixture(&f, chacha, 1, aes_chacha, 2);
 		ck_assert_int_lt(pass_edited(&f.h, &f.hc, &f.g, 0, bad[i], bad_len[i], 0, 0), 0);
 		ck_assert_int_eq(f.g.err.code, EPROTO);
