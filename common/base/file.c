@@ -116,17 +116,26 @@ static int write_failed(const char *path, const char *tmp, int r, struct err *er
 	return err_errno(err, "cannot write %s", path);
 }
 
-/* data into tmp, the temporary file of path (PATH_MAX bytes), synced when sync. */
-/* The temporary file beside path: path.tmp.<pid>, or path FILE_STAGE_SUFFIX for a stage. */
+/*
+ * The temporary file beside path, in tmp (PATH_MAX bytes): path.tmp.<pid>, or when staged the
+ * stage's fixed name, path FILE_STAGE_SUFFIX; false when it would be too long.
+ */
+static bool tmp_name(const char *path, bool staged, char *tmp)
+{
+	int n = staged ? snprintf(tmp, PATH_MAX, "%s" FILE_STAGE_SUFFIX, path)
+	               : snprintf(tmp, PATH_MAX, "%s.tmp.%ld", path, (long)getpid());
+
+	return n >= 0 && n < PATH_MAX;
+}
+
+/* data into tmp (PATH_MAX bytes), the temporary file of path (tmp_name()); synced when sync. */
 static int write_tmp(const char *path, const void *data, size_t len, mode_t mode, uid_t uid,
                      gid_t gid, bool sync, bool staged, char *tmp, struct err *err)
 {
 	_cleanup_close_ int fd = -1;
-	int r, n;
+	int r;
 
-	n = staged ? snprintf(tmp, PATH_MAX, "%s" FILE_STAGE_SUFFIX, path)
-	           : snprintf(tmp, PATH_MAX, "%s.tmp.%ld", path, (long)getpid());
-	if (n < 0 || n >= PATH_MAX)
+	if (!tmp_name(path, staged, tmp))
 		return err_set(err, ERR_FAILED, ENAMETOOLONG, "path too long: %s", path);
 	/* A leftover (or planted) file of that name is removed, never written through. */
 	(void)unlink(tmp);
@@ -217,7 +226,7 @@ void file_stage_remove(const char *path)
 {
 	char tmp[PATH_MAX];
 
-	if (snprintf(tmp, sizeof(tmp), "%s" FILE_STAGE_SUFFIX, path) < (int)sizeof(tmp))
+	if (tmp_name(path, true, tmp))
 		(void)unlink(tmp);
 }
 

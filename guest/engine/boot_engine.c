@@ -447,6 +447,8 @@ static int wait_ready(const struct step_context *ctx, const struct supervisor_in
 	const struct boot_plan *p = ctx->plan;
 	_cleanup_close_ int pidfd = (int)syscall(SYS_pidfd_open, sup->server_pid, 0);
 	uint64_t since = clock_now_ms();
+	/* Without a cgroup every look walks /proc: no fast looks then (READY_POLL_MS). */
+	bool fast_looks = procset_backend_of(ctx->procs) != PROCSET_NO_CGROUP;
 	uint64_t wrong_since = 0;
 	bool seen_listening = false;
 	enum listen_state last_state = LISTEN_NONE;
@@ -560,8 +562,7 @@ static int wait_ready(const struct step_context *ctx, const struct supervisor_in
 		{
 			struct pollfd pfd[2] = {{.fd = pidfd, .events = POLLIN},
 			                        {.fd = ctx->signal_fd, .events = POLLIN}};
-			bool fast = now - since < READY_POLL_FAST_FOR_MS &&
-			            procset_backend_of(ctx->procs) != PROCSET_NO_CGROUP;
+			bool fast = fast_looks && now - since < READY_POLL_FAST_FOR_MS;
 			poll(pfd, 2, fast ? READY_POLL_MS : READY_POLL_SLOW_MS);
 		}
 	}
