@@ -144,36 +144,6 @@ static size_t conn_cap(const struct serve *srv)
 	return cap ? cap : 1;
 }
 
-bool serve_conn_admit(struct serve *srv)
-{
-	size_t handshakes = 0, open = 0, cap = conn_cap(srv);
-	struct conn *victim = NULL;
-	unsigned n = 0;
-
-	for (struct conn *c = srv->conns; c; c = c->next) {
-		if (c->state == CONN_DEAD || !c->owns_fds)
-			continue;
-		open++;
-		if (c->state != CONN_HANDSHAKE)
-			continue;
-		handshakes++;
-		/* The least progress first, then the oldest. */
-		if (!victim || handshake_frames(c->hs) < handshake_frames(victim->hs) ||
-		    (handshake_frames(c->hs) == handshake_frames(victim->hs) && c->id < victim->id))
-			victim = c;
-	}
-	if (victim && (handshakes >= SERVE_HANDSHAKES_MAX || open >= cap)) {
-		if (log_ratelimit_pass(&rl_dropped, &n))
-			log_info("connection %" PRIu64 " (%s): dropped unauthenticated for a newer "
-			         "one (%zu handshakes, %zu connections open)%s%u%s",
-			         victim->id, victim->peer, handshakes, open, n ? " (" : "", n,
-			         n ? " more not logged)" : "");
-		conn_drop(victim);
-		open--;
-	}
-	return open < cap;
-}
-
 static int hs_begin(struct conn *c)
 {
 	struct serve *srv = c->srv;
@@ -275,6 +245,59 @@ struct conn *serve_conn_new(struct serve *srv, int fd, int wfd, bool owns_fds, c
 }
 
 /* ---- the session ---- */
+
+/* The unauthenticated connection to close first: the least progress, then the oldest. */
+static struct conn *admit_victim(struct serve *srv, size_t *handshakes, size_t *open)
+{
+	struct conn *victim = NULL;
+
+	*handshakes = *open = 0;
+	for (struct conn *c = srv->conns; c; c = c->next) {
+		if (c->state == CONN_DEAD || !c->owns_fds)
+			continue;
+		(*open)++;
+		if (c->state != CONN_HANDSHAKE)
+			continue;
+		(*handshakes)++;
+		if (!victim || handshake_frames(c->hs) < handshake_frames(victim->hs) ||
+		    (handshake_frames(c->hs) == handshake_frames(victim->hs) && c->id < victim->id))
+			victim = c;
+	}
+	return victim;
+}
+
+bool serve_conn_admit(struct serve *srv)
+{
+	size_t handshakes, open, cap = conn_cap(srv);
+	struct conn *victim = admit_victim(srv, &handshakes, &open);
+	unsigned n = 0;
+
+	if (!victim || (handshakes < SERVE_HANDSHAKES_MAX && open < cap))
+		return open < cap;
+	/*
+	 * A host that connected within the same accept batch has its hello in the socket but no
+	 * frame read yet, like an idle flooder. Read what each candidate holds (never waiting)
+	 * before closing it, so that only a connection with nothing to show is closed: at most
+	 * one read per unauthenticated connection.
+	 */
+	for (size_t probes = 0; victim && handshake_frames(victim->hs) == 0 && probes < handshakes;
+	     probes++) {
+		hs_step(victim);
+		if (victim->state == CONN_HANDSHAKE && handshake_frames(victim->hs) == 0)
+			break; /* nothing to show: this one goes */
+		victim = admit_victim(srv, &handshakes, &open);
+	}
+	if (victim && (handshakes >= SERVE_HANDSHAKES_MAX || open >= cap)) {
+		if (log_ratelimit_pass(&rl_dropped, &n))
+			log_info("connection %" PRIu64 " (%s): dropped unauthenticated for a newer "
+			         "one (%zu handshakes, %zu connections open)%s%u%s",
+			         victim->id, victim->peer, handshakes, open, n ? " (" : "", n,
+			         n ? " more not logged)" : "");
+		conn_drop(victim);
+		open--;
+	}
+	return open < cap;
+}
 
 static void conn_level(struct conn *c, const struct msg *m)
 {

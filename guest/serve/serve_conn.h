@@ -13,6 +13,8 @@ struct conn *serve_conn_new(struct serve *srv, int fd, int wfd, bool owns_fds, c
  * Make room for one more connection from a socket listener: at SERVE_HANDSHAKES_MAX
  * unauthenticated connections, or at the cap of all (SERVE_CONNS_MAX, lowered by the
  * descriptor limit), the unauthenticated one that got least far (then the oldest) is closed.
+ * A candidate with no frame yet is read first (never waiting), so a host whose hello is
+ * already in its socket is spared.
  * False when there is still no room (every connection is an authenticated session).
  */
 bool serve_conn_admit(struct serve *srv);
