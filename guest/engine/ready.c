@@ -74,7 +74,7 @@ static void describe_failure(CURL *c, CURLcode rc, const char *errbuf, char *buf
 }
 
 int ready_probe(const char *host, uint16_t port, const char *path, long *ret_status,
-                struct err *err)
+                int64_t *ret_answer_us, struct err *err)
 {
 	_cleanup_(curl_easy_cleanupp) CURL *c = NULL;
 	_cleanup_(curl_slist_free_allp) struct curl_slist *headers = NULL;
@@ -85,6 +85,8 @@ int ready_probe(const char *host, uint16_t port, const char *path, long *ret_sta
 	CURLcode rc;
 
 	*ret_status = 0;
+	if (ret_answer_us)
+		*ret_answer_us = 0;
 	if (asprintf(&url, "http://%s%s%s:%u%s%s", v6 ? "[" : "", host, v6 ? "]" : "",
 	             (unsigned)port, path[0] == '/' ? "" : "/", path) < 0) {
 		url = NULL;
@@ -137,5 +139,12 @@ int ready_probe(const char *host, uint16_t port, const char *path, long *ret_sta
 	}
 	(void)curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
 	*ret_status = status;
+	if (ret_answer_us) {
+		curl_off_t total = 0, pre = 0;
+		if (curl_easy_getinfo(c, CURLINFO_TOTAL_TIME_T, &total) == CURLE_OK &&
+		    curl_easy_getinfo(c, CURLINFO_PRETRANSFER_TIME_T, &pre) == CURLE_OK &&
+		    total > pre)
+			*ret_answer_us = (int64_t)(total - pre);
+	}
 	return 0;
 }

@@ -27,10 +27,12 @@ int ready_init(struct err *err);
 /*
  * One request; *ret_status is the HTTP status, or 0 when no response came (err says why,
  * e.g. "GET http://127.0.0.1:3000/up: connection refused"). host is an IPv4 or IPv6 literal
- * or a name; path starts with '/' (one is added otherwise).
+ * or a name; path starts with '/' (one is added otherwise). ret_answer_us, when not NULL, is
+ * the peer's part of a request that got a response: from the request about to be sent to
+ * the whole response read (libcurl's total time less its pre-transfer time), 0 otherwise.
  */
 int ready_probe(const char *host, uint16_t port, const char *path, long *ret_status,
-                struct err *err);
+                int64_t *ret_answer_us, struct err *err);
 /* 405, 401 or 200. */
 bool ready_status_ok(long status);
 

@@ -9,6 +9,7 @@ Usage: ready_server.py ADDRESS   (127.0.0.1 or ::1); prints the chosen port on s
   /redirect     302 to /status/200
   /big          200 with a 1 MiB body
   /slow         answers after 5 s (longer than the probe's 2 s)
+  /delay/MS     answers 200 after MS milliseconds
   /hangup       closes the connection without answering
 """
 import http.server
@@ -43,6 +44,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.answer(302, headers=[("Location", "/status/200")])
         elif path == "/big":
             self.answer(200, b"x" * (1 << 20))
+        elif path.startswith("/delay/"):
+            time.sleep(int(path[len("/delay/"):]) / 1000)
+            self.answer(200)
         elif path == "/slow":
             time.sleep(5)
             self.answer(200)

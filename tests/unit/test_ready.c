@@ -66,7 +66,7 @@ static long probe_ok(const char *host, uint16_t port, const char *path)
 	struct err e;
 
 	err_clear(&e);
-	ck_assert_msg(ready_probe(host, port, path, &status, &e) == 0, "%s", e.msg);
+	ck_assert_msg(ready_probe(host, port, path, &status, NULL, &e) == 0, "%s", e.msg);
 	return status;
 }
 
@@ -128,6 +128,31 @@ START_TEST(test_ipv6_literal)
 }
 END_TEST
 
+/* The peer's part of a request: about the server's own delay, and nothing without an answer. */
+START_TEST(test_answer_time)
+{
+	struct server s;
+	long status = -1;
+	int64_t us = -1;
+	struct err e;
+
+	server_start(&s, "127.0.0.1");
+	err_clear(&e);
+	ck_assert_msg(ready_probe("127.0.0.1", s.port, "/delay/150", &status, &us, &e) == 0, "%s",
+	              e.msg);
+	ck_assert_int_eq(status, 200);
+	ck_assert_int_ge(us, 150000);
+	ck_assert_int_lt(us, 1500000);
+	ck_assert_msg(ready_probe("127.0.0.1", s.port, "/status/200", &status, &us, &e) == 0, "%s",
+	              e.msg);
+	ck_assert_int_lt(us, 150000);
+	us = -1;
+	ck_assert_int_lt(ready_probe("127.0.0.1", s.port, "/hangup", &status, &us, &e), 0);
+	ck_assert_int_eq(us, 0);
+	server_stop(&s);
+}
+END_TEST
+
 START_TEST(test_connection_refused)
 {
 	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
@@ -144,7 +169,7 @@ START_TEST(test_connection_refused)
 	port = ntohs(sa.sin_port);
 	close(fd);
 	err_clear(&e);
-	ck_assert_int_lt(ready_probe("127.0.0.1", port, "/up", &status, &e), 0);
+	ck_assert_int_lt(ready_probe("127.0.0.1", port, "/up", &status, NULL, &e), 0);
 	ck_assert_int_eq(status, 0);
 	ck_assert_int_eq(e.cls, ERR_FAILED);
 	ck_assert_int_eq(e.code, ECONNREFUSED);
@@ -161,14 +186,14 @@ START_TEST(test_timeout_and_hangup)
 
 	server_start(&s, "127.0.0.1");
 	err_clear(&e);
-	ck_assert_int_lt(ready_probe("127.0.0.1", s.port, "/slow", &status, &e), 0);
+	ck_assert_int_lt(ready_probe("127.0.0.1", s.port, "/slow", &status, NULL, &e), 0);
 	ck_assert_int_eq(status, 0);
 	ck_assert_int_eq(e.code, ETIMEDOUT);
 	ck_assert_msg(strstr(e.msg, "no answer within 2000 ms"), "%s", e.msg);
 
 	err_clear(&e);
 	status = -1;
-	ck_assert_int_lt(ready_probe("127.0.0.1", s.port, "/hangup", &status, &e), 0);
+	ck_assert_int_lt(ready_probe("127.0.0.1", s.port, "/hangup", &status, NULL, &e), 0);
 	ck_assert_int_eq(status, 0);
 	ck_assert_msg(strstr(e.msg, "closed the connection without answering") ||
 	                  strstr(e.msg, "reset"),
@@ -200,6 +225,7 @@ static Suite *ready_suite(void)
 	tcase_add_test(tc, test_headers_and_redirects);
 	tcase_add_test(tc, test_proxy_environment_ignored);
 	tcase_add_test(tc, test_ipv6_literal);
+	tcase_add_test(tc, test_answer_time);
 	tcase_add_test(tc, test_connection_refused);
 	tcase_add_test(tc, test_timeout_and_hangup);
 	tcase_add_test(tc, test_status_ok);

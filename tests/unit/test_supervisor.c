@@ -263,7 +263,7 @@ static long get_status(uint16_t port, const char *path)
 	struct err e;
 
 	err_clear(&e);
-	(void)ready_probe("127.0.0.1", port, path, &status, &e);
+	(void)ready_probe("127.0.0.1", port, path, &status, NULL, &e);
 	return status;
 }
 
