@@ -21,7 +21,7 @@ command -v rails >/dev/null 2>&1 || {
 	echo "rails_boot_bench: Rails is not installed (apt-get install ruby-rails)" >&2
 	exit 1
 }
-TMP=$(mktemp -d /tmp/sandbox-railsbench.XXXXXX)
+TMP=$(mktemp -d "${BENCH_TMP:-/tmp}/sandbox-railsbench.XXXXXX")
 chmod 755 "$TMP"
 cleanup() {
 	[ -n "${SERVER:-}" ] && kill "$SERVER" 2>/dev/null

@@ -104,7 +104,8 @@ static void make_pair(int sv[2], bool nonblock)
 /* ---- the guest process ---- */
 
 enum {
-	G_ECHO = 1 << 0, /* say hello, answer every message with ok {len} on its stream */
+	G_ECHO = 1 << 0,       /* say hello, answer every message with ok {len} on its stream */
+	G_CONNECTION = 1 << 1, /* the stream is one connection: bodies are not scanned */
 };
 
 /*
@@ -119,6 +120,8 @@ _noreturn_ static void guest_main(int fd, struct authkeys *ak, int sessions, int
 
 	if (frame_io_new(fd, &io, &e) < 0)
 		_exit(2);
+	if (flags & G_CONNECTION)
+		frame_io_set_connection(io);
 	for (int s = 0; s < sessions; s++) {
 		struct channel *ch = NULL;
 		char fp[KEYS_FINGERPRINT_MAX];
@@ -895,6 +898,48 @@ START_TEST(test_new_session_on_the_same_stream)
 }
 END_TEST
 
+/*
+ * A marker inside a frame's body: on a stream of several sessions (virtio-serial) the guest
+ * takes it for a new session; on one connection (a socket) it is body bytes like any other.
+ */
+static char *marker_in_body(int flags)
+{
+	_cleanup_authkeys_ struct authkeys *ak = trusting(host_key);
+	struct frame_io *io;
+	struct channel *ch;
+	struct guest g;
+	struct err e;
+	struct msg m = {.type = MSG_HELLO};
+	int sv[2];
+
+	make_pair(sv, false);
+	g = guest_start(sv[1], ak, 1, TIMEOUT_MS, G_ECHO | flags);
+	close(sv[1]);
+	ck_assert_int_eq(frame_io_new(sv[0], &io, &e), 0);
+	ck_assert_int_eq(channel_handshake_host(io, host_key, NULL, TIMEOUT_MS, &ch, &e), 0);
+	ck_assert_int_eq(channel_send(ch, &m, TIMEOUT_MS, &e), 0);
+	ck_assert_int_eq(file_write_all(sv[0], "\x00\x00\x01\x00partial", 11), 0);
+	ck_assert_int_eq(file_write_all(sv[0], frame_marker, FRAME_MARKER_LEN), 0);
+	shutdown(sv[0], SHUT_WR);
+	channel_free(ch);
+	frame_io_free(io);
+	close(sv[0]);
+	return guest_finish(&g);
+}
+
+START_TEST(test_marker_in_body_by_transport)
+{
+	_cleanup_free_ char *serial = marker_in_body(0);
+	_cleanup_free_ char *socket = marker_in_body(G_CONNECTION);
+
+	ck_assert_msg(strstr(serial, "err 104 the peer started a new session (resync marker) "
+	                             "after frame 1"),
+	              "%s", serial);
+	ck_assert_msg(!strstr(socket, "resync marker"), "%s", socket);
+	ck_assert_msg(strstr(socket, "\nerr "), "%s", socket);
+}
+END_TEST
+
 /* ---- authorized keys re-read per connection ---- */
 
 static int connect_to(const char *path)
@@ -1068,6 +1113,7 @@ static Suite *channel_suite(void)
 	tcase_add_test(tc, test_host_not_authorized);
 	tcase_add_test(tc, test_pinned_guest_key_changed);
 	tcase_add_test(tc, test_garbage_before_marker);
+	tcase_add_test(tc, test_marker_in_body_by_transport);
 	tcase_add_test(tc, test_oversized_length_after_handshake);
 	tcase_add_test(tc, test_silent_peer_times_out);
 	tcase_add_test(tc, test_endless_garbage_bounded);
