@@ -91,7 +91,8 @@ printf '  engine overhead             %8.1f ms\n' "$(echo "($e - $d) / 1000" | b
 printf '  listener up -> boot exits   %8.1f ms  (detection, /up check and runtime.json)\n' "$(echo "$t / 1000" | bc -l)"
 printf '  supervisor resident memory  %8.1f MiB\n' "$(echo "$r / 1024" | bc -l)"
 case $BOOT in build-static/*) build="static build" ;; *) build="dynamic build" ;; esac
-fs=$(findmnt -n -o FSTYPE --target "$TMP" 2>/dev/null || stat -f -c %T "$TMP")
+fs=$(findmnt -n -o FSTYPE --target "$TMP" 2>/dev/null | head -1)
+fs=${fs:-$(stat -f -c %T "$TMP")}
 build="$build, workspace on $fs"
 ms() { printf '%.1f' "$(echo "$1 / 1000" | bc -l)"; }
 echo "figure: app listening -> \`sandbox-app-boot\` exits ready (detection, \`/up\` check and runtime.json), $build | $(ms "$t") ms | < 20 ms"

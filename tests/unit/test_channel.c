@@ -855,6 +855,31 @@ END_TEST
 
 /* ---- one stream, several sessions (virtio-serial) ---- */
 
+/*
+ * A guest serving `sessions` sessions on a new stream, and a first host that says hello,
+ * starts a frame of 256 bytes and dies after 7 of them. The host's end of the stream is
+ * returned.
+ */
+static int host_cut_short(struct authkeys *ak, int sessions, int flags, struct guest *g)
+{
+	struct frame_io *io;
+	struct channel *ch;
+	struct err e;
+	struct msg m = {.type = MSG_HELLO};
+	int sv[2];
+
+	make_pair(sv, false);
+	*g = guest_start(sv[1], ak, sessions, TIMEOUT_MS, G_ECHO | flags);
+	close(sv[1]);
+	ck_assert_int_eq(frame_io_new(sv[0], &io, &e), 0);
+	ck_assert_int_eq(channel_handshake_host(io, host_key, NULL, TIMEOUT_MS, &ch, &e), 0);
+	ck_assert_int_eq(channel_send(ch, &m, TIMEOUT_MS, &e), 0);
+	ck_assert_int_eq(file_write_all(sv[0], "\x00\x00\x01\x00partial", 11), 0);
+	channel_free(ch);
+	frame_io_free(io);
+	return sv[0];
+}
+
 START_TEST(test_new_session_on_the_same_stream)
 {
 	_cleanup_authkeys_ struct authkeys *ak = trusting(host_key);
@@ -863,22 +888,14 @@ START_TEST(test_new_session_on_the_same_stream)
 	struct channel *ch;
 	struct guest g;
 	struct err e;
-	struct msg m = {.type = MSG_HELLO};
-	int sv[2];
+	struct msg m;
+	int fd;
 
-	make_pair(sv, false);
-	g = guest_start(sv[1], ak, 2, TIMEOUT_MS, G_ECHO);
-	close(sv[1]);
 	/* The first host says hello, starts a frame and dies half way through it... */
-	ck_assert_int_eq(frame_io_new(sv[0], &io, &e), 0);
-	ck_assert_int_eq(channel_handshake_host(io, host_key, NULL, TIMEOUT_MS, &ch, &e), 0);
-	ck_assert_int_eq(channel_send(ch, &m, TIMEOUT_MS, &e), 0);
-	ck_assert_int_eq(file_write_all(sv[0], "\x00\x00\x01\x00partial", 11), 0);
-	channel_free(ch);
-	frame_io_free(io);
+	fd = host_cut_short(ak, 2, 0, &g);
 	/* ...and the next one starts over on the same stream, with the guest's unread hello
 	 * and its session's leftovers still in it. */
-	ck_assert_int_eq(frame_io_new(sv[0], &io, &e), 0);
+	ck_assert_int_eq(frame_io_new(fd, &io, &e), 0);
 	ck_assert_msg(channel_handshake_host(io, host_key, NULL, TIMEOUT_MS, &ch, &e) == 0, "%s",
 	              e.msg);
 	ck_assert_int_eq(channel_recv(ch, &m, TIMEOUT_MS, &e), 1);
@@ -888,7 +905,7 @@ START_TEST(test_new_session_on_the_same_stream)
 	ck_assert_int_eq(channel_recv(ch, &m, TIMEOUT_MS, &e), 0);
 	channel_free(ch);
 	frame_io_free(io);
-	close(sv[0]);
+	close(fd);
 	out = guest_finish(&g);
 	ck_assert_uint_eq(count_lines(out, "hs-ok"), 2);
 	ck_assert_msg(strstr(out, "err 104 the peer started a new session (resync marker) after "
@@ -905,25 +922,12 @@ END_TEST
 static char *marker_in_body(int flags)
 {
 	_cleanup_authkeys_ struct authkeys *ak = trusting(host_key);
-	struct frame_io *io;
-	struct channel *ch;
 	struct guest g;
-	struct err e;
-	struct msg m = {.type = MSG_HELLO};
-	int sv[2];
+	int fd = host_cut_short(ak, 1, flags, &g);
 
-	make_pair(sv, false);
-	g = guest_start(sv[1], ak, 1, TIMEOUT_MS, G_ECHO | flags);
-	close(sv[1]);
-	ck_assert_int_eq(frame_io_new(sv[0], &io, &e), 0);
-	ck_assert_int_eq(channel_handshake_host(io, host_key, NULL, TIMEOUT_MS, &ch, &e), 0);
-	ck_assert_int_eq(channel_send(ch, &m, TIMEOUT_MS, &e), 0);
-	ck_assert_int_eq(file_write_all(sv[0], "\x00\x00\x01\x00partial", 11), 0);
-	ck_assert_int_eq(file_write_all(sv[0], frame_marker, FRAME_MARKER_LEN), 0);
-	shutdown(sv[0], SHUT_WR);
-	channel_free(ch);
-	frame_io_free(io);
-	close(sv[0]);
+	ck_assert_int_eq(file_write_all(fd, frame_marker, FRAME_MARKER_LEN), 0);
+	shutdown(fd, SHUT_WR);
+	close(fd);
 	return guest_finish(&g);
 }
 
