@@ -39,6 +39,16 @@ APP_PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0))
 
 ns() { date +%s%N; }
 
+# One GET /mcp from the shell itself (no process per try, as the engine's probe is in-process):
+# true once the server answers with a status line.
+answers() {
+	exec 3<>"/dev/tcp/127.0.0.1/$1" || return 1
+	printf 'GET /mcp HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n' >&3
+	IFS= read -r line <&3 || line=
+	exec 3>&-
+	[[ $line == HTTP/* ]]
+}
+
 # The same commands run directly: setup, manifest, then the server until /mcp answers.
 direct_once() {
 	local t0 t1 pid
@@ -46,7 +56,7 @@ direct_once() {
 	(cd "$TMP/ws/app" && sh -c true && ACTION_AGENT_SANDBOX_MANIFEST=$TMP/direct.json /usr/bin/python3 manifest.py >/dev/null)
 	(cd "$TMP/ws/app" && PORT=$APP_PORT exec /usr/bin/python3 server.py >/dev/null 2>&1) &
 	pid=$!
-	until curl -s -o /dev/null --noproxy '*' "http://127.0.0.1:$APP_PORT/mcp" 2>/dev/null; do :; done
+	until answers "$APP_PORT" 2>/dev/null; do :; done
 	t1=$(ns)
 	kill "$pid"
 	wait "$pid" 2>/dev/null || true
