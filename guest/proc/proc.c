@@ -524,6 +524,36 @@ int proc_oom_score_reset(void)
 	return 0;
 }
 
+int proc_oom_score_protect(char *before, size_t len)
+{
+	_cleanup_close_ int fd = open("/proc/self/oom_score_adj", O_RDWR | O_CLOEXEC);
+	ssize_t n;
+
+	before[0] = '\0';
+	if (fd < 0)
+		return -errno;
+	n = read(fd, before, len - 1);
+	if (n <= 0)
+		return n < 0 ? -errno : -EIO;
+	before[n] = '\0';
+	if (pwrite(fd, "-1000", 5, 0) != 5) {
+		int e = errno;
+		before[0] = '\0';
+		return -e;
+	}
+	return 0;
+}
+
+int proc_oom_score_restore(const char *before)
+{
+	_cleanup_close_ int fd = -1;
+
+	if (!before[0])
+		return 0;
+	fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+	return fd < 0 ? -errno : file_write_all(fd, before, strlen(before));
+}
+
 static _noreturn_ void child_run(const struct child_args *a)
 {
 	const struct proc_spec *spec = a->spec;

@@ -46,6 +46,14 @@ struct proc_spec {
  * of proc_spawn() does this before exec, and so does the supervisor for itself.
  */
 int proc_oom_score_reset(void);
+/*
+ * Keep this process out of the kernel's choice when memory runs out (oom_score_adj -1000),
+ * its value before in before (size len, "" when it could not be read or set): 0, or -errno.
+ * proc_oom_score_restore() puts that value back (nothing for ""). The engine does both around
+ * its time in the boot's limits, where its steps are killed and not itself.
+ */
+int proc_oom_score_protect(char *before, size_t len);
+int proc_oom_score_restore(const char *before);
 
 /*
  * Fork and exec; on return the child is in its own process group (pgid == pid) and has joined

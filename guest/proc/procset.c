@@ -287,29 +287,17 @@ unsigned procset_join_fds(const struct procset *ps, int fds[CGROUP_LIMITS_N])
 	return cgroup_limits_join_fds(&ps->lim, fds);
 }
 
-/* Write text to /proc/self/oom_score_adj; -errno. */
-static int oom_adj_write(const char *text)
-{
-	_cleanup_close_ int fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
-
-	return fd < 0 ? -errno : file_write_all(fd, text, strlen(text));
-}
-
 int procset_enter_limits(struct procset *ps, struct err *err)
 {
-	_cleanup_close_ int fd = -1;
-	ssize_t n;
+	int r;
 
 	if (procset_join_fds(ps, (int[CGROUP_LIMITS_N]){0}) == 0)
 		return 0;
 	/* Kept out of the kernel's choice when the boot runs out of memory: its own is killed. */
-	fd = open("/proc/self/oom_score_adj", O_RDONLY | O_CLOEXEC);
-	n = fd >= 0 ? read(fd, ps->oom_before, sizeof(ps->oom_before) - 1) : -1;
-	ps->oom_before[n > 0 ? n : 0] = '\0';
-	if (n > 0 && oom_adj_write("-1000") < 0) {
-		log_debug("cannot protect this process from the out-of-memory killer: %m");
-		ps->oom_before[0] = '\0';
-	}
+	r = proc_oom_score_protect(ps->oom_before, sizeof(ps->oom_before));
+	if (r < 0)
+		log_debug("cannot protect this process from the out-of-memory killer: %s",
+		          strerror(-r));
 	if (cgroup_limits_enter(&ps->lim, err) < 0) {
 		procset_leave_limits(ps);
 		return -1;
@@ -319,9 +307,12 @@ int procset_enter_limits(struct procset *ps, struct err *err)
 
 void procset_leave_limits(struct procset *ps)
 {
+	int r;
+
 	cgroup_limits_leave(&ps->lim);
-	if (ps->oom_before[0] && oom_adj_write(ps->oom_before) < 0)
-		log_debug("cannot restore oom_score_adj %s: %m", ps->oom_before);
+	r = proc_oom_score_restore(ps->oom_before);
+	if (r < 0)
+		log_debug("cannot restore oom_score_adj %s: %s", ps->oom_before, strerror(-r));
 	ps->oom_before[0] = '\0';
 }
 

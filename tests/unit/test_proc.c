@@ -588,6 +588,65 @@ START_TEST(test_hide_caller)
 }
 END_TEST
 
+static int oom_score_read(void)
+{
+	char buf[16] = "";
+	FILE *f = fopen("/proc/self/oom_score_adj", "re");
+	int v = -99999;
+
+	if (f && fgets(buf, sizeof(buf), f))
+		v = atoi(buf);
+	if (f)
+		fclose(f);
+	return v;
+}
+
+/* Protected, then the value before put back; a child resets a negative one to 0 (as root). */
+START_TEST(test_oom_score_protect_restore)
+{
+	pid_t pid;
+	int status;
+
+	if (geteuid() != 0) {
+		fprintf(stderr, "test_oom_score_protect_restore: not root, skipped\n");
+		return;
+	}
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		char before[16];
+		int r;
+		FILE *f = fopen("/proc/self/oom_score_adj", "we");
+		if (!f || fputs("150", f) < 0 || fclose(f) != 0)
+			_exit(10);
+		r = proc_oom_score_protect(before, sizeof(before));
+		if (r == -EACCES || r == -EPERM) {
+			/* Lowering it needs CAP_SYS_RESOURCE: then nothing changed, and a restore
+			 * that raises it still works. */
+			if (before[0] || oom_score_read() != 150)
+				_exit(16);
+			_exit(proc_oom_score_restore("300\n") != 0 || oom_score_read() != 300 ? 17
+			                                                                      : 0);
+		}
+		if (r != 0 || atoi(before) != 150)
+			_exit(11);
+		if (oom_score_read() != -1000)
+			_exit(12);
+		if (proc_oom_score_reset() != 0 || oom_score_read() != 0)
+			_exit(13);
+		if (proc_oom_score_restore(before) != 0 || oom_score_read() != 150)
+			_exit(14);
+		/* Nothing to restore: left as it is. */
+		if (proc_oom_score_restore("") != 0 || oom_score_read() != 150)
+			_exit(15);
+		_exit(0);
+	}
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "step %d failed",
+	              WEXITSTATUS(status));
+}
+END_TEST
+
 static Suite *proc_suite(void)
 {
 	Suite *s = suite_create("proc");
@@ -597,6 +656,7 @@ static Suite *proc_suite(void)
 	tcase_add_test(tc, test_stat_parse_hostile_comm);
 	tcase_add_test(tc, test_stat_read_self_with_odd_name);
 	tcase_add_test(tc, test_spawn_environment_fds_signals);
+	tcase_add_test(tc, test_oom_score_protect_restore);
 	tcase_add_test(tc, test_spawn_new_session);
 	tcase_add_test(tc, test_spawn_chdir_failure_is_reported);
 	tcase_add_test(tc, test_spawn_exec_failure_is_reported);
