@@ -38,6 +38,9 @@ LISTEN_PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",
 APP_PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 
 ns() { date +%s%N; }
+# A FIFO nobody writes to: `read -t` on it is a pause without a process.
+mkfifo "$TMP/pause"
+exec {PAUSE_FD}<>"$TMP/pause"
 
 # One GET /mcp from the shell itself (no process per try, as the engine's probe is in-process):
 # true once the server answers with a status line.
@@ -56,7 +59,8 @@ direct_once() {
 	(cd "$TMP/ws/app" && sh -c true && ACTION_AGENT_SANDBOX_MANIFEST=$TMP/direct.json /usr/bin/python3 manifest.py >/dev/null)
 	(cd "$TMP/ws/app" && PORT=$APP_PORT exec /usr/bin/python3 server.py >/dev/null 2>&1) &
 	pid=$!
-	until answers "$APP_PORT" 2>/dev/null; do :; done
+	# A look every millisecond, as the engine's: a pause the shell waits out itself.
+	until answers "$APP_PORT" 2>/dev/null; do read -r -t 0.001 -u "$PAUSE_FD" || :; done
 	t1=$(ns)
 	kill "$pid"
 	wait "$pid" 2>/dev/null || true

@@ -674,25 +674,34 @@ static int host_on_auth(struct handshake *hs, const uint8_t *body, size_t len, s
 int handshake_on_frame(struct handshake *hs, const uint8_t *body, size_t len, struct hs_output *out,
                        struct err *err)
 {
+	int r;
+
 	out->len = 0;
-	hs->frames++;
 	if (len == 0 || len > FRAME_HANDSHAKE_MAX)
 		return HS_RESYNC;
 	switch (hs->state) {
 	case ST_AWAIT_CH:
-		return guest_on_hello(hs, body, len, out, err);
+		r = guest_on_hello(hs, body, len, out, err);
+		break;
 	case ST_AWAIT_SH:
-		return host_on_hello(hs, body, len, out, err);
+		r = host_on_hello(hs, body, len, out, err);
+		break;
 	case ST_AWAIT_HA:
-		return guest_on_auth(hs, body, len, out, err);
+		r = guest_on_auth(hs, body, len, out, err);
+		break;
 	case ST_AWAIT_GA:
-		return host_on_auth(hs, body, len, err);
+		r = host_on_auth(hs, body, len, err);
+		break;
 	case ST_DONE:
 		return err_set(err, ERR_FAILED, EINVAL, "handshake: already done");
 	default:
 		return err_set(err, ERR_FAILED, EINVAL,
 		               "handshake: not in a state to take a frame");
 	}
+	/* Progress is a message taken, not any frame: frames skipped as noise do not count. */
+	if (r == HS_CONTINUE || r == HS_DONE)
+		hs->frames++;
+	return r;
 }
 
 int handshake_on_marker(struct handshake *hs, struct err *err)

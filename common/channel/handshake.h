@@ -138,7 +138,10 @@ const char *handshake_cipher_name(uint8_t cipher);
 /* Highest version in both lists, 0 when none. */
 uint16_t handshake_pick_version(const uint16_t *a, size_t na, const uint16_t *b, size_t nb);
 
-/* How many frames the peer sent so far (a measure of its progress; 0 for NULL). */
+/*
+ * How many of the peer's handshake messages were taken so far (its progress; frames skipped
+ * as noise do not count; 0 for NULL).
+ */
 unsigned handshake_frames(const struct handshake *hs);
 
 #endif

@@ -917,11 +917,7 @@ int boot_engine_run(struct boot_plan *p, const struct boot_options *o,
 	boot_limits_state(p, &st);
 	if (boot_egress_apply(p, &st, o->notes, err) < 0)
 		goto out;
-	/*
-	 * Saved with the toolchain's start, a fraction of a millisecond later: one file replace
-	 * less per boot (a failure in between saves its own state, below).
-	 */
-	mark_state_phase(&st, "booting", "preflight", "preflight");
+	save_state(p, &st, "booting", "preflight");
 
 	if (prepare_directories(p, err) < 0)
 		goto out;

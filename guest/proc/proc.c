@@ -536,8 +536,9 @@ int proc_oom_score_protect(char *before, size_t len)
 	if (n <= 0)
 		return n < 0 ? -errno : -EIO;
 	before[n] = '\0';
-	if (pwrite(fd, "-1000", 5, 0) != 5) {
-		int e = errno;
+	n = pwrite(fd, "-1000", 5, 0);
+	if (n != 5) {
+		int e = n < 0 ? errno : EIO;
 		before[0] = '\0';
 		return -e;
 	}

@@ -285,6 +285,9 @@ bool serve_conn_admit(struct serve *srv)
 		hs_step(victim);
 		if (victim->state == CONN_HANDSHAKE && handshake_frames(victim->hs) == 0)
 			break; /* nothing to show: this one goes */
+		/* Closed by its peer or failed: its descriptors go now, not at the next sweep. */
+		if (victim->state == CONN_DEAD)
+			conn_drop(victim);
 		victim = admit_victim(srv, &handshakes, &open);
 	}
 	if (victim && (handshakes >= SERVE_HANDSHAKES_MAX || open >= cap)) {

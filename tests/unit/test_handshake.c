@@ -91,6 +91,30 @@ START_TEST(test_handshake_completes)
 }
 END_TEST
 
+/* Progress counts the messages taken: noise frames (empty, or not for us) do not count. */
+START_TEST(test_progress_counts_messages_not_noise)
+{
+	struct fixture f;
+	struct hs_output out;
+	struct err e;
+	uint8_t junk[8] = {0x7e, 1, 2, 3, 4, 5, 6, 7};
+
+	fixture_init(&f, NULL, NULL);
+	ck_assert_uint_eq(handshake_frames(f.g.hs), 0);
+	ck_assert_int_eq(handshake_on_frame(f.g.hs, junk, 0, &out, &e), HS_RESYNC);
+	ck_assert_int_eq(handshake_on_frame(f.g.hs, junk, sizeof(junk), &out, &e), HS_RESYNC);
+	ck_assert_uint_eq(handshake_frames(f.g.hs), 0);
+	/* The host's hello to the guest, the guest's to the host, the host's auth to the guest. */
+	hs_side_start(&f.h);
+	ck_assert_int_eq(hs_side_pass(&f.h, &f.hc, &f.g), HS_CONTINUE);
+	ck_assert_uint_eq(handshake_frames(f.g.hs), 1);
+	ck_assert_int_eq(hs_side_pass(&f.g, &f.gc, &f.h), HS_CONTINUE);
+	ck_assert_int_eq(hs_side_pass(&f.h, &f.hc, &f.g), HS_DONE);
+	ck_assert_uint_eq(handshake_frames(f.g.hs), 2);
+	fixture_dispose(&f);
+}
+END_TEST
+
 START_TEST(test_fresh_keys_every_session)
 {
 	struct fixture a, b;
@@ -662,6 +686,7 @@ static Suite *handshake_suite(void)
 	TCase *tc = tcase_create("core");
 
 	tcase_add_test(tc, test_handshake_completes);
+	tcase_add_test(tc, test_progress_counts_messages_not_noise);
 	tcase_add_test(tc, test_fresh_keys_every_session);
 	tcase_add_test(tc, test_version_highest_common);
 	tcase_add_test(tc, test_version_none_in_common);

@@ -138,14 +138,14 @@ START_TEST(test_answer_time)
 
 	server_start(&s, "127.0.0.1");
 	err_clear(&e);
-	ck_assert_msg(ready_probe("127.0.0.1", s.port, "/delay/150", &status, &us, &e) == 0, "%s",
+	ck_assert_msg(ready_probe("127.0.0.1", s.port, "/delay/500", &status, &us, &e) == 0, "%s",
 	              e.msg);
 	ck_assert_int_eq(status, 200);
-	ck_assert_int_ge(us, 150000);
-	ck_assert_int_lt(us, 1500000);
+	ck_assert_int_ge(us, 500000);
+	ck_assert_int_lt(us, 1900000);
 	ck_assert_msg(ready_probe("127.0.0.1", s.port, "/status/200", &status, &us, &e) == 0, "%s",
 	              e.msg);
-	ck_assert_int_lt(us, 150000);
+	ck_assert_int_lt(us, 500000);
 	us = -1;
 	ck_assert_int_lt(ready_probe("127.0.0.1", s.port, "/hangup", &status, &us, &e), 0);
 	ck_assert_int_eq(us, 0);
