@@ -150,13 +150,17 @@ for i in $(seq "$RUNS"); do
 	engine "$i" >>"$TMP/engine"
 	by_hand "$i" >>"$TMP/hand"
 done
-python3 - "$RUNS" "$BOOT" "$TMP/engine" "$TMP/hand" "$TMP"/timeline.[1-9]* <<'PY'
+fs=$(findmnt -n -o FSTYPE --target "$TMP" 2>/dev/null | head -1)
+fs=${fs:-$(stat -f -c %T "$TMP")}
+python3 - "$RUNS" "$BOOT" "$fs" "$TMP/engine" "$TMP/hand" "$TMP"/timeline.[1-9]* <<'PY'
 import json, statistics, sys
-runs, boot = sys.argv[1], sys.argv[2]
+runs, boot, fs = sys.argv[1], sys.argv[2], sys.argv[3]
+del sys.argv[3]
 rows = lambda f: [tuple(int(x) for x in l.split()) for l in open(f)]
 eng, hand = rows(sys.argv[3]), rows(sys.argv[4])
 med = lambda v: statistics.median(v) if v else 0
 build = "static build" if boot.startswith("build-static/") else "dynamic build"
+build += ", workspace on " + fs
 ew, hw = med([r[0] for r in eng]), med([r[0] for r in hand])
 et, ht = med([r[1] for r in eng]) / 1000, med([r[1] for r in hand]) / 1000
 over = med([e[0] - h[0] for e, h in zip(eng, hand)])
