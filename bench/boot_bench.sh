@@ -113,23 +113,15 @@ echo "figure: app listening -> \`sandbox-app-boot\` exits ready (detection, \`/u
 echo "figure: supervisor resident memory, with the forwarder, $build | $(printf '%.1f' "$(echo "$r / 1024" | bc -l)") MiB | < 2 MiB"
 echo "figure: \`sandbox-app-boot\`'s wall time against the app's own commands run directly, same run, $build (median of $RUNS) | $(ms "$((e - d))") ms more ($(ms "$e") ms against $(ms "$d") ms) | <= 7 ms more"
 python3 - "$build" "$RUNS" "$TMP"/timeline.* <<'PY'
-import json, statistics, sys
+import json, sys
+sys.path.insert(0, "bench")
+from state_phases import median as med, phase_parts
 build, nruns = sys.argv[1], sys.argv[2]
 runs = [json.load(open(f)) for f in sys.argv[3:]]
-med = lambda v: statistics.median(v) if v else 0
 eng = sorted(r["engine_ms"] for r in runs)
 print("  engine's own time (state.json engine_ms) %6.1f ms  (goal <= 7 ms; min %g, max %g)"
       % (med(eng), eng[0], eng[-1]))
-# Per phase: its duration, the app's part (its command, exec to exit) and ours (the rest:
-# state.json, cgroups, spawning, the supervisor, the checks after the server answered).
-names = [s["name"] for s in runs[0]["steps"]]
-parts = []
-for n in names:
-    ph = [s for r in runs for s in r["steps"] if s["name"] == n]
-    d = med([s["duration_ms"] or 0 for s in ph])
-    ours = med([(s["duration_ms"] or 0) - (s["app_ms"] or 0) for s in ph])
-    a = [s["app_ms"] for s in ph if s["app_ms"] is not None]
-    parts.append("%s %g" % (n, d) + (" (app %g, ours %g)" % (med(a), ours) if a else ""))
+parts = phase_parts(runs)
 print("  phases, medians in ms: " + ", ".join(parts))
 print("figure: the engine's own time in a boot, %s (state.json `engine_ms`: wall time minus the "
       "app's commands from exec to exit; median of %s) | %g ms (min %g, max %g; by phase: %s) | <= 7 ms"

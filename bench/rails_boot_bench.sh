@@ -153,12 +153,13 @@ done
 fs=$(findmnt -n -o FSTYPE --target "$TMP" 2>/dev/null | head -1)
 fs=${fs:-$(stat -f -c %T "$TMP")}
 python3 - "$RUNS" "$BOOT" "$fs" "$TMP/engine" "$TMP/hand" "$TMP"/timeline.[1-9]* <<'PY'
-import json, statistics, sys
+import json, sys
+sys.path.insert(0, "bench")
+from state_phases import median as med, phase_parts
 runs, boot, fs = sys.argv[1], sys.argv[2], sys.argv[3]
 del sys.argv[3]
 rows = lambda f: [tuple(int(x) for x in l.split()) for l in open(f)]
 eng, hand = rows(sys.argv[3]), rows(sys.argv[4])
-med = lambda v: statistics.median(v) if v else 0
 build = "static build" if boot.startswith("build-static/") else "dynamic build"
 build += ", workspace on " + fs
 ew, hw = med([r[0] for r in eng]), med([r[0] for r in hand])
@@ -176,14 +177,7 @@ print("  port first accepting -> boot exits ready %7.1f ms; by hand -> MCP answe
       % (et, ht))
 print("  the boots' state.json: the app's commands %d ms, the engine's own %g ms (min %g, max %g)"
       % (app_ms, med(engine_ms), engine_ms[0], engine_ms[-1]))
-names = [s["name"] for s in tl[0]["steps"]]
-parts = []
-for n in names:
-    ph = [s for d in tl for s in d["steps"] if s["name"] == n]
-    dur = med([s["duration_ms"] or 0 for s in ph])
-    ours = med([(s["duration_ms"] or 0) - (s["app_ms"] or 0) for s in ph])
-    a = [s["app_ms"] for s in ph if s["app_ms"] is not None]
-    parts.append("%s %g" % (n, dur) + (" (app %g, ours %g)" % (med(a), ours) if a else ""))
+parts = phase_parts(tl)
 print("  phases, medians in ms: " + ", ".join(parts))
 print("figure: a Rails 6.1 boot in the spec shape against the same commands by hand, interleaved "
       "(examples/rails-app, fresh workspaces, %s, median of %s) | %d ms against %d ms (%+d ms a "

@@ -62,7 +62,6 @@ static int plan_session_id(struct boot_plan *p, const struct boot_options *o, st
 	_cleanup_free_ char *kept = NULL;
 	char fresh[33], line[256];
 	struct err ignored;
-	bool kept_is_it = false;
 
 	if (!path)
 		return oom(err);
@@ -76,15 +75,14 @@ static int plan_session_id(struct boot_plan *p, const struct boot_options *o, st
 			               "SANDBOX_SESSION_ID is longer than 128 characters");
 		p->session_id = strdup(caller);
 	} else if (kept && *kept) {
-		p->session_id = TAKE_PTR(kept);
-		kept_is_it = true;
+		p->session_id = strdup(kept); /* kept stays, to compare with below */
 	} else {
 		child_env_session_id_generate(fresh);
 		p->session_id = strdup(fresh);
 	}
 	if (!p->session_id)
 		return oom(err);
-	if (!o->dry_run && !kept_is_it && (!kept || strcmp(kept, p->session_id) != 0)) {
+	if (!o->dry_run && (!kept || strcmp(kept, p->session_id) != 0)) {
 		snprintf(line, sizeof(line), "%s\n", p->session_id);
 		if (file_write_replace(path, line, strlen(line), 0600, (uid_t)-1, (gid_t)-1, err) <
 		    0)
