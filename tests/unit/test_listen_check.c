@@ -79,6 +79,15 @@ static void stop_server(pid_t pid)
 	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
 }
 
+static enum listen_state check(uint16_t port, const pid_t *pids, size_t n)
+{
+	enum listen_state st = LISTEN_NONE;
+	struct err e;
+
+	ck_assert_msg(listen_check(port, pids, n, &st, &e) == 0, "%s", e.msg);
+	return st;
+}
+
 /* Poll until someone listens on port (bounded: 20 s), then return what we see. */
 static enum listen_state wait_listening(uint16_t port, const pid_t *pids, size_t n)
 {
@@ -96,13 +105,34 @@ static enum listen_state wait_listening(uint16_t port, const pid_t *pids, size_t
 	return st;
 }
 
-static enum listen_state check(uint16_t port, const pid_t *pids, size_t n)
+/*
+ * A server on a free port, listening. The port can be taken by another process between the
+ * pick and the server's bind (a connection anywhere on the machine may draw it); a server that
+ * exits before it listens is started again on a new port, three times at most.
+ */
+static pid_t serve(const char *bind_addr, uint16_t *ret_port)
 {
-	enum listen_state st = LISTEN_NONE;
-	struct err e;
+	for (int attempt = 0; attempt < 3; attempt++) {
+		uint16_t port = free_port();
+		pid_t pid = start_server(bind_addr, port);
 
-	ck_assert_msg(listen_check(port, pids, n, &st, &e) == 0, "%s", e.msg);
-	return st;
+		for (int i = 0; i < 2000; i++) {
+			if (check(port, &pid, 1) != LISTEN_NONE) {
+				*ret_port = port;
+				return pid;
+			}
+			if (waitpid(pid, NULL, WNOHANG) == pid)
+				break;
+			usleep(10000);
+		}
+		if (kill(pid, 0) == 0)
+			ck_abort_msg("the server did not listen on %s port %u in 20 s", bind_addr,
+			             (unsigned)port);
+		fprintf(stderr, "the server exited before listening on %s port %u; another port\n",
+		        bind_addr, (unsigned)port);
+	}
+	ck_abort_msg("the server exited before listening on %s, three times", bind_addr);
+	return -1;
 }
 
 /* A listening socket of the test process itself. */
@@ -130,11 +160,11 @@ static int listen_on(int family, const char *addr, uint16_t port, bool freebind)
 
 START_TEST(test_server_on_ipv4_loopback_is_ours)
 {
-	uint16_t port = free_port(), ports[8];
-	pid_t server = start_server("127.0.0.1", port);
+	uint16_t port, ports[8];
+	pid_t server = serve("127.0.0.1", &port);
 	pid_t other = getpid();
 
-	ck_assert_int_eq(wait_listening(port, &server, 1), LISTEN_OURS);
+	ck_assert_int_eq(check(port, &server, 1), LISTEN_OURS);
 	/* The same listener seen from a set that does not hold it. */
 	ck_assert_int_eq(check(port, &other, 1), LISTEN_FOREIGN);
 	ck_assert_int_eq(check(port, NULL, 0), LISTEN_FOREIGN);
@@ -150,20 +180,20 @@ END_TEST
 
 START_TEST(test_server_on_ipv6_loopback_only)
 {
-	uint16_t port = free_port();
-	pid_t server = start_server("::1", port);
+	uint16_t port;
+	pid_t server = serve("::1", &port);
 
-	ck_assert_int_eq(wait_listening(port, &server, 1), LISTEN_OURS_V6_ONLY);
+	ck_assert_int_eq(check(port, &server, 1), LISTEN_OURS_V6_ONLY);
 	stop_server(server);
 }
 END_TEST
 
 START_TEST(test_server_on_ipv6_any_is_dual_stack)
 {
-	uint16_t port = free_port();
-	pid_t server = start_server("::", port);
+	uint16_t port;
+	pid_t server = serve("::", &port);
 
-	ck_assert_int_eq(wait_listening(port, &server, 1), LISTEN_OURS);
+	ck_assert_int_eq(check(port, &server, 1), LISTEN_OURS);
 	stop_server(server);
 }
 END_TEST
@@ -215,12 +245,20 @@ END_TEST
 START_TEST(test_pick_free_port)
 {
 	uint16_t a = free_port();
-	int fd = listen_on(AF_INET, "127.0.0.1", a, false); /* it really was free */
 	pid_t self = getpid();
 	uint16_t ports[4];
+	int fd;
 
+	/* Free on every address: the wildcards of both families, and loopback, may take it. */
+	fd = listen_on(AF_INET, "0.0.0.0", a, false);
 	ck_assert_uint_eq(listen_check_ports_of(&self, 1, ports, 4), 1);
 	ck_assert_uint_eq(ports[0], a);
+	close(fd);
+	fd = listen_on(AF_INET6, "::", a, false);
+	ck_assert_int_eq(check(a, &self, 1), LISTEN_OURS);
+	close(fd);
+	fd = listen_on(AF_INET, "127.0.0.1", a, false);
+	ck_assert_int_eq(check(a, &self, 1), LISTEN_OURS);
 	close(fd);
 }
 END_TEST
