@@ -11,7 +11,7 @@ set -u
 cd "$(dirname "$0")/.."
 
 passed=0 failed=0 skipped=0
-failures=()
+failures=() details=()
 builds=()
 do_unit=0 do_integ=0 only=""
 
@@ -40,7 +40,11 @@ run_unit() {
 		checks=${BASH_REMATCH[1]} fails=${BASH_REMATCH[2]} errs=${BASH_REMATCH[3]}
 		passed=$((passed + checks - fails - errs))
 		failed=$((failed + fails + errs))
-		[ $((fails + errs)) -gt 0 ] && failures+=("$bin")
+		if [ $((fails + errs)) -gt 0 ]; then
+			failures+=("$bin")
+			# The failing checks again at the end, where a truncated log still shows them.
+			details+=("$(printf '%s\n' "$out" | grep -E ':[EF]:' | head -20)")
+		fi
 		echo "unit $bin: $((checks - fails - errs))/$checks"
 	else
 		failed=$((failed + 1))
@@ -104,6 +108,9 @@ fi
 if [ ${#failures[@]} -gt 0 ]; then
 	echo "failed:"
 	printf '  %s\n' "${failures[@]}"
+	for d in "${details[@]}"; do
+		printf '%s\n' "$d" | sed 's/^/    /'
+	done
 fi
 echo "$passed passed, $failed failed, $skipped skipped"
 [ $failed -eq 0 ]
