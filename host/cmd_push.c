@@ -11,8 +11,13 @@
  * the app does not need it; sockets, FIFOs and devices (listed under "skipped"). Refused
  * before anything is sent: a symbolic link whose target is absolute or climbs out of the tree,
  * and names that are not UTF-8 (the protocol's paths are JSON strings). Links are never
- * followed, and each file is checked again when it is sent: one that changed size meanwhile
- * fails the push rather than sending something other than what was counted.
+ * followed.
+ *
+ * The walk before connecting reads directories only: the kind of each entry comes from
+ * readdir (d_type; lstat only where the filesystem does not say), so a tree of many small
+ * files costs no path lookup per file before the first byte goes. A file's mode and size are
+ * read from the descriptor it is sent from; one that is no longer a regular file then, or
+ * ends before that size, fails the push rather than sending something else.
  */
 #include "cmd.h"
 
@@ -37,15 +42,13 @@ enum kind { K_DIR, K_FILE, K_LINK };
 struct entry {
 	char *path;
 	enum kind kind;
-	mode_t mode;
-	off_t size;
+	mode_t mode; /* a directory's; a file's is read when it is sent */
 	char *target;
 };
 
 struct tree {
 	struct entry *v;
 	size_t n, cap;
-	uint64_t bytes;
 	struct json_object *skipped; /* paths left out */
 	bool include_git;
 };
@@ -62,10 +65,23 @@ static void tree_dispose(struct tree *t)
 
 static bool utf8_valid(const char *s)
 {
-	_cleanup_json_ struct json_object *j = output_string_lossy(s, strlen(s));
+	return output_utf8_valid(s, strlen(s));
+}
 
-	return j && json_object_get_string_len(j) == (int)strlen(s) &&
-	       strcmp(json_object_get_string(j), s) == 0;
+/* "rel/name", or name at the top (rel NULL); NULL when out of memory. */
+static char *path_join(const char *rel, const char *name)
+{
+	size_t a = rel ? strlen(rel) : 0, b = strlen(name);
+	char *p = malloc(a + (rel ? 1 : 0) + b + 1);
+
+	if (!p)
+		return NULL;
+	if (rel) {
+		memcpy(p, rel, a);
+		p[a++] = '/';
+	}
+	memcpy(p + a, name, b + 1);
+	return p;
 }
 
 /* Takes e's strings, also on failure; a missing one (strdup failed) is out of memory. */
@@ -116,16 +132,28 @@ static bool target_inside(const char *target, int depth)
 	return true;
 }
 
+struct name {
+	char *name;
+	unsigned char type; /* d_type: DT_DIR, DT_REG, DT_LNK, ..., DT_UNKNOWN */
+};
+
 static int compare_names(const void *a, const void *b)
 {
-	return strcmp(*(char *const *)a, *(char *const *)b);
+	return strcmp(((const struct name *)a)->name, ((const struct name *)b)->name);
 }
 
-/* The names in a directory, sorted. */
-static int list_dir(int dirfd, char ***ret, size_t *ret_n, const char *shown, struct err *err)
+static void names_free(struct name *names, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(names[i].name);
+	free(names);
+}
+
+/* The names in a directory with their kinds as readdir gives them, sorted. */
+static int list_dir(int dirfd, struct name **ret, size_t *ret_n, const char *shown, struct err *err)
 {
 	_cleanup_closedir_ DIR *d = NULL;
-	char **names = NULL;
+	struct name *names = NULL;
 	size_t n = 0, cap = 0;
 	struct dirent *de;
 	int fd = dup(dirfd);
@@ -139,20 +167,18 @@ static int list_dir(int dirfd, char ***ret, size_t *ret_n, const char *shown, st
 		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
 			continue;
 		if (n == cap) {
-			char **v = reallocarray(names, cap = cap ? cap * 2 : 32, sizeof(*v));
+			struct name *v = reallocarray(names, cap = cap ? cap * 2 : 32, sizeof(*v));
 			if (!v)
 				goto out_nomem;
 			names = v;
 		}
-		if (!(names[n] = strdup(de->d_name)))
+		if (!(names[n].name = strdup(de->d_name)))
 			goto out_nomem;
-		n++;
+		names[n++].type = de->d_type;
 	}
 	if (errno) {
 		int e = errno;
-		for (size_t i = 0; i < n; i++)
-			free(names[i]);
-		free(names);
+		names_free(names, n);
 		errno = e;
 		return err_errno(err, "cannot read the directory %s", shown);
 	}
@@ -163,16 +189,30 @@ static int list_dir(int dirfd, char ***ret, size_t *ret_n, const char *shown, st
 	return 0;
 
 out_nomem:
-	for (size_t i = 0; i < n; i++)
-		free(names[i]);
-	free(names);
+	names_free(names, n);
 	return err_oom(err);
+}
+
+/* What d_type could not tell (DT_UNKNOWN), from lstat. */
+static int kind_of(int dirfd, const char *name, unsigned char *type)
+{
+	struct stat st;
+
+	if (*type != DT_UNKNOWN)
+		return 0;
+	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return -errno;
+	*type = S_ISDIR(st.st_mode)   ? DT_DIR
+	        : S_ISREG(st.st_mode) ? DT_REG
+	        : S_ISLNK(st.st_mode) ? DT_LNK
+	                              : DT_FIFO; /* anything else is left out */
+	return 0;
 }
 
 static int walk(struct tree *t, int dirfd, const char *rel, int depth, const char *root,
                 struct err *err)
 {
-	char **names = NULL;
+	struct name *names = NULL;
 	size_t n = 0;
 	int r;
 
@@ -180,16 +220,16 @@ static int walk(struct tree *t, int dirfd, const char *rel, int depth, const cha
 	if (r < 0)
 		return r;
 	for (size_t i = 0; i < n && r == 0; i++) {
+		const char *name = names[i].name;
 		struct entry e = {0};
-		struct stat st;
-		if (!t->include_git && strcmp(names[i], ".git") == 0)
+		if (!t->include_git && strcmp(name, ".git") == 0)
 			continue;
-		if (rel ? asprintf(&e.path, "%s/%s", rel, names[i]) < 0
-		        : !(e.path = strdup(names[i]))) {
+		if (!(e.path = path_join(rel, name))) {
 			r = err_oom(err);
 			break;
 		}
-		if (fstatat(dirfd, names[i], &st, AT_SYMLINK_NOFOLLOW) < 0) {
+		if ((r = kind_of(dirfd, name, &names[i].type)) < 0) {
+			errno = -r;
 			r = err_errno(err, "cannot stat %s/%s", root, e.path);
 			free(e.path);
 			break;
@@ -200,16 +240,19 @@ static int walk(struct tree *t, int dirfd, const char *rel, int depth, const cha
 			free(e.path);
 			break;
 		}
-		e.mode = st.st_mode & 0777;
-		if (S_ISDIR(st.st_mode)) {
-			int sub = openat(dirfd, names[i],
-			                 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (names[i].type == DT_DIR) {
+			int sub =
+			    openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			struct stat st;
 			e.kind = K_DIR;
-			if (sub < 0) {
+			if (sub < 0 || fstat(sub, &st) < 0) {
 				r = err_errno(err, "cannot open %s/%s", root, e.path);
+				if (sub >= 0)
+					close(sub);
 				free(e.path);
 				break;
 			}
+			e.mode = st.st_mode & 0777;
 			/* The entry's own path moves with the vector: recurse with a copy. */
 			_cleanup_free_ char *sub_rel = strdup(e.path);
 			r = add(t, e, err);
@@ -218,14 +261,12 @@ static int walk(struct tree *t, int dirfd, const char *rel, int depth, const cha
 			if (r == 0)
 				r = walk(t, sub, sub_rel, depth + 1, root, err);
 			close(sub);
-		} else if (S_ISREG(st.st_mode)) {
+		} else if (names[i].type == DT_REG) {
 			e.kind = K_FILE;
-			e.size = st.st_size;
-			t->bytes += (uint64_t)st.st_size;
 			r = add(t, e, err);
-		} else if (S_ISLNK(st.st_mode)) {
+		} else if (names[i].type == DT_LNK) {
 			char buf[PATH_MAX];
-			ssize_t len = readlinkat(dirfd, names[i], buf, sizeof(buf) - 1);
+			ssize_t len = readlinkat(dirfd, name, buf, sizeof(buf) - 1);
 			e.kind = K_LINK;
 			if (len < 0) {
 				r = err_errno(err, "cannot read the link %s/%s", root, e.path);
@@ -250,9 +291,7 @@ static int walk(struct tree *t, int dirfd, const char *rel, int depth, const cha
 			free(e.path);
 		}
 	}
-	for (size_t i = 0; i < n; i++)
-		free(names[i]);
-	free(names);
+	names_free(names, n);
 	return r;
 }
 
@@ -317,25 +356,57 @@ static void progress(struct push *p, bool force)
 		return;
 	p->last_progress = now;
 	if (p->ctl->out.tty)
-		output_live(&p->ctl->out, "push: %zu/%zu entries, %.1f/%.1f MiB", p->sent_entries,
-		            p->t->n, (double)p->sent_bytes / 1048576.0,
-		            (double)p->t->bytes / 1048576.0);
+		output_live(&p->ctl->out, "push: %zu/%zu entries, %.1f MiB", p->sent_entries,
+		            p->t->n, (double)p->sent_bytes / 1048576.0);
 }
 
+static struct json_object *entry_json(const struct entry *e, mode_t mode, off_t size)
+{
+	static const char *const kinds[] = {"dir", "file", "symlink"};
+	struct json_object *j = json_object_new_object();
+
+	json_object_object_add(j, "path", json_object_new_string(e->path));
+	json_object_object_add(j, "kind", json_object_new_string(kinds[e->kind]));
+	json_object_object_add(j, "mode", json_object_new_int((int)mode));
+	if (e->kind == K_FILE)
+		json_object_object_add(j, "size", json_object_new_int64((int64_t)size));
+	if (e->kind == K_LINK)
+		json_object_object_add(j, "target", json_object_new_string(e->target));
+	return j;
+}
+
+/* A file's entry with the mode and size of the descriptor it is read from, then its bytes. */
 static int send_file(struct push *p, const struct entry *e, uint8_t *buf)
 {
 	_cleanup_close_ int fd = -1;
+	_cleanup_json_ struct json_object *ej = NULL;
 	struct err *err = &p->ctl->err;
-	off_t left = e->size;
 	struct stat st;
+	off_t left;
 	int r;
 
-	fd = openat(p->root_fd, e->path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	/* O_NONBLOCK: a FIFO put in the file's place since the walk must not hold us. */
+	fd = openat(p->root_fd, e->path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
 	if (fd < 0 || fstat(fd, &st) < 0) {
 		err_errno(err, "cannot read %s", e->path);
 		return CTL_EXIT_FAILED;
 	}
-	while (left > 0) {
+	if (!S_ISREG(st.st_mode)) {
+		err_set(err, ERR_FAILED, EAGAIN,
+		        "%s changed while it was pushed (a regular file when the tree was walked, "
+		        "no longer): push again",
+		        e->path);
+		return CTL_EXIT_FAILED;
+	}
+	ej = entry_json(e, st.st_mode & 0777, st.st_size);
+	if (!ej) {
+		err_oom(err);
+		return CTL_EXIT_FAILED;
+	}
+	r = connect_session_send_batched(p->s, MSG_TREE_PUSH_ENTRY, p->stream, ej, NULL, 0, err);
+	if (r != 0)
+		return r;
+	for (left = st.st_size; left > 0;) {
 		size_t want = left > CHUNK ? CHUNK : (size_t)left;
 		ssize_t n = read(fd, buf, want);
 		if (n < 0 && errno == EINTR)
@@ -344,8 +415,13 @@ static int send_file(struct push *p, const struct entry *e, uint8_t *buf)
 			err_errno(err, "cannot read %s", e->path);
 			return CTL_EXIT_FAILED;
 		}
-		if (n == 0)
-			break;
+		if (n == 0) {
+			err_set(err, ERR_FAILED, EAGAIN,
+			        "%s changed while it was pushed (%lld bytes when it was opened, it "
+			        "ended after %lld): push again",
+			        e->path, (long long)st.st_size, (long long)(st.st_size - left));
+			return CTL_EXIT_FAILED;
+		}
 		r = connect_session_send_batched(p->s, MSG_TREE_PUSH_DATA, p->stream, NULL, buf,
 		                                 (size_t)n, err);
 		if (r != 0)
@@ -354,28 +430,7 @@ static int send_file(struct push *p, const struct entry *e, uint8_t *buf)
 		p->sent_bytes += (uint64_t)n;
 		progress(p, false);
 	}
-	if (left != 0 || !S_ISREG(st.st_mode) || st.st_size != e->size) {
-		err_set(err, ERR_FAILED, EAGAIN,
-		        "%s changed while it was pushed (%lld bytes counted, %lld now): push again",
-		        e->path, (long long)e->size, (long long)st.st_size);
-		return CTL_EXIT_FAILED;
-	}
 	return 0;
-}
-
-static struct json_object *entry_json(const struct entry *e)
-{
-	static const char *const kinds[] = {"dir", "file", "symlink"};
-	struct json_object *j = json_object_new_object();
-
-	json_object_object_add(j, "path", json_object_new_string(e->path));
-	json_object_object_add(j, "kind", json_object_new_string(kinds[e->kind]));
-	json_object_object_add(j, "mode", json_object_new_int((int)e->mode));
-	if (e->kind == K_FILE)
-		json_object_object_add(j, "size", json_object_new_int64((int64_t)e->size));
-	if (e->kind == K_LINK)
-		json_object_object_add(j, "target", json_object_new_string(e->target));
-	return j;
 }
 
 static int send_tree(struct push *p, const char *app_dir, struct json_object **ret_reply)
@@ -393,17 +448,20 @@ static int send_tree(struct push *p, const char *app_dir, struct json_object **r
 	}
 	p->stream = connect_session_new_stream(p->s);
 	json_object_object_add(begin, "app_dir", json_object_new_string(app_dir));
+	/* The bytes are counted as the files are read (begin's totals are optional). */
 	json_object_object_add(begin, "entries", json_object_new_int64((int64_t)p->t->n));
-	json_object_object_add(begin, "bytes", json_object_new_int64((int64_t)p->t->bytes));
 	r = connect_session_send(p->s, MSG_TREE_PUSH_BEGIN, 0, p->stream, begin, NULL, 0, err);
 	for (size_t i = 0; r == 0 && i < p->t->n; i++) {
-		_cleanup_json_ struct json_object *ej = entry_json(&p->t->v[i]);
+		const struct entry *e = &p->t->v[i];
 		r = check_agent(p);
-		if (r == 0)
+		if (r == 0 && e->kind == K_FILE) {
+			r = send_file(p, e, buf);
+		} else if (r == 0) {
+			_cleanup_json_ struct json_object *ej =
+			    entry_json(e, e->kind == K_DIR ? e->mode : 0777, 0);
 			r = connect_session_send_batched(p->s, MSG_TREE_PUSH_ENTRY, p->stream, ej,
 			                                 NULL, 0, err);
-		if (r == 0 && p->t->v[i].kind == K_FILE)
-			r = send_file(p, &p->t->v[i], buf);
+		}
 		p->sent_entries++;
 		progress(p, false);
 	}
@@ -411,7 +469,7 @@ static int send_tree(struct push *p, const char *app_dir, struct json_object **r
 		return r;
 	progress(p, true);
 	json_object_object_add(end, "entries", json_object_new_int64((int64_t)p->t->n));
-	json_object_object_add(end, "bytes", json_object_new_int64((int64_t)p->t->bytes));
+	json_object_object_add(end, "bytes", json_object_new_int64((int64_t)p->sent_bytes));
 	r = connect_session_send(p->s, MSG_TREE_PUSH_END, MSG_F_END, p->stream, end, NULL, 0, err);
 	if (r != 0)
 		return r;
@@ -528,8 +586,7 @@ int cmd_push(struct ctl *ctl, int argc, char **argv)
 		tree_dispose(&t);
 		return r;
 	}
-	output_note(&ctl->out, "pushing %s to %s: %zu entries, %.1f MiB", dir, app_dir, t.n,
-	            (double)t.bytes / 1048576.0);
+	output_note(&ctl->out, "pushing %s to %s: %zu entries", dir, app_dir, t.n);
 	p = (struct push){.ctl = ctl, .s = s, .t = &t, .root_fd = root_fd};
 	start = frame_io_now_ms();
 	r = send_tree(&p, app_dir, &reply);

@@ -218,6 +218,16 @@ static size_t utf8_seq(const unsigned char *p, size_t left)
 	return n;
 }
 
+bool output_utf8_valid(const char *buf, size_t len)
+{
+	const unsigned char *p = (const unsigned char *)buf;
+
+	for (size_t i = 0, n; i < len; i += n)
+		if (!(n = utf8_seq(p + i, len - i)))
+			return false;
+	return true;
+}
+
 struct json_object *output_string_lossy(const char *buf, size_t len)
 {
 	const unsigned char *p = (const unsigned char *)buf;

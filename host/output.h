@@ -83,5 +83,8 @@ size_t output_clean(char *out, const char *in, size_t len);
  * (log bytes are not always UTF-8; their offsets still count the original bytes).
  */
 struct json_object *output_string_lossy(const char *buf, size_t len);
+/* Whether buf holds only valid UTF-8 (no overlong forms, surrogates or code points past
+ * U+10FFFF): what output_string_lossy() would keep unchanged. */
+bool output_utf8_valid(const char *buf, size_t len);
 
 #endif

@@ -407,6 +407,32 @@ START_TEST(test_string_lossy)
 }
 END_TEST
 
+/* output_utf8_valid() accepts exactly what output_string_lossy() keeps unchanged. */
+START_TEST(test_utf8_valid)
+{
+	static const char *const good[] = {"",
+	                                   "app/config.ru",
+	                                   "caf\xc3\xa9",
+	                                   "\xe2\x9c\x93",
+	                                   "\xf0\x9f\x90\xb3",
+	                                   "\xf4\x8f\xbf\xbf"};
+	static const char *const bad[] = {
+	    "a\xff", "b\xc3", "\xc0\xaf", "\xed\xa0\x80", "\xf4\x90\x80\x80", "\xe2\x9c", "\x80"};
+
+	for (size_t i = 0; i < sizeof(good) / sizeof(*good); i++)
+		ck_assert_msg(output_utf8_valid(good[i], strlen(good[i])), "good[%zu]", i);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++)
+		ck_assert_msg(!output_utf8_valid(bad[i], strlen(bad[i])), "bad[%zu]", i);
+	/* A cut sequence at the end of the length given, whatever follows it. */
+	ck_assert(!output_utf8_valid("\xc3\xa9", 1));
+	for (size_t i = 0; i < sizeof(good) / sizeof(*good); i++) {
+		struct json_object *j = output_string_lossy(good[i], strlen(good[i]));
+		ck_assert_str_eq(json_object_get_string(j), good[i]);
+		json_object_put(j);
+	}
+}
+END_TEST
+
 static Suite *connect_suite(void)
 {
 	Suite *s = suite_create("connect");
@@ -422,6 +448,7 @@ static Suite *connect_suite(void)
 	tcase_add_test(tc, test_exec_failure_says_why);
 	tcase_add_test(tc, test_serial_pty);
 	tcase_add_test(tc, test_string_lossy);
+	tcase_add_test(tc, test_utf8_valid);
 	suite_add_tcase(s, tc);
 	return s;
 }

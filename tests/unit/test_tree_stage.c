@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include "file.h"
@@ -129,6 +130,59 @@ START_TEST(test_push_and_swap)
 	ck_assert_uint_eq(st.st_mode & 07777, 0711);
 	ck_assert(!exists(".app" DIR_SWAP_NEW_SUFFIX));
 	ck_assert(!exists(".app" DIR_SWAP_OLD_SUFFIX));
+}
+END_TEST
+
+/* Every file gets its mode exactly, whether the umask or a default ACL would take from it. */
+static void push_modes(void)
+{
+	static const unsigned modes[] = {0644, 0640, 0600, 0755, 0664, 0666, 0777, 0400};
+	struct tree_stage *s = begin(0);
+	struct tree_stage_result res;
+	struct err err;
+	char name[32], path[PATH_MAX * 2];
+	struct stat st;
+
+	for (size_t i = 0; i < sizeof(modes) / sizeof(*modes); i++) {
+		snprintf(name, sizeof(name), "f%o", modes[i]);
+		ck_assert_msg(tree_stage_entry(s, name, TREE_ENTRY_FILE, modes[i], 0, NULL, &err) ==
+		                  0,
+		              "%s", err.msg);
+	}
+	ck_assert_msg(tree_stage_finish(s, sizeof(modes) / sizeof(*modes), 0, &res, &err) == 0,
+	              "%s", err.msg);
+	tree_stage_free(s);
+	for (size_t i = 0; i < sizeof(modes) / sizeof(*modes); i++) {
+		snprintf(path, sizeof(path), "%s/f%o", app, modes[i]);
+		ck_assert_int_eq(lstat(path, &st), 0);
+		ck_assert_msg((st.st_mode & 07777) == modes[i], "%s: %o", path, st.st_mode & 07777);
+	}
+}
+
+START_TEST(test_modes_exact)
+{
+	/* The kernel's ACL xattr: version 2, then (tag, perm, id) for u::rwx g::r-x o::--- */
+	static const uint8_t acl[] = {2,    0,    0,    0, 0x01, 0,    7,    0,    0xff, 0xff,
+	                              0xff, 0xff, 0x04, 0, 5,    0,    0xff, 0xff, 0xff, 0xff,
+	                              0x20, 0,    0,    0, 0xff, 0xff, 0xff, 0xff};
+	mode_t old = umask(022);
+	char cmd[PATH_MAX + 32];
+
+	push_modes();
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", app);
+	ck_assert_int_eq(system(cmd), 0);
+	umask(077);
+	push_modes();
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", app);
+	ck_assert_int_eq(system(cmd), 0);
+	umask(022);
+	/* A default ACL on the directory the stage is made in: it, not the umask, would apply. */
+	if (setxattr(root, "system.posix_acl_default", acl, sizeof(acl), 0) == 0)
+		push_modes();
+	else
+		fprintf(stderr, "test_modes_exact: no default ACL here (%s): that case not run\n",
+		        strerror(errno));
+	umask(old);
 }
 END_TEST
 
@@ -312,6 +366,7 @@ static Suite *tree_stage_suite(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_push_and_swap);
 	tcase_add_test(tc, test_first_push_and_renames);
+	tcase_add_test(tc, test_modes_exact);
 	tcase_add_test(tc, test_refusals);
 	tcase_add_test(tc, test_refused_mid_push);
 	tcase_add_test(tc, test_recovery);
