@@ -17,7 +17,10 @@
  * readdir (d_type; lstat only where the filesystem does not say), so a tree of many small
  * files costs no path lookup per file before the first byte goes. A file's mode and size are
  * read from the descriptor it is sent from; one that is no longer a regular file then, or
- * ends before that size, fails the push rather than sending something else.
+ * holds fewer or more bytes than that size, fails the push rather than sending something
+ * else. A file is opened from its directory, and that directory from the root one component
+ * at a time, each with O_NOFOLLOW: a directory replaced by a link after the walk is not
+ * followed out of the tree.
  */
 #include "cmd.h"
 
@@ -301,6 +304,8 @@ struct push {
 	uint32_t stream;
 	const struct tree *t;
 	int root_fd;
+	int dir_fd;     /* the directory of the last file sent, opened link-free, or -1 */
+	char *dir_path; /* its path in the tree */
 	size_t sent_entries;
 	uint64_t sent_bytes;
 	int64_t last_progress;
@@ -365,6 +370,8 @@ static struct json_object *entry_json(const struct entry *e, mode_t mode, off_t 
 	static const char *const kinds[] = {"dir", "file", "symlink"};
 	struct json_object *j = json_object_new_object();
 
+	if (!j)
+		return NULL;
 	json_object_object_add(j, "path", json_object_new_string(e->path));
 	json_object_object_add(j, "kind", json_object_new_string(kinds[e->kind]));
 	json_object_object_add(j, "mode", json_object_new_int((int)mode));
@@ -375,29 +382,95 @@ static struct json_object *entry_json(const struct entry *e, mode_t mode, off_t 
 	return j;
 }
 
+static int changed(struct push *p, const char *path, const char *how)
+{
+	err_set(&p->ctl->err, ERR_FAILED, EAGAIN, "%s changed while it was pushed (%s): push again",
+	        path, how);
+	return CTL_EXIT_FAILED;
+}
+
+/*
+ * The directory a file of the tree is in, opened one component at a time with O_NOFOLLOW, so
+ * that a directory replaced by a link since the walk is not followed out of the tree. The last
+ * one is kept: a directory's files come one after the other.
+ */
+static int open_parent(struct push *p, const char *path, int *ret_dfd, const char **ret_leaf)
+{
+	const char *slash = strrchr(path, '/');
+	_cleanup_free_ char *parent = NULL;
+	int fd;
+
+	if (!slash) {
+		*ret_dfd = p->root_fd;
+		*ret_leaf = path;
+		return 0;
+	}
+	*ret_leaf = slash + 1;
+	if (p->dir_path && strlen(p->dir_path) == (size_t)(slash - path) &&
+	    memcmp(p->dir_path, path, (size_t)(slash - path)) == 0) {
+		*ret_dfd = p->dir_fd;
+		return 0;
+	}
+	if (!(parent = strndup(path, (size_t)(slash - path)))) {
+		err_oom(&p->ctl->err);
+		return CTL_EXIT_FAILED;
+	}
+	fd = dup(p->root_fd);
+	if (fd < 0) {
+		err_errno(&p->ctl->err, "cannot read %s", path);
+		return CTL_EXIT_FAILED;
+	}
+	for (char *comp = parent, *next; comp; comp = next) {
+		int sub;
+		if ((next = strchr(comp, '/')))
+			*next++ = '\0';
+		sub = openat(fd, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		close(fd);
+		if (sub < 0 && (errno == ELOOP || errno == ENOTDIR || errno == ENOENT))
+			return changed(p, path, "a directory on its path is gone or no longer one");
+		if (sub < 0) {
+			err_errno(&p->ctl->err, "cannot read %s", path);
+			return CTL_EXIT_FAILED;
+		}
+		fd = sub;
+	}
+	if (p->dir_fd >= 0)
+		close(p->dir_fd);
+	free(p->dir_path);
+	/* The parent is whole again: its components were cut in place. */
+	memcpy(parent, path, (size_t)(slash - path));
+	p->dir_path = TAKE_PTR(parent);
+	p->dir_fd = fd;
+	*ret_dfd = fd;
+	return 0;
+}
+
 /* A file's entry with the mode and size of the descriptor it is read from, then its bytes. */
 static int send_file(struct push *p, const struct entry *e, uint8_t *buf)
 {
 	_cleanup_close_ int fd = -1;
 	_cleanup_json_ struct json_object *ej = NULL;
 	struct err *err = &p->ctl->err;
+	const char *leaf;
 	struct stat st;
 	off_t left;
-	int r;
+	int dfd, r;
 
+	r = open_parent(p, e->path, &dfd, &leaf);
+	if (r != 0)
+		return r;
 	/* O_NONBLOCK: a FIFO put in the file's place since the walk must not hold us. */
-	fd = openat(p->root_fd, e->path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	fd = openat(dfd, leaf, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	if (fd < 0 && errno == EWOULDBLOCK) /* a lease is held on it: wait as a plain open does */
+		fd = openat(dfd, leaf, O_RDONLY | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC);
+	if (fd < 0 && (errno == ELOOP || errno == ENOENT))
+		return changed(p, e->path, "it is gone, or a link now");
 	if (fd < 0 || fstat(fd, &st) < 0) {
 		err_errno(err, "cannot read %s", e->path);
 		return CTL_EXIT_FAILED;
 	}
-	if (!S_ISREG(st.st_mode)) {
-		err_set(err, ERR_FAILED, EAGAIN,
-		        "%s changed while it was pushed (a regular file when the tree was walked, "
-		        "no longer): push again",
-		        e->path);
-		return CTL_EXIT_FAILED;
-	}
+	if (!S_ISREG(st.st_mode))
+		return changed(p, e->path, "a regular file when the tree was walked, no longer");
 	ej = entry_json(e, st.st_mode & 0777, st.st_size);
 	if (!ej) {
 		err_oom(err);
@@ -406,8 +479,14 @@ static int send_file(struct push *p, const struct entry *e, uint8_t *buf)
 	r = connect_session_send_batched(p->s, MSG_TREE_PUSH_ENTRY, p->stream, ej, NULL, 0, err);
 	if (r != 0)
 		return r;
-	for (left = st.st_size; left > 0;) {
-		size_t want = left > CHUNK ? CHUNK : (size_t)left;
+	/*
+	 * Each read asks for one byte more than is left (the buffer has room for it): a file that
+	 * grew meanwhile fails the push, and one that ended early too. The file has ended when a
+	 * read that asked for more than was left got exactly that, or got nothing with nothing
+	 * left.
+	 */
+	for (left = st.st_size;;) {
+		size_t want = left >= CHUNK ? CHUNK : (size_t)left + 1;
 		ssize_t n = read(fd, buf, want);
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -415,13 +494,14 @@ static int send_file(struct push *p, const struct entry *e, uint8_t *buf)
 			err_errno(err, "cannot read %s", e->path);
 			return CTL_EXIT_FAILED;
 		}
-		if (n == 0) {
-			err_set(err, ERR_FAILED, EAGAIN,
-			        "%s changed while it was pushed (%lld bytes when it was opened, it "
-			        "ended after %lld): push again",
-			        e->path, (long long)st.st_size, (long long)(st.st_size - left));
-			return CTL_EXIT_FAILED;
+		if (n > left || (n == 0 && left > 0)) {
+			char how[96];
+			snprintf(how, sizeof(how), "%lld bytes when it was opened, %s now",
+			         (long long)st.st_size, n ? "more" : "fewer");
+			return changed(p, e->path, how);
 		}
+		if (n == 0)
+			break;
 		r = connect_session_send_batched(p->s, MSG_TREE_PUSH_DATA, p->stream, NULL, buf,
 		                                 (size_t)n, err);
 		if (r != 0)
@@ -429,13 +509,15 @@ static int send_file(struct push *p, const struct entry *e, uint8_t *buf)
 		left -= n;
 		p->sent_bytes += (uint64_t)n;
 		progress(p, false);
+		if (left == 0 && (size_t)n < want)
+			break;
 	}
 	return 0;
 }
 
 static int send_tree(struct push *p, const char *app_dir, struct json_object **ret_reply)
 {
-	_cleanup_free_ uint8_t *buf = malloc(CHUNK);
+	_cleanup_free_ uint8_t *buf = malloc(CHUNK + 1);
 	struct err *err = &p->ctl->err;
 	_cleanup_json_ struct json_object *begin = json_object_new_object();
 	_cleanup_json_ struct json_object *end = json_object_new_object();
@@ -459,8 +541,9 @@ static int send_tree(struct push *p, const char *app_dir, struct json_object **r
 		} else if (r == 0) {
 			_cleanup_json_ struct json_object *ej =
 			    entry_json(e, e->kind == K_DIR ? e->mode : 0777, 0);
-			r = connect_session_send_batched(p->s, MSG_TREE_PUSH_ENTRY, p->stream, ej,
-			                                 NULL, 0, err);
+			r = ej ? connect_session_send_batched(p->s, MSG_TREE_PUSH_ENTRY, p->stream,
+			                                      ej, NULL, 0, err)
+			       : (err_oom(err), CTL_EXIT_FAILED);
 		}
 		p->sent_entries++;
 		progress(p, false);
@@ -587,9 +670,12 @@ int cmd_push(struct ctl *ctl, int argc, char **argv)
 		return r;
 	}
 	output_note(&ctl->out, "pushing %s to %s: %zu entries", dir, app_dir, t.n);
-	p = (struct push){.ctl = ctl, .s = s, .t = &t, .root_fd = root_fd};
+	p = (struct push){.ctl = ctl, .s = s, .t = &t, .root_fd = root_fd, .dir_fd = -1};
 	start = frame_io_now_ms();
 	r = send_tree(&p, app_dir, &reply);
+	if (p.dir_fd >= 0)
+		close(p.dir_fd);
+	free(p.dir_path);
 	output_live_done(&ctl->out);
 	if (r != 0) {
 		err_wrap(&ctl->err, "cannot push %s to %s", dir, app_dir);

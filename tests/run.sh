@@ -43,12 +43,13 @@ run_unit() {
 		if [ $((fails + errs)) -gt 0 ]; then
 			failures+=("$bin")
 			# The failing checks again at the end, where a truncated log still shows them.
-			details+=("$(printf '%s\n' "$out" | grep -E ':[EF]:' | head -20)")
+			details+=("$bin:"$'\n'"$(printf '%s\n' "$out" | grep -E ':[EF]:' | head -20)")
 		fi
 		echo "unit $bin: $((checks - fails - errs))/$checks"
 	else
 		failed=$((failed + 1))
 		failures+=("$bin (exit $rc, no Check summary)")
+		details+=("$bin (exit $rc), its last lines:"$'\n'"$(printf '%s\n' "$out" | tail -15)")
 		echo "unit $bin: FAILED (exit $rc)"
 	fi
 	[ $rc -ne 0 ] && ! [[ " ${failures[*]} " == *" $bin"* ]] && { failed=$((failed + 1)); failures+=("$bin (exit $rc)"); }

@@ -422,44 +422,18 @@ size_t listen_check_ports_of(const pid_t *pids, size_t n_pids, uint16_t *ret_por
 	return n;
 }
 
-/*
- * A wildcard socket conflicts with every socket on its port, so a port the kernel gives to
- * "::" (dual-stack) or "0.0.0.0" is free on every address: the app may bind 127.0.0.1,
- * 0.0.0.0 or "::" alike. Bound on 127.0.0.1 alone, the kernel could hand out a port that a
- * connection from another local address already uses, and an app binding 0.0.0.0 would fail.
- */
-static int pick_on_wildcard(int family, uint16_t *ret)
-{
-	struct sockaddr_storage ss = {0};
-	socklen_t len =
-	    family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
-	_cleanup_close_ int fd = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	int off = 0;
-
-	if (fd < 0)
-		return -errno;
-	ss.ss_family = (sa_family_t)family;
-	if (family == AF_INET6 && setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &off, sizeof(off)) < 0)
-		return -errno;
-	if (bind(fd, (struct sockaddr *)&ss, len) < 0)
-		return -errno;
-	if (getsockname(fd, (struct sockaddr *)&ss, &len) < 0)
-		return -errno;
-	*ret = ntohs(family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
-	                                : ((struct sockaddr_in *)&ss)->sin_port);
-	return 0;
-}
-
 int listen_check_pick_free_port(uint16_t *ret, struct err *err)
 {
-	int r = pick_on_wildcard(AF_INET6, ret);
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t len = sizeof(sa);
+	_cleanup_close_ int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 
-	/* A kernel or namespace without IPv6: 0.0.0.0 covers every address there is. */
-	if (r == -EAFNOSUPPORT || r == -EADDRNOTAVAIL || r == -EPROTONOSUPPORT)
-		r = pick_on_wildcard(AF_INET, ret);
-	if (r < 0) {
-		errno = -r;
-		return err_errno(err, "pick a free port: bind a wildcard address to port 0");
-	}
+	if (fd < 0)
+		return err_errno(err, "pick a free port: socket");
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+		return err_errno(err, "pick a free port: bind 127.0.0.1:0");
+	if (getsockname(fd, (struct sockaddr *)&sa, &len) < 0)
+		return err_errno(err, "pick a free port: getsockname");
+	*ret = ntohs(sa.sin_port);
 	return 0;
 }

@@ -25,7 +25,10 @@ int listen_check(uint16_t port, const pid_t *pids, size_t n_pids, enum listen_st
                  struct err *err);
 /* The ports (up to max) on which pids listen, for "it listens on port N instead". */
 size_t listen_check_ports_of(const pid_t *pids, size_t n_pids, uint16_t *ret_ports, size_t max);
-/* A TCP port the kernel finds free on every address (IPv4 and IPv6), for the app's PORT. */
+/*
+ * A free TCP port on 127.0.0.1, chosen by the kernel, which gives one that no socket uses on
+ * any address while there is one (test_pick_avoids_a_port_held_on_another_address).
+ */
 int listen_check_pick_free_port(uint16_t *ret, struct err *err);
 
 #endif

@@ -7,10 +7,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <sys/xattr.h>
 #include <unistd.h>
+#include <linux/magic.h>
 
+#include "cleanup.h"
 #include "file.h"
 #include "log.h"
 #include "strv.h"
@@ -72,6 +75,43 @@ void tree_stage_free(struct tree_stage *s)
 	free(s);
 }
 
+/* The process's umask, from /proc/self/status (reading it with umask() would change it). */
+static bool umask_read(mode_t *ret)
+{
+	_cleanup_fclose_ FILE *f = fopen("/proc/self/status", "re");
+	char line[256];
+	unsigned v;
+
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "Umask: %o", &v) == 1) {
+			*ret = (mode_t)v & 0777;
+			return true;
+		}
+	return false;
+}
+
+/*
+ * Whether a file created in the stage with a mode the umask leaves alone gets exactly that
+ * mode, which saves a fchmod() per file: on the filesystems whose only inherited permissions
+ * are POSIX default ACLs, when the stage has none (a default ACL replaces the umask and is
+ * inherited by every directory made in it). Elsewhere (NFS, CIFS, FUSE...) each file is still
+ * set with fchmod().
+ */
+static bool create_is_exact(int stage_fd, mode_t *ret_umask)
+{
+	static const unsigned long known[] = {TMPFS_MAGIC, EXT4_SUPER_MAGIC, XFS_SUPER_MAGIC,
+	                                      BTRFS_SUPER_MAGIC, OVERLAYFS_SUPER_MAGIC};
+	struct statfs sf;
+	bool fs_ok = false;
+
+	if (!umask_read(ret_umask) || fstatfs(stage_fd, &sf) < 0)
+		return false;
+	for (size_t i = 0; i < sizeof(known) / sizeof(*known); i++)
+		fs_ok = fs_ok || (unsigned long)sf.f_type == known[i];
+	return fs_ok && fgetxattr(stage_fd, "system.posix_acl_default", NULL, 0) < 0 &&
+	       (errno == ENODATA || errno == EOPNOTSUPP);
+}
+
 int tree_stage_begin(const struct tree_stage_target *t, struct tree_stage **ret, struct err *err)
 {
 	_cleanup_(tree_stage_freep) struct tree_stage *s = calloc(1, sizeof(*s));
@@ -92,15 +132,7 @@ int tree_stage_begin(const struct tree_stage_target *t, struct tree_stage **ret,
 	r = dir_swap_stage_create(&s->sw, t->mode, 0777, &s->mode, &s->stage_fd, err);
 	if (r < 0)
 		return r;
-	/*
-	 * A file is created with its mode when the umask takes nothing from it, which saves a
-	 * fchmod() per file. A default ACL on the stage would replace the umask (and be inherited
-	 * by every directory made in it): then each file is still set with fchmod().
-	 */
-	s->umask = umask(0);
-	umask(s->umask);
-	s->create_exact = fgetxattr(s->stage_fd, "system.posix_acl_default", NULL, 0) < 0 &&
-	                  (errno == ENODATA || errno == EOPNOTSUPP);
+	s->create_exact = create_is_exact(s->stage_fd, &s->umask);
 	*ret = TAKE_PTR(s);
 	return 0;
 }

@@ -204,6 +204,105 @@ START_TEST(test_push_tree)
 }
 END_TEST
 
+/*
+ * The source tree changed between the walk and the send (by the guest's on-status hook, which
+ * runs after the walk and before the first entry): each case fails with exit 1 and "push
+ * again", and nothing is swapped in.
+ */
+static void push_changed(const char *change, const char *want)
+{
+	_cleanup_free_ char *report = NULL;
+	char src[PATH_MAX + 16], hook[PATH_MAX + 32], cmd[PATH_MAX * 4];
+	struct ctl_run r;
+	FILE *f;
+
+	snprintf(src, sizeof(src), "%s/src", env.dir);
+	snprintf(cmd, sizeof(cmd),
+	         "rm -rf '%s' '%s/outside' && mkdir -p '%s/sub' '%s/outside' && "
+	         "echo inside > '%s/sub/a.txt' && echo SECRET-OUTSIDE > '%s/outside/a.txt' && "
+	         "printf 12345 > '%s/f' && : > '%s/empty' && echo g > '%s/g'",
+	         src, env.dir, src, env.dir, src, env.dir, src, src, src);
+	ck_assert_int_eq(system(cmd), 0);
+	snprintf(hook, sizeof(hook), "%s.on-status", env.tree);
+	f = fopen(hook, "w");
+	ck_assert_ptr_nonnull(f);
+	fprintf(f, "#!/bin/sh\ncd '%s' && %s\n", src, change);
+	fclose(f);
+	ck_assert_int_eq(chmod(hook, 0755), 0);
+	r = RUN(NULL, "push", src, "--app-dir", "/workspace/app");
+	unlink(hook);
+	ck_assert_msg(r.rc == 1, "%s: exit %d, %s", change, r.rc, r.err);
+	ck_assert_msg(strstr(r.err, "changed while it was pushed") && strstr(r.err, want) &&
+	                  strstr(r.err, "push again"),
+	              "%s: %s", change, r.err);
+	ctl_run_dispose(&r);
+	report = ctl_report(&env);
+	ck_assert_ptr_null(strstr(report, "push-end"));
+	snprintf(cmd, sizeof(cmd), "grep -rqs SECRET-OUTSIDE '%s' '%s.staging'", env.tree,
+	         env.tree);
+	ck_assert_int_ne(system(cmd), 0);
+}
+
+START_TEST(test_push_changed_during)
+{
+	char path[PATH_MAX + 32];
+	struct ctl_run r;
+	pid_t writer;
+
+	/* A directory replaced by a link to one outside the tree: not followed. */
+	push_changed("rm -r sub && ln -s ../outside sub", "a directory on its path");
+	push_changed("rm -r sub && echo x > sub", "a directory on its path");
+	push_changed("rm f && mkfifo f", "no longer");
+	push_changed("rm f && ln -s g f", "a link now");
+	push_changed("rm f", "it is gone");
+
+	/* A file that changed before it was opened goes as it is then: its size is read there. */
+	snprintf(path, sizeof(path), "printf 12345 > '%s/src/f'", env.dir);
+	ck_assert_int_eq(system(path), 0);
+	snprintf(path, sizeof(path), "%s.on-status", env.tree);
+	{
+		FILE *f = fopen(path, "w");
+		ck_assert_ptr_nonnull(f);
+		fprintf(f, "#!/bin/sh\nprintf 123456789 > '%s/src/f'\n", env.dir);
+		fclose(f);
+		ck_assert_int_eq(chmod(path, 0755), 0);
+	}
+	snprintf(path, sizeof(path), "%s/src", env.dir);
+	r = RUN(NULL, "push", path, "--app-dir", "/workspace/app");
+	snprintf(path, sizeof(path), "%s.on-status", env.tree);
+	unlink(path);
+	ck_assert_msg(r.rc == 0, "%s", r.err);
+	ck_assert_int_eq(ctl_int(r.json, "bytes"), 9 + 7 + 2);
+	ctl_run_dispose(&r);
+
+	/* A file that grows while it is read: 4 MiB, and a writer appending all the while. */
+	snprintf(path, sizeof(path), "%s/src/big", env.dir);
+	{
+		FILE *f = fopen(path, "w");
+		ck_assert_ptr_nonnull(f);
+		ck_assert_int_eq(ftruncate(fileno(f), 4 << 20), 0);
+		fclose(f);
+	}
+	writer = fork();
+	ck_assert_int_ge(writer, 0);
+	if (writer == 0) {
+		int fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC);
+		for (;;)
+			if (write(fd, "x", 1) != 1)
+				_exit(1);
+	}
+	usleep(20000);
+	snprintf(path, sizeof(path), "%s/src", env.dir);
+	r = RUN(NULL, "push", path, "--app-dir", "/workspace/app");
+	kill(writer, SIGKILL);
+	waitpid(writer, NULL, 0);
+	ck_assert_msg(r.rc == 1 && strstr(r.err, "big changed while it was pushed") &&
+	                  strstr(r.err, "more now"),
+	              "exit %d: %s", r.rc, r.err);
+	ctl_run_dispose(&r);
+}
+END_TEST
+
 START_TEST(test_push_refusals)
 {
 	_cleanup_free_ char *report = NULL;
@@ -631,6 +730,7 @@ static Suite *ctl_ops_suite(void)
 	tcase_add_test(tc, test_secrets_refused_before_connecting);
 	tcase_add_test(tc, test_push_tree);
 	tcase_add_test(tc, test_push_refusals);
+	tcase_add_test(tc, test_push_changed_during);
 	tcase_add_test(tc, test_boot_wait_ready);
 	tcase_add_test(tc, test_boot_wait_failed_and_refused);
 	tcase_add_test(tc, test_boot_without_wait_and_spec);

@@ -9,11 +9,14 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <net/if.h>
 #include <netinet/in.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -249,7 +252,7 @@ START_TEST(test_pick_free_port)
 	uint16_t ports[4];
 	int fd;
 
-	/* Free on every address: the wildcards of both families, and loopback, may take it. */
+	/* Free on every address: 0.0.0.0, "::" (here v6-only) and loopback may each take it. */
 	fd = listen_on(AF_INET, "0.0.0.0", a, false);
 	ck_assert_uint_eq(listen_check_ports_of(&self, 1, ports, 4), 1);
 	ck_assert_uint_eq(ports[0], a);
@@ -260,6 +263,42 @@ START_TEST(test_pick_free_port)
 	fd = listen_on(AF_INET, "127.0.0.1", a, false);
 	ck_assert_int_eq(check(a, &self, 1), LISTEN_OURS);
 	close(fd);
+}
+END_TEST
+
+/*
+ * In a network namespace of its own (this test's process only) with two ephemeral ports, one
+ * of them held on 127.0.0.2: the pick must give the other every time, since an app binding
+ * 0.0.0.0 could not have the held one. Bound on 127.0.0.1 the held port would not conflict;
+ * the kernel gives a port without any socket first, and this holds it to that.
+ */
+START_TEST(test_pick_avoids_a_port_held_on_another_address)
+{
+	struct ifreq ifr = {0};
+	int fd, sock, held;
+
+	if (unshare(CLONE_NEWNET) < 0) {
+		fprintf(stderr,
+		        "test_pick_avoids_a_port_held_on_another_address: unshare: %s; not "
+		        "run\n",
+		        strerror(errno));
+		return;
+	}
+	sock = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	ck_assert_int_ge(sock, 0);
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "lo");
+	ck_assert_int_eq(ioctl(sock, SIOCGIFFLAGS, &ifr), 0);
+	ifr.ifr_flags |= IFF_UP;
+	ck_assert_int_eq(ioctl(sock, SIOCSIFFLAGS, &ifr), 0);
+	close(sock);
+	fd = open("/proc/sys/net/ipv4/ip_local_port_range", O_WRONLY | O_CLOEXEC);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, "40000 40001", 11), 11);
+	close(fd);
+	held = listen_on(AF_INET, "127.0.0.2", 40000, false);
+	for (int i = 0; i < 20; i++)
+		ck_assert_uint_eq(free_port(), 40001);
+	close(held);
 }
 END_TEST
 
@@ -275,6 +314,7 @@ static Suite *listen_suite(void)
 	tcase_add_test(tc, test_foreign_listener_on_loopback_wins_over_ours_on_v6);
 	tcase_add_test(tc, test_own_sockets_by_address);
 	tcase_add_test(tc, test_pick_free_port);
+	tcase_add_test(tc, test_pick_avoids_a_port_held_on_another_address);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -284,7 +284,7 @@ int fg_publish(struct channel *ch, const struct msg *m)
 int fg_message(struct channel *ch, struct fg_state *st, const struct msg *m)
 {
 	const struct fg_config *cfg = st->cfg;
-	char value[256];
+	char value[256], path[PATH_MAX + 16];
 
 	switch (m->type) {
 	case MSG_HELLO:
@@ -331,6 +331,14 @@ int fg_message(struct channel *ch, struct fg_state *st, const struct msg *m)
 	case MSG_STATUS:
 		fg_report(cfg, "status %s",
 		          json_object_to_json_string_ext(m->json, JSON_C_TO_STRING_PLAIN));
+		/*
+		 * A test's hook, "<tree_dir>.on-status", run before the answer: sandbox-ctl push
+		 * asks for the status after its walk and before the first entry, so the hook can
+		 * change the source tree in between.
+		 */
+		snprintf(path, sizeof(path), "%s.on-status", cfg->tree_dir);
+		if (access(path, X_OK) == 0 && system(path) != 0)
+			return fg_error(ch, m->stream, EIO, "failed", "the on-status hook failed");
 		if (strstr(msg_get_string(m, "app_dir") ?: "", "busy"))
 			return fg_send(ch, MSG_OK, MSG_F_END, m->stream,
 			               fg_obj("{\"status\": \"booting\", \"phase\": \"setup\"}"),
