@@ -451,10 +451,10 @@ static int send_file(struct push *p, const struct entry *e, uint8_t *buf)
 	_cleanup_close_ int fd = -1;
 	_cleanup_json_ struct json_object *ej = NULL;
 	struct err *err = &p->ctl->err;
-	const char *leaf;
+	const char *leaf = NULL;
 	struct stat st;
 	off_t left;
-	int dfd, r;
+	int dfd = -1, r;
 
 	r = open_parent(p, e->path, &dfd, &leaf);
 	if (r != 0)
