@@ -35,6 +35,7 @@ struct channel_keys {
 struct channel {
 	struct frame_io *io;
 	void *keys_mem;            /* sodium_malloc, keys within it aligned */
+	struct json_tokener *tok;  /* msg_decode_with()'s, made at the first message */
 	struct channel_keys *keys; /* in keys_mem */
 	uint8_t cipher;            /* enum hs_cipher */
 	uint64_t tx_seq;
@@ -130,6 +131,8 @@ void channel_free(struct channel *ch)
 	if (!ch)
 		return;
 	wipe_rx(ch);
+	if (ch->tok)
+		json_tokener_free(ch->tok);
 	sodium_free(ch->keys_mem);
 	free(ch->rx_buf);
 	free(ch->tx_buf);
@@ -400,7 +403,9 @@ int channel_recv(struct channel *ch, struct msg *ret, int timeout_ms, struct err
 	r = open_frame(ch, body, len, err);
 	if (r < 0)
 		return r;
-	r = msg_decode(ch->rx_buf, ch->rx_len, &m, err);
+	if (!ch->tok && !(ch->tok = json_tokener_new_ex(MSG_JSON_DEPTH)))
+		return err_oom(err);
+	r = msg_decode_with(ch->tok, ch->rx_buf, ch->rx_len, &m, err);
 	if (r < 0)
 		return broken(ch, err, EBADMSG, "frame %" PRIu64 ": %s", ch->rx_seq - 1, err->msg);
 	if (m.type == MSG_CLOSE && m.stream == 0) {

@@ -139,17 +139,23 @@ ssize_t msg_encode(const struct msg *m, uint8_t *buf, size_t cap, struct err *er
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(json_tokener *, json_tokener_free)
 
-static int parse_json(const char *text, size_t len, struct json_object **ret, struct err *err)
+static int parse_json(json_tokener *reuse, const char *text, size_t len, struct json_object **ret,
+                      struct err *err)
 {
-	_cleanup_(json_tokener_freep) json_tokener *tok = NULL;
+	_cleanup_(json_tokener_freep) json_tokener *own = NULL;
 	_cleanup_json_ json_object *obj = NULL;
 	enum json_tokener_error jerr;
+	json_tokener *tok = reuse;
 
 	if (memchr(text, '\0', len))
 		return err_set(err, ERR_FAILED, EBADMSG, "malformed message: NUL byte in JSON");
-	tok = json_tokener_new_ex(MSG_JSON_DEPTH);
-	if (!tok)
-		return err_oom(err);
+	if (tok) {
+		json_tokener_reset(tok);
+	} else {
+		tok = own = json_tokener_new_ex(MSG_JSON_DEPTH);
+		if (!tok)
+			return err_oom(err);
+	}
 	json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
 	obj = json_tokener_parse_ex(tok, text, (int)len);
 	jerr = json_tokener_get_error(tok);
@@ -170,6 +176,12 @@ static int parse_json(const char *text, size_t len, struct json_object **ret, st
 
 int msg_decode(const uint8_t *buf, size_t len, struct msg *ret, struct err *err)
 {
+	return msg_decode_with(NULL, buf, len, ret, err);
+}
+
+int msg_decode_with(struct json_tokener *tok, const uint8_t *buf, size_t len, struct msg *ret,
+                    struct err *err)
+{
 	struct msg m = {0};
 	uint32_t jlen;
 	int r;
@@ -187,7 +199,7 @@ int msg_decode(const uint8_t *buf, size_t len, struct msg *ret, struct err *err)
 		return err_set(err, ERR_FAILED, EBADMSG,
 		               "malformed message: JSON length %u does not fit", jlen);
 	if (jlen > 0) {
-		r = parse_json((const char *)buf + MSG_HEADER_LEN, jlen, &m.json, err);
+		r = parse_json(tok, (const char *)buf + MSG_HEADER_LEN, jlen, &m.json, err);
 		if (r < 0)
 			return r;
 	}

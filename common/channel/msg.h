@@ -112,6 +112,13 @@ ssize_t msg_encode(const struct msg *m, uint8_t *buf, size_t cap, struct err *er
  * answers them with an error on their stream.
  */
 int msg_decode(const uint8_t *buf, size_t len, struct msg *ret, struct err *err);
+/*
+ * msg_decode() with a JSON tokener of the caller's (a channel keeps one), reset for each
+ * message, instead of one made and freed per message; tok NULL is msg_decode().
+ */
+struct json_tokener;
+int msg_decode_with(struct json_tokener *tok, const uint8_t *buf, size_t len, struct msg *ret,
+                    struct err *err);
 
 /* An error reply {code, class, msg} on stream, from err (MSG_F_END set when end). */
 int msg_error_from_err(struct msg *m, uint32_t stream, const struct err *e, bool end);

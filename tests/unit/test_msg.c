@@ -69,6 +69,52 @@ START_TEST(test_no_json_no_data)
 }
 END_TEST
 
+/* One message of type 0x21 whose JSON part is text. */
+static size_t with_json(uint8_t *buf, const char *text)
+{
+	size_t n = strlen(text);
+
+	memset(buf, 0, MSG_HEADER_LEN);
+	buf[1] = 0x21;
+	buf[11] = (uint8_t)n;
+	memcpy(buf + MSG_HEADER_LEN, text, n);
+	return MSG_HEADER_LEN + n;
+}
+
+/* A tokener used for message after message decodes each alone, also after a refused one. */
+START_TEST(test_reused_tokener)
+{
+	static const char *const texts[] = {"{\"path\":\"a\",\"size\":1}",
+	                                    "{\"path\":\"b\",",
+	                                    "{\"path\":\"c\"} x",
+	                                    "{\"path\":\"d\",\"nested\":{\"k\":[1,2]}}",
+	                                    "[1]",
+	                                    "{\"path\":\"\xff\"}",
+	                                    "{\"path\":\"e\"}"};
+	static const int ok[] = {1, 0, 0, 1, 0, 0, 1};
+	json_tokener *tok = json_tokener_new_ex(MSG_JSON_DEPTH);
+	uint8_t buf[128];
+
+	for (size_t i = 0; i < sizeof(texts) / sizeof(*texts); i++) {
+		size_t n = with_json(buf, texts[i]);
+		struct msg a = {0}, b = {0};
+		struct err ea, eb;
+		int ra = msg_decode_with(tok, buf, n, &a, &ea), rb = msg_decode(buf, n, &b, &eb);
+
+		ck_assert_msg((ra == 0) == ok[i] && (rb == 0) == ok[i], "%s: %d %d", texts[i], ra,
+		              rb);
+		if (ok[i])
+			ck_assert_str_eq(json_object_to_json_string(a.json),
+			                 json_object_to_json_string(b.json));
+		else
+			ck_assert_str_eq(ea.msg, eb.msg);
+		msg_dispose(&a);
+		msg_dispose(&b);
+	}
+	json_tokener_free(tok);
+}
+END_TEST
+
 static void refused(const uint8_t *buf, size_t len, const char *what)
 {
 	struct msg d = {0};
@@ -243,6 +289,7 @@ static Suite *msg_suite(void)
 
 	tcase_add_test(tc, test_round_trip);
 	tcase_add_test(tc, test_no_json_no_data);
+	tcase_add_test(tc, test_reused_tokener);
 	tcase_add_test(tc, test_malformed_refused);
 	tcase_add_test(tc, test_unknown_type_decodes);
 	tcase_add_test(tc, test_encode_limits);
