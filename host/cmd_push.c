@@ -415,7 +415,7 @@ static int open_parent(struct push *p, const char *path, int *ret_dfd, const cha
 		err_oom(&p->ctl->err);
 		return CTL_EXIT_FAILED;
 	}
-	fd = dup(p->root_fd);
+	fd = fcntl(p->root_fd, F_DUPFD_CLOEXEC, 0);
 	if (fd < 0) {
 		err_errno(&p->ctl->err, "cannot read %s", path);
 		return CTL_EXIT_FAILED;
@@ -425,7 +425,9 @@ static int open_parent(struct push *p, const char *path, int *ret_dfd, const cha
 		if ((next = strchr(comp, '/')))
 			*next++ = '\0';
 		sub = openat(fd, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		int saved = errno;
 		close(fd);
+		errno = saved;
 		if (sub < 0 && (errno == ELOOP || errno == ENOTDIR || errno == ENOENT))
 			return changed(p, path, "a directory on its path is gone or no longer one");
 		if (sub < 0) {
@@ -445,6 +447,27 @@ static int open_parent(struct push *p, const char *path, int *ret_dfd, const cha
 	return 0;
 }
 
+/*
+ * A file another process holds a lease on (a file server's): the open waits for the lease to be
+ * broken, as a plain open would, but only once the file is known to be a regular one, reopened
+ * through its own descriptor so that nothing put in its place meanwhile is opened instead.
+ */
+static int open_leased(int dfd, const char *leaf)
+{
+	_cleanup_close_ int path_fd = openat(dfd, leaf, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	char proc[64];
+	struct stat st;
+
+	if (path_fd < 0 || fstat(path_fd, &st) < 0)
+		return -1;
+	if (!S_ISREG(st.st_mode)) {
+		errno = ENXIO;
+		return -1;
+	}
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", path_fd);
+	return open(proc, O_RDONLY | O_NOCTTY | O_CLOEXEC);
+}
+
 /* A file's entry with the mode and size of the descriptor it is read from, then its bytes. */
 static int send_file(struct push *p, const struct entry *e, uint8_t *buf)
 {
@@ -461,10 +484,10 @@ static int send_file(struct push *p, const struct entry *e, uint8_t *buf)
 		return r;
 	/* O_NONBLOCK: a FIFO put in the file's place since the walk must not hold us. */
 	fd = openat(dfd, leaf, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-	if (fd < 0 && errno == EWOULDBLOCK) /* a lease is held on it: wait as a plain open does */
-		fd = openat(dfd, leaf, O_RDONLY | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC);
-	if (fd < 0 && (errno == ELOOP || errno == ENOENT))
-		return changed(p, e->path, "it is gone, or a link now");
+	if (fd < 0 && errno == EWOULDBLOCK)
+		fd = open_leased(dfd, leaf);
+	if (fd < 0 && (errno == ELOOP || errno == ENOENT || errno == ENXIO))
+		return changed(p, e->path, "it is gone, or a link or a socket now");
 	if (fd < 0 || fstat(fd, &st) < 0) {
 		err_errno(err, "cannot read %s", e->path);
 		return CTL_EXIT_FAILED;
@@ -480,13 +503,13 @@ static int send_file(struct push *p, const struct entry *e, uint8_t *buf)
 	if (r != 0)
 		return r;
 	/*
-	 * Each read asks for one byte more than is left (the buffer has room for it): a file that
-	 * grew meanwhile fails the push, and one that ended early too. The file has ended when a
-	 * read that asked for more than was left got exactly that, or got nothing with nothing
-	 * left.
+	 * A read that can reach the end asks for one byte more than is left (the buffer has room
+	 * for it): a file that grew meanwhile fails the push, and one that ended early too. The
+	 * file has ended when a read that asked for more than was left got exactly that, or got
+	 * nothing with nothing left.
 	 */
 	for (left = st.st_size;;) {
-		size_t want = left >= CHUNK ? CHUNK : (size_t)left + 1;
+		size_t want = left > CHUNK ? CHUNK : (size_t)left + 1;
 		ssize_t n = read(fd, buf, want);
 		if (n < 0 && errno == EINTR)
 			continue;

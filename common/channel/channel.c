@@ -403,9 +403,7 @@ int channel_recv(struct channel *ch, struct msg *ret, int timeout_ms, struct err
 	r = open_frame(ch, body, len, err);
 	if (r < 0)
 		return r;
-	if (!ch->tok && !(ch->tok = json_tokener_new_ex(MSG_JSON_DEPTH)))
-		return err_oom(err);
-	r = msg_decode_with(ch->tok, ch->rx_buf, ch->rx_len, &m, err);
+	r = msg_decode_with(&ch->tok, ch->rx_buf, ch->rx_len, &m, err);
 	if (r < 0)
 		return broken(ch, err, EBADMSG, "frame %" PRIu64 ": %s", ch->rx_seq - 1, err->msg);
 	if (m.type == MSG_CLOSE && m.stream == 0) {

@@ -139,20 +139,21 @@ ssize_t msg_encode(const struct msg *m, uint8_t *buf, size_t cap, struct err *er
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(json_tokener *, json_tokener_free)
 
-static int parse_json(json_tokener *reuse, const char *text, size_t len, struct json_object **ret,
+/* With keep NULL, a tokener of its own; else *keep's (made when NULL, dropped on a failure). */
+static int parse_json(json_tokener **keep, const char *text, size_t len, struct json_object **ret,
                       struct err *err)
 {
-	_cleanup_(json_tokener_freep) json_tokener *own = NULL;
+	_cleanup_(json_tokener_freep) json_tokener *tok = NULL;
 	_cleanup_json_ json_object *obj = NULL;
 	enum json_tokener_error jerr;
-	json_tokener *tok = reuse;
 
 	if (memchr(text, '\0', len))
 		return err_set(err, ERR_FAILED, EBADMSG, "malformed message: NUL byte in JSON");
-	if (tok) {
+	if (keep && *keep) {
+		tok = TAKE_PTR(*keep);
 		json_tokener_reset(tok);
 	} else {
-		tok = own = json_tokener_new_ex(MSG_JSON_DEPTH);
+		tok = json_tokener_new_ex(MSG_JSON_DEPTH);
 		if (!tok)
 			return err_oom(err);
 	}
@@ -171,6 +172,8 @@ static int parse_json(json_tokener *reuse, const char *text, size_t len, struct 
 		return err_set(err, ERR_FAILED, EBADMSG,
 		               "malformed message: the JSON part is not an object");
 	*ret = TAKE_PTR(obj);
+	if (keep) /* parsed whole: the tokener is clean again for the next message */
+		*keep = TAKE_PTR(tok);
 	return 0;
 }
 
@@ -179,7 +182,7 @@ int msg_decode(const uint8_t *buf, size_t len, struct msg *ret, struct err *err)
 	return msg_decode_with(NULL, buf, len, ret, err);
 }
 
-int msg_decode_with(struct json_tokener *tok, const uint8_t *buf, size_t len, struct msg *ret,
+int msg_decode_with(struct json_tokener **tok, const uint8_t *buf, size_t len, struct msg *ret,
                     struct err *err)
 {
 	struct msg m = {0};

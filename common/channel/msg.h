@@ -113,11 +113,13 @@ ssize_t msg_encode(const struct msg *m, uint8_t *buf, size_t cap, struct err *er
  */
 int msg_decode(const uint8_t *buf, size_t len, struct msg *ret, struct err *err);
 /*
- * msg_decode() with a JSON tokener of the caller's (a channel keeps one), reset for each
- * message, instead of one made and freed per message; tok NULL is msg_decode().
+ * msg_decode() with a JSON tokener of the caller's (a channel keeps one) in *tok, made when
+ * *tok is NULL and reset for each message, instead of one made and freed per message. After a
+ * message that does not parse it is freed and *tok set to NULL (json_tokener_reset() does not
+ * clear every state a failed parse leaves), so each message is decoded alone.
  */
 struct json_tokener;
-int msg_decode_with(struct json_tokener *tok, const uint8_t *buf, size_t len, struct msg *ret,
+int msg_decode_with(struct json_tokener **tok, const uint8_t *buf, size_t len, struct msg *ret,
                     struct err *err);
 
 /* An error reply {code, class, msg} on stream, from err (MSG_F_END set when end). */

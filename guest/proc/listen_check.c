@@ -27,6 +27,7 @@
 #include <linux/sock_diag.h>
 
 #include "cleanup.h"
+#include "log.h"
 
 #define TCP_LISTEN 0x0A
 
@@ -422,18 +423,65 @@ size_t listen_check_ports_of(const pid_t *pids, size_t n_pids, uint16_t *ret_por
 	return n;
 }
 
+/*
+ * A wildcard socket conflicts with every socket on its port, so a port the kernel gives to
+ * "::" (dual-stack) is free on every address, and one it gives to 0.0.0.0 on every IPv4
+ * address: the app may bind 127.0.0.1, 0.0.0.0 or "::" alike. Bound on 127.0.0.1 alone, the kernel
+ * could hand out a port that a connection from another local address already uses, and an app
+ * binding 0.0.0.0 would fail.
+ */
+static int pick_port(int family, bool any, uint16_t *ret, const char **ret_call)
+{
+	struct sockaddr_storage ss = {0};
+	socklen_t len =
+	    family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
+	_cleanup_close_ int fd = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int off = 0;
+
+	*ret_call = "socket";
+	if (fd < 0)
+		return -errno;
+	ss.ss_family = (sa_family_t)family;
+	if (!any) /* only for AF_INET */
+		((struct sockaddr_in *)&ss)->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	*ret_call = "setsockopt IPV6_V6ONLY";
+	if (family == AF_INET6 && setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &off, sizeof(off)) < 0)
+		return -errno;
+	*ret_call = "bind";
+	if (bind(fd, (struct sockaddr *)&ss, len) < 0)
+		return -errno;
+	*ret_call = "getsockname";
+	if (getsockname(fd, (struct sockaddr *)&ss, &len) < 0)
+		return -errno;
+	*ret = ntohs(family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
+	                                : ((struct sockaddr_in *)&ss)->sin_port);
+	return 0;
+}
+
 int listen_check_pick_free_port(uint16_t *ret, struct err *err)
 {
-	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	socklen_t len = sizeof(sa);
-	_cleanup_close_ int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	const char *call;
+	int r;
 
-	if (fd < 0)
-		return err_errno(err, "pick a free port: socket");
-	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
-		return err_errno(err, "pick a free port: bind 127.0.0.1:0");
-	if (getsockname(fd, (struct sockaddr *)&sa, &len) < 0)
-		return err_errno(err, "pick a free port: getsockname");
-	*ret = ntohs(sa.sin_port);
+	/*
+	 * "::" first; where IPv6 is missing or refused (no such family, a seccomp filter, a
+	 * security module), 0.0.0.0 covers every IPv4 address. Only when both are refused is the
+	 * port picked on 127.0.0.1, free there alone.
+	 */
+	r = pick_port(AF_INET6, true, ret, &call);
+	if (r < 0) {
+		log_debug("pick a free port on [::]: %s: %s; trying 0.0.0.0", call, strerror(-r));
+		r = pick_port(AF_INET, true, ret, &call);
+	}
+	if (r < 0) {
+		log_warn("pick a free port on 0.0.0.0: %s: %s; picking one on 127.0.0.1, which an "
+		         "app that binds every address may find taken elsewhere",
+		         call, strerror(-r));
+		r = pick_port(AF_INET, false, ret, &call);
+	}
+	if (r < 0) {
+		errno = -r;
+		return err_errno(err, "pick a free port on 127.0.0.1: %s", call);
+	}
 	return 0;
 }

@@ -26,8 +26,8 @@ int listen_check(uint16_t port, const pid_t *pids, size_t n_pids, enum listen_st
 /* The ports (up to max) on which pids listen, for "it listens on port N instead". */
 size_t listen_check_ports_of(const pid_t *pids, size_t n_pids, uint16_t *ret_ports, size_t max);
 /*
- * A free TCP port on 127.0.0.1, chosen by the kernel, which gives one that no socket uses on
- * any address while there is one (test_pick_avoids_a_port_held_on_another_address).
+ * A free TCP port for the app's PORT, chosen by the kernel on "::" (dual-stack), else on
+ * 0.0.0.0, so that it is free on every address; on 127.0.0.1 only when both are refused.
  */
 int listen_check_pick_free_port(uint16_t *ret, struct err *err);
 

@@ -243,21 +243,50 @@ static void push_changed(const char *change, const char *want)
 	ck_assert_int_ne(system(cmd), 0);
 }
 
+static void hook_data(const char *change, const char *want1, const char *want2)
+{
+	char path[PATH_MAX + 32];
+	struct ctl_run r;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/src/big", env.dir);
+	f = fopen(path, "w");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_int_eq(ftruncate(fileno(f), 4 << 20), 0);
+	fclose(f);
+	snprintf(path, sizeof(path), "%s.on-data", env.tree);
+	f = fopen(path, "w");
+	ck_assert_ptr_nonnull(f);
+	fprintf(f, "#!/bin/sh\ncd '%s/src' && %s\n", env.dir, change);
+	fclose(f);
+	ck_assert_int_eq(chmod(path, 0755), 0);
+	snprintf(path, sizeof(path), "%s/src", env.dir);
+	r = RUN(NULL, "push", path, "--app-dir", "/workspace/app");
+	snprintf(path, sizeof(path), "%s.on-data", env.tree);
+	unlink(path);
+	ck_assert_msg(r.rc == 1 && strstr(r.err, want1) && strstr(r.err, want2), "%s: exit %d: %s",
+	              change, r.rc, r.err);
+	ctl_run_dispose(&r);
+}
+
 START_TEST(test_push_changed_during)
 {
 	char path[PATH_MAX + 32];
 	struct ctl_run r;
-	pid_t writer;
 
 	/* A directory replaced by a link to one outside the tree: not followed. */
 	push_changed("rm -r sub && ln -s ../outside sub", "a directory on its path");
 	push_changed("rm -r sub && echo x > sub", "a directory on its path");
 	push_changed("rm f && mkfifo f", "no longer");
-	push_changed("rm f && ln -s g f", "a link now");
+	push_changed("rm f && ln -s g f", "or a link");
 	push_changed("rm f", "it is gone");
+	push_changed(
+	    "rm f && python3 -c 'import socket; socket.socket(socket.AF_UNIX).bind(\"f\")'",
+	    "a socket");
 
 	/* A file that changed before it was opened goes as it is then: its size is read there. */
-	snprintf(path, sizeof(path), "printf 12345 > '%s/src/f'", env.dir);
+	snprintf(path, sizeof(path), "rm -f '%s/src/f' && printf 12345 > '%s/src/f'", env.dir,
+	         env.dir);
 	ck_assert_int_eq(system(path), 0);
 	snprintf(path, sizeof(path), "%s.on-status", env.tree);
 	{
@@ -275,31 +304,12 @@ START_TEST(test_push_changed_during)
 	ck_assert_int_eq(ctl_int(r.json, "bytes"), 9 + 7 + 2);
 	ctl_run_dispose(&r);
 
-	/* A file that grows while it is read: 4 MiB, and a writer appending all the while. */
-	snprintf(path, sizeof(path), "%s/src/big", env.dir);
-	{
-		FILE *f = fopen(path, "w");
-		ck_assert_ptr_nonnull(f);
-		ck_assert_int_eq(ftruncate(fileno(f), 4 << 20), 0);
-		fclose(f);
-	}
-	writer = fork();
-	ck_assert_int_ge(writer, 0);
-	if (writer == 0) {
-		int fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC);
-		for (;;)
-			if (write(fd, "x", 1) != 1)
-				_exit(1);
-	}
-	usleep(20000);
-	snprintf(path, sizeof(path), "%s/src", env.dir);
-	r = RUN(NULL, "push", path, "--app-dir", "/workspace/app");
-	kill(writer, SIGKILL);
-	waitpid(writer, NULL, 0);
-	ck_assert_msg(r.rc == 1 && strstr(r.err, "big changed while it was pushed") &&
-	                  strstr(r.err, "more now"),
-	              "exit %d: %s", r.rc, r.err);
-	ctl_run_dispose(&r);
+	/*
+	 * A file that grows and one that shrinks while they are read: 4 MiB, the first file of the
+	 * tree, changed by the on-data hook when its first bytes reach the guest.
+	 */
+	hook_data("printf x >> big", "big changed while it was pushed", "more now");
+	hook_data("truncate -s 1M big", "big changed while it was pushed", "fewer now");
 }
 END_TEST
 

@@ -269,8 +269,8 @@ END_TEST
 /*
  * In a network namespace of its own (this test's process only) with two ephemeral ports, one
  * of them held on 127.0.0.2: the pick must give the other every time, since an app binding
- * 0.0.0.0 could not have the held one. Bound on 127.0.0.1 the held port would not conflict;
- * the kernel gives a port without any socket first, and this holds it to that.
+ * 0.0.0.0 could not have the held one. The held one is 40001: bind() to port 0 tries odd
+ * ports first, and on 127.0.0.1 alone the held port would not conflict.
  */
 START_TEST(test_pick_avoids_a_port_held_on_another_address)
 {
@@ -295,9 +295,9 @@ START_TEST(test_pick_avoids_a_port_held_on_another_address)
 	ck_assert_int_ge(fd, 0);
 	ck_assert_int_eq(write(fd, "40000 40001", 11), 11);
 	close(fd);
-	held = listen_on(AF_INET, "127.0.0.2", 40000, false);
+	held = listen_on(AF_INET, "127.0.0.2", 40001, false);
 	for (int i = 0; i < 20; i++)
-		ck_assert_uint_eq(free_port(), 40001);
+		ck_assert_uint_eq(free_port(), 40000);
 	close(held);
 }
 END_TEST

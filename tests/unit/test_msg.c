@@ -84,22 +84,27 @@ static size_t with_json(uint8_t *buf, const char *text)
 /* A tokener used for message after message decodes each alone, also after a refused one. */
 START_TEST(test_reused_tokener)
 {
+	/* Among them a high surrogate left by a failed parse, which a reset does not clear. */
 	static const char *const texts[] = {"{\"path\":\"a\",\"size\":1}",
 	                                    "{\"path\":\"b\",",
 	                                    "{\"path\":\"c\"} x",
 	                                    "{\"path\":\"d\",\"nested\":{\"k\":[1,2]}}",
 	                                    "[1]",
 	                                    "{\"path\":\"\xff\"}",
+	                                    "{\"a\":\"\\uD800\\u12x\"}",
+	                                    "{\"a\":\"\\u00e9\"}",
+	                                    "{\"a\":\"\\uD800",
+	                                    "{\"a\":\"\\uDC00\"}",
 	                                    "{\"path\":\"e\"}"};
-	static const int ok[] = {1, 0, 0, 1, 0, 0, 1};
-	json_tokener *tok = json_tokener_new_ex(MSG_JSON_DEPTH);
+	static const int ok[] = {1, 0, 0, 1, 0, 0, 0, 1, 0, 1, 1};
+	json_tokener *tok = NULL;
 	uint8_t buf[128];
 
 	for (size_t i = 0; i < sizeof(texts) / sizeof(*texts); i++) {
 		size_t n = with_json(buf, texts[i]);
 		struct msg a = {0}, b = {0};
 		struct err ea, eb;
-		int ra = msg_decode_with(tok, buf, n, &a, &ea), rb = msg_decode(buf, n, &b, &eb);
+		int ra = msg_decode_with(&tok, buf, n, &a, &ea), rb = msg_decode(buf, n, &b, &eb);
 
 		ck_assert_msg((ra == 0) == ok[i] && (rb == 0) == ok[i], "%s: %d %d", texts[i], ra,
 		              rb);
@@ -111,7 +116,8 @@ START_TEST(test_reused_tokener)
 		msg_dispose(&a);
 		msg_dispose(&b);
 	}
-	json_tokener_free(tok);
+	if (tok)
+		json_tokener_free(tok);
 }
 END_TEST
 

@@ -67,6 +67,7 @@ int fg_push_msg(struct channel *ch, struct fg_state *st, const struct msg *m)
 	case MSG_TREE_PUSH_BEGIN:
 		st->push_stream = m->stream;
 		st->entries = st->bytes = 0;
+		st->data_seen = false;
 		st->file_fd = -1;
 		snprintf(st->staging, sizeof(st->staging), "%s.staging", cfg->tree_dir);
 		snprintf(path, sizeof(path), "rm -rf '%s' && mkdir -p '%s'", st->staging,
@@ -102,6 +103,13 @@ int fg_push_msg(struct channel *ch, struct fg_state *st, const struct msg *m)
 		return 0;
 	}
 	case MSG_TREE_PUSH_DATA:
+		if (!st->data_seen) {
+			st->data_seen = true;
+			snprintf(path, sizeof(path), "%s.on-data", cfg->tree_dir);
+			if (access(path, X_OK) == 0 && system(path) != 0)
+				return fg_error(ch, m->stream, EIO, "failed",
+				                "the on-data hook failed");
+		}
 		if (st->file_fd < 0 || (int64_t)m->data_len > st->file_left ||
 		    file_write_all(st->file_fd, m->data, m->data_len) < 0)
 			return fg_error(ch, m->stream, EPROTO, "failed", "data out of place");

@@ -25,6 +25,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,12 +61,18 @@ struct fg_state {
 	int file_fd;
 	int64_t file_left;
 	int64_t entries, bytes;
+	bool data_seen; /* this push's first data message came (the on-data hook ran) */
 	char staging[PATH_MAX];
 	char names[32][64];
 	size_t n_names;
 };
 
-/* Pushes land in staging beside tree_dir and are swapped in at the end. */
+/*
+ * Pushes land in staging beside tree_dir and are swapped in at the end. A test's hooks,
+ * executables beside tree_dir: "<tree_dir>.on-status" runs when a status request comes (a push
+ * asks after its walk, before its first entry), "<tree_dir>.on-data" when a push's first data
+ * message comes (sandbox-ctl is then still reading that file, held by the socket's buffer).
+ */
 
 /* Boots are scripted by the app directory's name: *fail*, *refuse*, else ready. */
 
