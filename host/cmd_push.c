@@ -35,6 +35,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "dir_cache.h"
+
 #define USAGE "push DIR [--app-dir DIR] [--include-git]"
 #define CHUNK (64 * 1024)
 #define PROGRESS_EVERY_MS 100
@@ -304,8 +306,7 @@ struct push {
 	uint32_t stream;
 	const struct tree *t;
 	int root_fd;
-	int dir_fd;     /* the directory of the last file sent, opened link-free, or -1 */
-	char *dir_path; /* its path in the tree */
+	struct dir_cache dirs; /* the directory of the last file sent, opened link-free */
 	size_t sent_entries;
 	uint64_t sent_bytes;
 	int64_t last_progress;
@@ -390,64 +391,6 @@ static int changed(struct push *p, const char *path, const char *how)
 }
 
 /*
- * The directory a file of the tree is in, opened one component at a time with O_NOFOLLOW, so
- * that a directory replaced by a link since the walk is not followed out of the tree. The last
- * one is kept: a directory's files come one after the other.
- */
-static int open_parent(struct push *p, const char *path, int *ret_dfd, const char **ret_leaf)
-{
-	const char *slash = strrchr(path, '/');
-	_cleanup_free_ char *parent = NULL;
-	int fd;
-
-	if (!slash) {
-		*ret_dfd = p->root_fd;
-		*ret_leaf = path;
-		return 0;
-	}
-	*ret_leaf = slash + 1;
-	if (p->dir_path && strlen(p->dir_path) == (size_t)(slash - path) &&
-	    memcmp(p->dir_path, path, (size_t)(slash - path)) == 0) {
-		*ret_dfd = p->dir_fd;
-		return 0;
-	}
-	if (!(parent = strndup(path, (size_t)(slash - path)))) {
-		err_oom(&p->ctl->err);
-		return CTL_EXIT_FAILED;
-	}
-	fd = fcntl(p->root_fd, F_DUPFD_CLOEXEC, 0);
-	if (fd < 0) {
-		err_errno(&p->ctl->err, "cannot read %s", path);
-		return CTL_EXIT_FAILED;
-	}
-	for (char *comp = parent, *next; comp; comp = next) {
-		int sub;
-		if ((next = strchr(comp, '/')))
-			*next++ = '\0';
-		sub = openat(fd, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		int saved = errno;
-		close(fd);
-		errno = saved;
-		if (sub < 0 && (errno == ELOOP || errno == ENOTDIR || errno == ENOENT))
-			return changed(p, path, "a directory on its path is gone or no longer one");
-		if (sub < 0) {
-			err_errno(&p->ctl->err, "cannot read %s", path);
-			return CTL_EXIT_FAILED;
-		}
-		fd = sub;
-	}
-	if (p->dir_fd >= 0)
-		close(p->dir_fd);
-	free(p->dir_path);
-	/* The parent is whole again: its components were cut in place. */
-	memcpy(parent, path, (size_t)(slash - path));
-	p->dir_path = TAKE_PTR(parent);
-	p->dir_fd = fd;
-	*ret_dfd = fd;
-	return 0;
-}
-
-/*
  * A file another process holds a lease on (a file server's): the open waits for the lease to be
  * broken, as a plain open would, but only once the file is known to be a regular one, reopened
  * through its own descriptor so that nothing put in its place meanwhile is opened instead.
@@ -479,9 +422,15 @@ static int send_file(struct push *p, const struct entry *e, uint8_t *buf)
 	off_t left;
 	int dfd = -1, r;
 
-	r = open_parent(p, e->path, &dfd, &leaf);
-	if (r != 0)
-		return r;
+	/* Its directory, opened without following a link: a directory replaced by one since the
+	 * walk is not followed out of the tree. */
+	r = dir_cache_parent(&p->dirs, e->path, &dfd, &leaf, err);
+	if (r == -ELOOP || r == -ENOTDIR || r == -ENOENT)
+		return changed(p, e->path, "a directory on its path is gone or no longer one");
+	if (r < 0) {
+		err_wrap(err, "cannot read %s", e->path);
+		return CTL_EXIT_FAILED;
+	}
 	/* O_NONBLOCK: a FIFO put in the file's place since the walk must not hold us. */
 	fd = openat(dfd, leaf, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
 	if (fd < 0 && errno == EWOULDBLOCK)
@@ -693,12 +642,11 @@ int cmd_push(struct ctl *ctl, int argc, char **argv)
 		return r;
 	}
 	output_note(&ctl->out, "pushing %s to %s: %zu entries", dir, app_dir, t.n);
-	p = (struct push){.ctl = ctl, .s = s, .t = &t, .root_fd = root_fd, .dir_fd = -1};
+	p = (struct push){.ctl = ctl, .s = s, .t = &t, .root_fd = root_fd};
+	dir_cache_init(&p.dirs, root_fd, false, (uid_t)-1, (gid_t)-1);
 	start = frame_io_now_ms();
 	r = send_tree(&p, app_dir, &reply);
-	if (p.dir_fd >= 0)
-		close(p.dir_fd);
-	free(p.dir_path);
+	dir_cache_dispose(&p.dirs);
 	output_live_done(&ctl->out);
 	if (r != 0) {
 		err_wrap(&ctl->err, "cannot push %s to %s", dir, app_dir);

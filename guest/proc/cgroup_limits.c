@@ -19,6 +19,7 @@
 
 #include "cgroup_place.h"
 #include "cleanup.h"
+#include "procstatus.h"
 #include "file.h"
 #include "log.h"
 
@@ -346,13 +347,9 @@ static int write_self(int fd)
 /* Whether this process has one thread, the caller (/proc/self/status's Threads). */
 static bool single_threaded(void)
 {
-	char buf[PSEUDO_MAX];
-	const char *t;
+	unsigned long n;
 
-	if (read_small("/proc/self", "status", buf, sizeof(buf)) < 0)
-		return false;
-	t = strstr(buf, "\nThreads:");
-	return t && strtoul(t + strlen("\nThreads:"), NULL, 10) == 1;
+	return procstatus_field("Threads", 10, &n) == 0 && n == 1;
 }
 
 /* The file through which this process moves: see cgroup_limits_enter(). */

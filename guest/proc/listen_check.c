@@ -426,8 +426,8 @@ size_t listen_check_ports_of(const pid_t *pids, size_t n_pids, uint16_t *ret_por
 /*
  * A wildcard socket conflicts with every socket on its port, so a port the kernel gives to
  * "::" (dual-stack) is free on every address, and one it gives to 0.0.0.0 on every IPv4
- * address: the app may bind 127.0.0.1, 0.0.0.0 or "::" alike. Bound on 127.0.0.1 alone, the kernel
- * could hand out a port that a connection from another local address already uses, and an app
+ * address: the app may bind 127.0.0.1, 0.0.0.0 or "::" alike. Bound on 127.0.0.1 alone, the
+ * kernel could hand out a port a socket on another local address already has, and an app
  * binding 0.0.0.0 would fail.
  */
 static int pick_port(int family, bool any, uint16_t *ret, const char **ret_call)

@@ -14,6 +14,8 @@
 #include <linux/magic.h>
 
 #include "cleanup.h"
+#include "dir_cache.h"
+#include "procstatus.h"
 #include "file.h"
 #include "log.h"
 #include "strv.h"
@@ -29,9 +31,8 @@ struct tree_stage {
 	uid_t uid;
 	gid_t gid;
 	mode_t mode;
-	int dir_fd;     /* the directory of the last entry below the root, or -1 */
-	char *dir_path; /* its path in the tree */
-	int file_fd;    /* the file being written, or -1 */
+	struct dir_cache dirs; /* the directory of the last entry below the root */
+	int file_fd;           /* the file being written, or -1 */
 	uint64_t file_left;
 	char *file_path;
 	uint64_t entries;
@@ -62,9 +63,7 @@ void tree_stage_free(struct tree_stage *s)
 		return;
 	if (s->file_fd >= 0)
 		close(s->file_fd);
-	if (s->dir_fd >= 0)
-		close(s->dir_fd);
-	free(s->dir_path);
+	dir_cache_dispose(&s->dirs);
 	if (s->stage_fd >= 0)
 		close(s->stage_fd);
 	if (!s->swapped)
@@ -78,16 +77,12 @@ void tree_stage_free(struct tree_stage *s)
 /* The process's umask, from /proc/self/status (reading it with umask() would change it). */
 static bool umask_read(mode_t *ret)
 {
-	_cleanup_fclose_ FILE *f = fopen("/proc/self/status", "re");
-	char line[256];
-	unsigned v;
+	unsigned long v;
 
-	while (f && fgets(line, sizeof(line), f))
-		if (sscanf(line, "Umask: %o", &v) == 1) {
-			*ret = (mode_t)v & 0777;
-			return true;
-		}
-	return false;
+	if (procstatus_field("Umask", 8, &v) < 0)
+		return false;
+	*ret = (mode_t)v & 0777;
+	return true;
 }
 
 /*
@@ -106,7 +101,7 @@ static bool create_is_exact(int stage_fd, mode_t *ret_umask)
 
 	if (!umask_read(ret_umask) || fstatfs(stage_fd, &sf) < 0)
 		return false;
-	for (size_t i = 0; i < sizeof(known) / sizeof(*known); i++)
+	for (size_t i = 0; i < ELEMENTSOF(known); i++)
 		fs_ok = fs_ok || (unsigned long)sf.f_type == known[i];
 	return fs_ok && fgetxattr(stage_fd, "system.posix_acl_default", NULL, 0) < 0 &&
 	       (errno == ENODATA || errno == EOPNOTSUPP);
@@ -120,7 +115,7 @@ int tree_stage_begin(const struct tree_stage_target *t, struct tree_stage **ret,
 	if (!s)
 		return err_oom(err);
 	s->stage_fd = -1;
-	s->dir_fd = -1;
+	dir_cache_init(&s->dirs, -1, true, t->uid, t->gid);
 	s->file_fd = -1;
 	s->sw.parent_fd = -1;
 	s->uid = t->uid;
@@ -132,6 +127,7 @@ int tree_stage_begin(const struct tree_stage_target *t, struct tree_stage **ret,
 	r = dir_swap_stage_create(&s->sw, t->mode, 0777, &s->mode, &s->stage_fd, err);
 	if (r < 0)
 		return r;
+	s->dirs.root_fd = s->stage_fd;
 	s->create_exact = create_is_exact(s->stage_fd, &s->umask);
 	*ret = TAKE_PTR(s);
 	return 0;
@@ -207,80 +203,19 @@ bool tree_stage_target_inside(const char *path, const char *target)
  * Open the directory holding path's last component, creating missing directories (0755, the
  * run user's) on the way; never through a link. *ret_leaf points into path.
  */
-static int open_parent_walk(struct tree_stage *s, const char *path, int *ret_fd,
-                            const char **ret_leaf, struct err *err)
-{
-	_cleanup_close_ int fd = fcntl(s->stage_fd, F_DUPFD_CLOEXEC, 3);
-	const char *p = path;
-	char comp[256];
-
-	if (fd < 0)
-		return err_errno(err, "duplicating the stage's descriptor");
-	for (;;) {
-		const char *slash = strchr(p, '/');
-		int next;
-
-		if (!slash)
-			break;
-		memcpy(comp, p, (size_t)(slash - p));
-		comp[slash - p] = '\0';
-		next = openat(fd, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		if (next < 0 && errno == ENOENT) {
-			if (mkdirat(fd, comp, 0755) < 0 ||
-			    fchownat(fd, comp, s->uid, s->gid, AT_SYMLINK_NOFOLLOW) < 0)
-				return err_errno(err, "creating the directory of %s", path);
-			next = openat(fd, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		}
-		if (next < 0) {
-			if (errno == ENOTDIR || errno == ELOOP)
-				return refuse(s, err, errno, path,
-				              "a parent is a symbolic link or a file");
-			return err_errno(err, "opening the directory of %s", path);
-		}
-		close(fd);
-		fd = next;
-		p = slash + 1;
-	}
-	*ret_leaf = p;
-	*ret_fd = TAKE_FD(fd);
-	return 0;
-}
-
 /*
- * The directory holding path's last component, borrowed (the stage's own descriptor, or the
- * one kept for the last entry's directory). Entries come in order, so most share the previous
- * one's directory: it is opened once. A directory kept open cannot be swapped for a link
- * meanwhile, since the stage is root's alone while it is built and entries are only added.
+ * The directory holding path's last component (dir_cache.h), borrowed. A directory kept open
+ * cannot be swapped for a link meanwhile, since the stage is root's alone while it is built
+ * and entries are only added; missing ones are made, the run user's.
  */
 static int open_parent(struct tree_stage *s, const char *path, int *ret_fd, const char **ret_leaf,
                        struct err *err)
 {
-	const char *slash = strrchr(path, '/');
-	size_t len = slash ? (size_t)(slash - path) : 0;
-	int fd = -1, r;
+	int r = dir_cache_parent(&s->dirs, path, ret_fd, ret_leaf, err);
 
-	if (!slash) {
-		*ret_leaf = path;
-		*ret_fd = s->stage_fd;
-		return 0;
-	}
-	if (s->dir_path && strlen(s->dir_path) == len && memcmp(s->dir_path, path, len) == 0) {
-		*ret_leaf = slash + 1;
-		*ret_fd = s->dir_fd;
-		return 0;
-	}
-	r = open_parent_walk(s, path, &fd, ret_leaf, err);
-	if (r < 0)
-		return r;
-	if (s->dir_fd >= 0)
-		close(s->dir_fd);
-	free(s->dir_path);
-	s->dir_fd = fd;
-	s->dir_path = strndup(path, len);
-	if (!s->dir_path)
-		return err_oom(err);
-	*ret_fd = fd;
-	return 0;
+	if (r == -ENOTDIR || r == -ELOOP)
+		return refuse(s, err, -r, path, "a parent is a symbolic link or a file");
+	return r;
 }
 
 static int file_end(struct tree_stage *s, struct err *err)

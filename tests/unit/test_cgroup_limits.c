@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -21,6 +22,7 @@
 #include "cleanup.h"
 #include "limits_config.h"
 #include "proc.h"
+#include "procstatus.h"
 #include "procset.h"
 #include "sandbox_config.h"
 #include "strv.h"
@@ -426,6 +428,42 @@ START_TEST(test_enter_threads)
 }
 END_TEST
 
+static void *idle_thread(void *arg)
+{
+	int *fd = arg;
+	char c;
+
+	(void)!read(*fd, &c, 1);
+	return NULL;
+}
+
+/* procstatus_field(), which tells the join file: the thread count and the umask. */
+START_TEST(test_procstatus_field)
+{
+	unsigned long v = 0;
+	mode_t old = umask(027);
+	pthread_t t;
+	int p[2];
+
+	ck_assert_int_eq(procstatus_field("Umask", 8, &v), 0);
+	ck_assert_uint_eq(v, 027);
+	umask(old);
+	ck_assert_int_eq(procstatus_field("Threads", 10, &v), 0);
+	ck_assert_uint_eq(v, 1);
+	ck_assert_int_eq(pipe(p), 0);
+	ck_assert_int_eq(pthread_create(&t, NULL, idle_thread, &p[0]), 0);
+	ck_assert_int_eq(procstatus_field("Threads", 10, &v), 0);
+	ck_assert_uint_eq(v, 2);
+	ck_assert_int_eq(write(p[1], "x", 1), 1);
+	pthread_join(t, NULL);
+	close(p[0]);
+	close(p[1]);
+	/* The first field too, found as any other; and a missing one. */
+	ck_assert_int_eq(procstatus_field("Name", 10, &v), 0);
+	ck_assert_int_eq(procstatus_field("NoSuchField", 10, &v), -ENOENT);
+}
+END_TEST
+
 static Suite *limits_suite(void)
 {
 	Suite *s = suite_create("cgroup_limits");
@@ -440,6 +478,7 @@ static Suite *limits_suite(void)
 	tcase_add_test(tc, test_real_oom_counted);
 	tcase_add_test(tc, test_enter_once);
 	tcase_add_test(tc, test_enter_threads);
+	tcase_add_test(tc, test_procstatus_field);
 	tcase_set_timeout(tc, 30);
 	suite_add_tcase(s, tc);
 	return s;

@@ -204,6 +204,28 @@ START_TEST(test_push_tree)
 }
 END_TEST
 
+/* The test guest's hook NAME ("on-status", "on-data"): sh, in the source tree, running change. */
+static void hook_write(const char *name, const char *change)
+{
+	char path[PATH_MAX + 32];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s.%s", env.tree, name);
+	f = fopen(path, "w");
+	ck_assert_ptr_nonnull(f);
+	fprintf(f, "#!/bin/sh\ncd '%s/src' && %s\n", env.dir, change);
+	fclose(f);
+	ck_assert_int_eq(chmod(path, 0755), 0);
+}
+
+static void hook_remove(const char *name)
+{
+	char path[PATH_MAX + 32];
+
+	snprintf(path, sizeof(path), "%s.%s", env.tree, name);
+	unlink(path);
+}
+
 /*
  * The source tree changed between the walk and the send (by the guest's on-status hook, which
  * runs after the walk and before the first entry): each case fails with exit 1 and "push
@@ -212,9 +234,8 @@ END_TEST
 static void push_changed(const char *change, const char *want)
 {
 	_cleanup_free_ char *report = NULL;
-	char src[PATH_MAX + 16], hook[PATH_MAX + 32], cmd[PATH_MAX * 4];
+	char src[PATH_MAX + 16], cmd[PATH_MAX * 4];
 	struct ctl_run r;
-	FILE *f;
 
 	snprintf(src, sizeof(src), "%s/src", env.dir);
 	snprintf(cmd, sizeof(cmd),
@@ -223,14 +244,9 @@ static void push_changed(const char *change, const char *want)
 	         "printf 12345 > '%s/f' && : > '%s/empty' && echo g > '%s/g'",
 	         src, env.dir, src, env.dir, src, env.dir, src, src, src);
 	ck_assert_int_eq(system(cmd), 0);
-	snprintf(hook, sizeof(hook), "%s.on-status", env.tree);
-	f = fopen(hook, "w");
-	ck_assert_ptr_nonnull(f);
-	fprintf(f, "#!/bin/sh\ncd '%s' && %s\n", src, change);
-	fclose(f);
-	ck_assert_int_eq(chmod(hook, 0755), 0);
+	hook_write("on-status", change);
 	r = RUN(NULL, "push", src, "--app-dir", "/workspace/app");
-	unlink(hook);
+	hook_remove("on-status");
 	ck_assert_msg(r.rc == 1, "%s: exit %d, %s", change, r.rc, r.err);
 	ck_assert_msg(strstr(r.err, "changed while it was pushed") && strstr(r.err, want) &&
 	                  strstr(r.err, "push again"),
@@ -254,16 +270,10 @@ static void hook_data(const char *change, const char *want1, const char *want2)
 	ck_assert_ptr_nonnull(f);
 	ck_assert_int_eq(ftruncate(fileno(f), 4 << 20), 0);
 	fclose(f);
-	snprintf(path, sizeof(path), "%s.on-data", env.tree);
-	f = fopen(path, "w");
-	ck_assert_ptr_nonnull(f);
-	fprintf(f, "#!/bin/sh\ncd '%s/src' && %s\n", env.dir, change);
-	fclose(f);
-	ck_assert_int_eq(chmod(path, 0755), 0);
+	hook_write("on-data", change);
 	snprintf(path, sizeof(path), "%s/src", env.dir);
 	r = RUN(NULL, "push", path, "--app-dir", "/workspace/app");
-	snprintf(path, sizeof(path), "%s.on-data", env.tree);
-	unlink(path);
+	hook_remove("on-data");
 	ck_assert_msg(r.rc == 1 && strstr(r.err, want1) && strstr(r.err, want2), "%s: exit %d: %s",
 	              change, r.rc, r.err);
 	ctl_run_dispose(&r);
@@ -288,18 +298,10 @@ START_TEST(test_push_changed_during)
 	snprintf(path, sizeof(path), "rm -f '%s/src/f' && printf 12345 > '%s/src/f'", env.dir,
 	         env.dir);
 	ck_assert_int_eq(system(path), 0);
-	snprintf(path, sizeof(path), "%s.on-status", env.tree);
-	{
-		FILE *f = fopen(path, "w");
-		ck_assert_ptr_nonnull(f);
-		fprintf(f, "#!/bin/sh\nprintf 123456789 > '%s/src/f'\n", env.dir);
-		fclose(f);
-		ck_assert_int_eq(chmod(path, 0755), 0);
-	}
+	hook_write("on-status", "printf 123456789 > f");
 	snprintf(path, sizeof(path), "%s/src", env.dir);
 	r = RUN(NULL, "push", path, "--app-dir", "/workspace/app");
-	snprintf(path, sizeof(path), "%s.on-status", env.tree);
-	unlink(path);
+	hook_remove("on-status");
 	ck_assert_msg(r.rc == 0, "%s", r.err);
 	ck_assert_int_eq(ctl_int(r.json, "bytes"), 9 + 7 + 2);
 	ctl_run_dispose(&r);
