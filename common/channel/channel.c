@@ -2,10 +2,12 @@
 /*
  * The encrypted frame layer (docs/protocol.md, "Encrypted frames"):
  *
- *   length u32 | seq u64 | AEAD(key, nonce = 0^4 || seq, ad = length || seq)
+ *   length u32 | seq u64 | AEAD(key, nonce = 0...0 || seq, ad = length || seq)
  *
- * The AEAD is the one the handshake agreed: ChaCha20-Poly1305 (IETF), or AES-256-GCM when both
- * ends have AES-NI (its key schedule is expanded once per session, in the guarded key memory).
+ * The AEAD is the one the handshake agreed: ChaCha20-Poly1305 (IETF), or where both ends have
+ * AES-NI, AEGIS-256 (libsodium 1.0.19 and later) or AES-256-GCM (its key schedule expanded once
+ * per session, in the guarded key memory). The nonce is the cipher's length, 12 bytes or 32 for
+ * AEGIS-256, zeros then seq; the tag is 16 bytes, 32 for AEGIS-256.
  *
  * seq counts the frames of one direction from 0. The receiver checks it before decrypting only
  * to say what went wrong (replay, reordering); the AEAD is what enforces it, since the nonce and
@@ -23,7 +25,8 @@
 #include <string.h>
 
 #define AD_LEN (FRAME_HEADER_LEN + FRAME_SEQ_LEN)
-#define NONCE_LEN crypto_aead_chacha20poly1305_IETF_NPUBBYTES
+#define NONCE_LEN crypto_aead_chacha20poly1305_IETF_NPUBBYTES /* ChaCha20-Poly1305, AES-256-GCM */
+#define NONCE_MAX 32                                          /* AEGIS-256 */
 
 struct channel_keys {
 	crypto_aead_aes256gcm_state tx_gcm; /* 16-byte aligned: AES-256-GCM only */
@@ -38,6 +41,8 @@ struct channel {
 	struct json_tokener *tok;  /* msg_decode_with()'s, made at the first message */
 	struct channel_keys *keys; /* in keys_mem */
 	uint8_t cipher;            /* enum hs_cipher */
+	uint8_t tag_len;           /* the cipher's: 16, or 32 for AEGIS-256 */
+	uint8_t nonce_len;         /* the cipher's: 12, or 32 for AEGIS-256 */
 	uint64_t tx_seq;
 	uint64_t rx_seq;
 	uint8_t *tx_buf; /* frames batched, then length | seq | ciphertext encrypted in place */
@@ -62,6 +67,14 @@ static_assert(crypto_aead_chacha20poly1305_IETF_KEYBYTES == HS_KEY_LEN, "key len
 static_assert(crypto_aead_aes256gcm_ABYTES == FRAME_TAG_LEN, "tag length");
 static_assert(crypto_aead_aes256gcm_KEYBYTES == HS_KEY_LEN, "key length");
 static_assert(crypto_aead_aes256gcm_NPUBBYTES == NONCE_LEN, "nonce length");
+#ifdef crypto_aead_aegis256_KEYBYTES
+#define HAVE_AEGIS256 1
+static_assert(crypto_aead_aegis256_ABYTES == FRAME_TAG_MAX, "tag length");
+static_assert(crypto_aead_aegis256_KEYBYTES == HS_KEY_LEN, "key length");
+static_assert(crypto_aead_aegis256_NPUBBYTES == NONCE_MAX, "nonce length");
+#else
+#define HAVE_AEGIS256 0
+#endif
 
 #define KEYS_ALIGN 16
 
@@ -74,7 +87,12 @@ static int keys_alloc(struct channel *ch, uint8_t cipher, struct err *err)
 		return err_set(err, ERR_FAILED, ENOTSUP,
 		               "the handshake agreed on AES-256-GCM, which this CPU cannot run "
 		               "(no AES-NI)");
-	if (cipher != HS_CIPHER_AES256_GCM && cipher != HS_CIPHER_CHACHA20_POLY1305)
+	if (cipher == HS_CIPHER_AEGIS256 && !HAVE_AEGIS256)
+		return err_set(err, ERR_FAILED, ENOTSUP,
+		               "the handshake agreed on AEGIS-256, which this build's libsodium "
+		               "(before 1.0.19) does not have");
+	if (cipher != HS_CIPHER_AES256_GCM && cipher != HS_CIPHER_CHACHA20_POLY1305 &&
+	    cipher != HS_CIPHER_AEGIS256)
 		return err_set(err, ERR_FAILED, EPROTO, "the handshake agreed on unknown cipher %u",
 		               cipher);
 	ch->keys_mem = sodium_malloc(sizeof(*ch->keys) + KEYS_ALIGN);
@@ -83,6 +101,8 @@ static int keys_alloc(struct channel *ch, uint8_t cipher, struct err *err)
 	p = ((uintptr_t)ch->keys_mem + KEYS_ALIGN - 1) & ~(uintptr_t)(KEYS_ALIGN - 1);
 	ch->keys = (struct channel_keys *)p;
 	ch->cipher = cipher;
+	ch->tag_len = cipher == HS_CIPHER_AEGIS256 ? 32 : 16;
+	ch->nonce_len = cipher == HS_CIPHER_AEGIS256 ? NONCE_MAX : NONCE_LEN;
 	return 0;
 }
 
@@ -111,7 +131,7 @@ int channel_from_handshake(struct frame_io *io, const struct handshake *hs, stru
 	}
 	memcpy(ch->session_id, handshake_session_id(hs), HS_HASH_LEN);
 	sodium_bin2hex(ch->session_name, sizeof(ch->session_name), ch->session_id, 8);
-	frame_decoder_set_mode(&io->dec, FRAME_SESSION_MAX, false);
+	frame_decoder_set_mode(&io->dec, FRAME_SEQ_LEN + FRAME_PLAINTEXT_MAX + ch->tag_len, false);
 	frame_decoder_scan_bodies(&io->dec, !io->connection);
 	frame_io_set_budget(io, UINT64_MAX);
 	*ret = ch;
@@ -190,10 +210,10 @@ static int grow(uint8_t **buf, size_t *cap, size_t need, size_t keep, struct err
 	return 0;
 }
 
-static void make_nonce(uint8_t nonce[NONCE_LEN], uint64_t seq)
+static void make_nonce(const struct channel *ch, uint8_t nonce[NONCE_MAX], uint64_t seq)
 {
-	memset(nonce, 0, NONCE_LEN);
-	put_be64(nonce + NONCE_LEN - 8, seq);
+	memset(nonce, 0, ch->nonce_len);
+	put_be64(nonce + ch->nonce_len - 8, seq);
 }
 
 /* Record the failure: the channel stays broken and every later call reports it. */
@@ -227,7 +247,7 @@ static int check_sendable(struct channel *ch, struct err *err)
 /* Encrypt m as the next frame, after the frames already pending in tx_buf. */
 static int seal(struct channel *ch, const struct msg *m, struct err *err)
 {
-	uint8_t nonce[NONCE_LEN], *f;
+	uint8_t nonce[NONCE_MAX], *f;
 	unsigned long long clen;
 	size_t plen;
 	ssize_t n;
@@ -236,7 +256,7 @@ static int seal(struct channel *ch, const struct msg *m, struct err *err)
 	plen = msg_encoded_len(m, err);
 	if (plen == 0)
 		return err_ret(err);
-	r = grow(&ch->tx_buf, &ch->tx_cap, ch->tx_pending + AD_LEN + plen + FRAME_TAG_LEN,
+	r = grow(&ch->tx_buf, &ch->tx_cap, ch->tx_pending + AD_LEN + plen + ch->tag_len,
 	         ch->tx_pending, err);
 	if (r < 0)
 		return r;
@@ -244,13 +264,18 @@ static int seal(struct channel *ch, const struct msg *m, struct err *err)
 	n = msg_encode(m, f + AD_LEN, ch->tx_cap - ch->tx_pending - AD_LEN, err);
 	if (n < 0)
 		return (int)n;
-	frame_put_header(f, (uint32_t)(FRAME_SEQ_LEN + (size_t)n + FRAME_TAG_LEN));
+	frame_put_header(f, (uint32_t)(FRAME_SEQ_LEN + (size_t)n + ch->tag_len));
 	put_be64(f + FRAME_HEADER_LEN, ch->tx_seq);
-	make_nonce(nonce, ch->tx_seq);
+	make_nonce(ch, nonce, ch->tx_seq);
 	if (ch->cipher == HS_CIPHER_AES256_GCM)
 		crypto_aead_aes256gcm_encrypt_afternm(f + AD_LEN, &clen, f + AD_LEN,
 		                                      (unsigned long long)n, f, AD_LEN, NULL, nonce,
 		                                      &ch->keys->tx_gcm);
+#if HAVE_AEGIS256
+	else if (ch->cipher == HS_CIPHER_AEGIS256)
+		crypto_aead_aegis256_encrypt(f + AD_LEN, &clen, f + AD_LEN, (unsigned long long)n,
+		                             f, AD_LEN, NULL, nonce, ch->keys->tx);
+#endif
 	else
 		crypto_aead_chacha20poly1305_ietf_encrypt(f + AD_LEN, &clen, f + AD_LEN,
 		                                          (unsigned long long)n, f, AD_LEN, NULL,
@@ -319,23 +344,28 @@ int channel_close(struct channel *ch, int timeout_ms, struct err *err)
 }
 
 static int decrypt(struct channel *ch, unsigned long long *mlen, const uint8_t *c, size_t clen,
-                   const uint8_t ad[AD_LEN], const uint8_t nonce[NONCE_LEN])
+                   const uint8_t ad[AD_LEN], const uint8_t nonce[NONCE_MAX])
 {
 	if (ch->cipher == HS_CIPHER_AES256_GCM)
 		return crypto_aead_aes256gcm_decrypt_afternm(ch->rx_buf, mlen, NULL, c, clen, ad,
 		                                             AD_LEN, nonce, &ch->keys->rx_gcm);
+#if HAVE_AEGIS256
+	if (ch->cipher == HS_CIPHER_AEGIS256)
+		return crypto_aead_aegis256_decrypt(ch->rx_buf, mlen, NULL, c, clen, ad, AD_LEN,
+		                                    nonce, ch->keys->rx);
+#endif
 	return crypto_aead_chacha20poly1305_ietf_decrypt(ch->rx_buf, mlen, NULL, c, clen, ad,
 	                                                 AD_LEN, nonce, ch->keys->rx);
 }
 
 static int open_frame(struct channel *ch, const uint8_t *body, size_t len, struct err *err)
 {
-	uint8_t ad[AD_LEN], nonce[NONCE_LEN];
+	uint8_t ad[AD_LEN], nonce[NONCE_MAX];
 	unsigned long long mlen;
 	uint64_t seq;
 	int r;
 
-	if (len < FRAME_SEQ_LEN + FRAME_TAG_LEN)
+	if (len < FRAME_SEQ_LEN + (size_t)ch->tag_len)
 		return broken(ch, err, EBADMSG, "frame %" PRIu64 " is too short (%zu bytes)",
 		              ch->rx_seq, len);
 	seq = get_be64(body);
@@ -349,12 +379,12 @@ static int open_frame(struct channel *ch, const uint8_t *body, size_t len, struc
 		              "frame out of order: sequence number %" PRIu64 " where %" PRIu64
 		              " was expected (frames were dropped or reordered)",
 		              seq, ch->rx_seq);
-	r = grow(&ch->rx_buf, &ch->rx_cap, len - FRAME_SEQ_LEN - FRAME_TAG_LEN + 1, 0, err);
+	r = grow(&ch->rx_buf, &ch->rx_cap, len - FRAME_SEQ_LEN - ch->tag_len + 1, 0, err);
 	if (r < 0)
 		return r;
 	frame_put_header(ad, (uint32_t)len);
 	memcpy(ad + FRAME_HEADER_LEN, body, FRAME_SEQ_LEN);
-	make_nonce(nonce, seq);
+	make_nonce(ch, nonce, seq);
 	if (decrypt(ch, &mlen, body + FRAME_SEQ_LEN, len - FRAME_SEQ_LEN, ad, nonce) < 0)
 		return broken(ch, err, EBADMSG,
 		              "frame %" PRIu64 " failed authentication: it was tampered with or "

@@ -34,8 +34,9 @@
 #define FRAME_HANDSHAKE_MAX 512           /* body of a handshake frame */
 #define FRAME_PLAINTEXT_MAX (1024 * 1024) /* a message, header included */
 #define FRAME_SEQ_LEN 8
-#define FRAME_TAG_LEN 16
-#define FRAME_SESSION_MAX (FRAME_SEQ_LEN + FRAME_PLAINTEXT_MAX + FRAME_TAG_LEN)
+#define FRAME_TAG_LEN 16 /* ChaCha20-Poly1305, AES-256-GCM */
+#define FRAME_TAG_MAX 32 /* AEGIS-256 */
+#define FRAME_SESSION_MAX (FRAME_SEQ_LEN + FRAME_PLAINTEXT_MAX + FRAME_TAG_MAX)
 
 extern const uint8_t frame_marker[FRAME_MARKER_LEN];
 

@@ -141,8 +141,14 @@ size_t handshake_local_ciphers(uint8_t out[HS_CIPHERS_MAX])
 {
 	size_t n = 0;
 
-	if (sodium_init() >= 0 && crypto_aead_aes256gcm_is_available())
-		out[n++] = HS_CIPHER_AES256_GCM;
+	if (sodium_init() >= 0) {
+#ifdef crypto_aead_aegis256_KEYBYTES
+		if (sodium_runtime_has_aesni())
+			out[n++] = HS_CIPHER_AEGIS256;
+#endif
+		if (crypto_aead_aes256gcm_is_available())
+			out[n++] = HS_CIPHER_AES256_GCM;
+	}
 	out[n++] = HS_CIPHER_CHACHA20_POLY1305;
 	return n;
 }
@@ -154,6 +160,8 @@ const char *handshake_cipher_name(uint8_t cipher)
 		return "chacha20-poly1305";
 	case HS_CIPHER_AES256_GCM:
 		return "aes256-gcm";
+	case HS_CIPHER_AEGIS256:
+		return "aegis256";
 	default:
 		return "?";
 	}

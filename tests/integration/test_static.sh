@@ -147,4 +147,59 @@ got=$(in_root /libcheck "https://127.0.0.1:$https_port/" 2>&1) &&
 got=$(grep '^FAIL' <<<"$got")
 [[ $got == "FAIL curl fetch:"*[Vv]erif* ]] || fail "expected only a certificate failure: $got"
 echo "an untrusted HTTPS server is refused: $got"
+
+# The channel between the static binaries, and between the dynamic sandbox-ctl (the system's
+# libsodium) and the static agent: the cipher each pair agrees on, and a push through it of a
+# tree whose biggest file spans several frames, compared byte for byte.
+if [ "$(id -u)" -eq 0 ]; then
+	has_aes() { grep -qw aes /proc/cpuinfo; }
+	export HOME=$tmp/home
+	mkdir -p "$HOME" "$tmp/tree/sub"
+	head -c 3000000 /dev/urandom >"$tmp/tree/big"
+	echo small >"$tmp/tree/sub/small"
+	"$stripped/sandbox-ctl" keygen >/dev/null || fail "sandbox-ctl keygen failed"
+	cp "$HOME/.config/sandbox-ctl/key.pub" "$tmp/authorized_keys"
+	"$stripped/sandbox-agent" serve --unix "$tmp/agent.sock" --authorized-keys \
+		"$tmp/authorized_keys" --authorized-keys-dir '' --key "$tmp/guest_key" \
+		--state-dir "$tmp/agent.state" --no-forward --cache-root "$tmp/cache" \
+		>"$tmp/agent.log" 2>&1 &
+	agent_pid=$!
+	on_exit "kill $agent_pid"
+	for _ in $(seq 100); do
+		[ -S "$tmp/agent.sock" ] && break
+		sleep 0.1
+	done
+	# pair NAME CTL WANT: hello names the cipher WANT, and a push arrives whole.
+	pair() {
+		local name=$1 ctl=$2 want=$3 got
+		got=$("$ctl" --connect "unix:$tmp/agent.sock" --timeout 30 hello \
+			--accept-new-guest-key | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["cipher"])') ||
+			fail "$name: hello failed: $(tail -n 5 "$tmp/agent.log")"
+		[ "$got" = "$want" ] || fail "$name: the channel's cipher is $got, expected $want"
+		"$ctl" --connect "unix:$tmp/agent.sock" --timeout 30 push "$tmp/tree" \
+			--app-dir "$tmp/ws-$name/app" >/dev/null 2>"$tmp/push.err" ||
+			fail "$name: push failed: $(cat "$tmp/push.err")"
+		diff -r "$tmp/tree" "$tmp/ws-$name/app" >/dev/null ||
+			fail "$name: the pushed tree differs from the source"
+		echo "$name: $got, a 3 MB push arrived whole"
+	}
+	# AEGIS-256 needs AES-NI and a libsodium of 1.0.19 or later (the static set has 1.0.22).
+	if has_aes; then want=aegis256; else want=chacha20-poly1305; fi
+	pair static "$stripped/sandbox-ctl" "$want"
+	if [ -x build/sandbox-ctl ]; then
+		sodium=$(pkg-config --modversion libsodium 2>/dev/null || echo 0)
+		if ! has_aes; then
+			want=chacha20-poly1305
+		elif dpkg --compare-versions "$sodium" ge 1.0.19; then
+			want=aegis256
+		elif grep -qw pclmulqdq /proc/cpuinfo; then
+			want=aes256-gcm
+		else
+			want=chacha20-poly1305
+		fi
+		pair "dynamic ctl (libsodium $sodium)" build/sandbox-ctl "$want"
+	fi
+else
+	echo "not root: the channel between the static binaries is not tried (the daemon serves root)"
+fi
 echo "PASS"

@@ -329,6 +329,80 @@ static void full_session(bool nonblock)
 	close(sv[0]);
 }
 
+/*
+ * Every cipher this machine runs (handshake_local_ciphers(): AEGIS-256 and AES-256-GCM where the
+ * CPU and libsodium have them, ChaCha20-Poly1305 always), forced by the host's offer: the
+ * session names it, and messages up to the largest cross it both ways.
+ */
+START_TEST(test_each_local_cipher)
+{
+	uint8_t ciphers[HS_CIPHERS_MAX];
+	size_t n = handshake_local_ciphers(ciphers);
+	size_t big_len = FRAME_PLAINTEXT_MAX - MSG_HEADER_LEN;
+	_cleanup_free_ uint8_t *big = malloc(big_len);
+
+	ck_assert_uint_ge(n, 1);
+	ck_assert_uint_eq(ciphers[n - 1], HS_CIPHER_CHACHA20_POLY1305);
+	for (size_t i = 0; i < big_len; i++)
+		big[i] = (uint8_t)(i * 13);
+	for (size_t c = 0; c < n; c++) {
+		_cleanup_authkeys_ struct authkeys *ak = trusting(host_key);
+		_cleanup_frame_io_ struct frame_io *io = NULL;
+		_cleanup_channel_ struct channel *ch = NULL;
+		_cleanup_hs_ struct handshake *hs = NULL;
+		_cleanup_free_ char *out = NULL;
+		struct hs_config cfg = {.role = HS_HOST,
+		                        .identity = host_key,
+		                        .expected_peer = guest_key->pk,
+		                        .ciphers = &ciphers[c],
+		                        .n_ciphers = 1};
+		int64_t deadline = frame_io_deadline(TIMEOUT_MS);
+		struct hs_output first;
+		char line[64];
+		int64_t len;
+		struct guest g;
+		struct err e;
+		struct msg m;
+		int sv[2];
+
+		make_pair(sv, false);
+		g = guest_start(sv[1], ak, 1, TIMEOUT_MS, G_ECHO);
+		close(sv[1]);
+		ck_assert_int_eq(frame_io_new(sv[0], &io, &e), 0);
+		ck_assert_int_eq(handshake_new(&cfg, &hs, &e), 0);
+		channel_handshake_prepare(io);
+		ck_assert_int_eq(handshake_start(hs, &first, &e), 0);
+		ck_assert_int_eq(file_write_all(sv[0], first.buf, first.len), 0);
+		ck_assert_msg(channel_handshake_pump(io, hs, deadline, deadline, NULL, &ch, &e) ==
+		                  1,
+		              "%s: %s", handshake_cipher_name(ciphers[c]), e.msg);
+		ck_assert_str_eq(channel_cipher_name(ch), handshake_cipher_name(ciphers[c]));
+		ck_assert_int_eq(channel_recv(ch, &m, TIMEOUT_MS, &e), 1);
+		ck_assert_uint_eq(m.type, MSG_HELLO);
+		msg_dispose(&m);
+		for (int k = 0; k < 2; k++) {
+			m = (struct msg){.type = MSG_TREE_PUSH_DATA,
+			                 .flags = MSG_F_END,
+			                 .stream = (uint32_t)(3 + k),
+			                 .data = big,
+			                 .data_len = k ? 1 : big_len};
+			ck_assert_int_eq(channel_send(ch, &m, TIMEOUT_MS, &e), 0);
+			ck_assert_int_eq(channel_recv(ch, &m, TIMEOUT_MS, &e), 1);
+			ck_assert_uint_eq(m.type, MSG_OK);
+			ck_assert(msg_get_int64(&m, "len", &len));
+			ck_assert_int_eq(len, k ? 1 : (int64_t)big_len);
+			msg_dispose(&m);
+		}
+		ck_assert_int_eq(channel_close(ch, TIMEOUT_MS, &e), 0);
+		ck_assert_int_eq(channel_recv(ch, &m, TIMEOUT_MS, &e), 0);
+		out = guest_finish(&g);
+		snprintf(line, sizeof(line), "msg tree.push.data 3 %zu ", big_len);
+		ck_assert_msg(strstr(out, line), "%s", out);
+		close(sv[0]);
+	}
+}
+END_TEST
+
 START_TEST(test_session_blocking)
 {
 	full_session(false);
@@ -448,9 +522,11 @@ START_TEST(test_oversized_length_after_handshake)
 	/* A length of 2 GiB and nothing behind it: refused at once, nothing allocated. */
 	ck_assert_int_eq(file_write_all(sv[0], "\x7f\xff\xff\xff", 4), 0);
 	out = guest_finish(&g);
-	snprintf(expect, sizeof(expect),
-	         "err %d invalid frame: length 2147483647 is over the limit of %d bytes [cap=",
-	         EMSGSIZE, FRAME_SESSION_MAX);
+	snprintf(
+	    expect, sizeof(expect),
+	    "err %d invalid frame: length 2147483647 is over the limit of %d bytes [cap=", EMSGSIZE,
+	    FRAME_SEQ_LEN + FRAME_PLAINTEXT_MAX +
+	        (strcmp(channel_cipher_name(ch), "aegis256") ? FRAME_TAG_LEN : FRAME_TAG_MAX));
 	ck_assert_msg((cap = strstr(out, expect)), "%s", out);
 	/* The frame buffer is still the size the handshake needed. */
 	ck_assert_uint_le(strtoul(cap + strlen(expect), NULL, 10), FRAME_HANDSHAKE_MAX);
@@ -1113,6 +1189,7 @@ static Suite *channel_suite(void)
 	tcase_add_checked_fixture(tc, keys_setup, keys_teardown);
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_session_blocking);
+	tcase_add_test(tc, test_each_local_cipher);
 	tcase_add_test(tc, test_session_nonblocking);
 	tcase_add_test(tc, test_host_not_authorized);
 	tcase_add_test(tc, test_pinned_guest_key_changed);

@@ -495,6 +495,8 @@ END_TEST
 static const uint8_t aes_chacha[] = {HS_CIPHER_AES256_GCM, HS_CIPHER_CHACHA20_POLY1305};
 static const uint8_t chacha[] = {HS_CIPHER_CHACHA20_POLY1305};
 static const uint8_t aes[] = {HS_CIPHER_AES256_GCM};
+static const uint8_t all[] = {HS_CIPHER_AEGIS256, HS_CIPHER_AES256_GCM,
+                              HS_CIPHER_CHACHA20_POLY1305};
 
 static void cipher_fixture(struct fixture *f, const uint8_t *hc, size_t nh, const uint8_t *gc,
                            size_t ng)
@@ -570,6 +572,18 @@ START_TEST(test_cipher_negotiated)
 	expect_cipher(aes, 1, chacha, 1, HS_CIPHER_CHACHA20_POLY1305, 43, 109);
 	ck_assert_str_eq(handshake_cipher_name(HS_CIPHER_AES256_GCM), "aes256-gcm");
 	ck_assert_str_eq(handshake_cipher_name(HS_CIPHER_CHACHA20_POLY1305), "chacha20-poly1305");
+}
+END_TEST
+
+/* AEGIS-256 is taken where both have it; a peer whose libsodium lacks it gets AES-256-GCM. */
+START_TEST(test_cipher_aegis256_negotiated)
+{
+	expect_cipher(all, 3, all, 3, HS_CIPHER_AEGIS256, 40 + 5, 106 + 3);
+	expect_cipher(all, 3, aes_chacha, 2, HS_CIPHER_AES256_GCM, 45, 109);
+	expect_cipher(aes_chacha, 2, all, 3, HS_CIPHER_AES256_GCM, 44, 109);
+	expect_cipher(all, 3, chacha, 1, HS_CIPHER_CHACHA20_POLY1305, 45, 109);
+	ck_assert_str_eq(handshake_cipher_name(HS_CIPHER_AEGIS256), "aegis256");
+	ck_assert_str_eq(handshake_cipher_name(0), "?");
 }
 END_TEST
 
@@ -703,6 +717,7 @@ static Suite *handshake_suite(void)
 	tcase_add_test(tc, test_malformed_hello_refused);
 	tcase_add_test(tc, test_low_order_ephemeral_refused);
 	tcase_add_test(tc, test_cipher_negotiated);
+	tcase_add_test(tc, test_cipher_aegis256_negotiated);
 	tcase_add_test(tc, test_cipher_answer_without_choice);
 	tcase_add_test(tc, test_cipher_choice_tampered);
 	tcase_add_test(tc, test_cipher_offer_stripped);
