@@ -101,7 +101,7 @@ static int keys_alloc(struct channel *ch, uint8_t cipher, struct err *err)
 	p = ((uintptr_t)ch->keys_mem + KEYS_ALIGN - 1) & ~(uintptr_t)(KEYS_ALIGN - 1);
 	ch->keys = (struct channel_keys *)p;
 	ch->cipher = cipher;
-	ch->tag_len = cipher == HS_CIPHER_AEGIS256 ? 32 : 16;
+	ch->tag_len = cipher == HS_CIPHER_AEGIS256 ? FRAME_TAG_MAX : FRAME_TAG_LEN;
 	ch->nonce_len = cipher == HS_CIPHER_AEGIS256 ? NONCE_MAX : NONCE_LEN;
 	return 0;
 }
@@ -267,19 +267,27 @@ static int seal(struct channel *ch, const struct msg *m, struct err *err)
 	frame_put_header(f, (uint32_t)(FRAME_SEQ_LEN + (size_t)n + ch->tag_len));
 	put_be64(f + FRAME_HEADER_LEN, ch->tx_seq);
 	make_nonce(ch, nonce, ch->tx_seq);
-	if (ch->cipher == HS_CIPHER_AES256_GCM)
+	/* Every case seals; keys_alloc() let only these three (AEGIS-256 where built) through. */
+	switch (ch->cipher) {
+	case HS_CIPHER_AES256_GCM:
 		crypto_aead_aes256gcm_encrypt_afternm(f + AD_LEN, &clen, f + AD_LEN,
 		                                      (unsigned long long)n, f, AD_LEN, NULL, nonce,
 		                                      &ch->keys->tx_gcm);
+		break;
 #if HAVE_AEGIS256
-	else if (ch->cipher == HS_CIPHER_AEGIS256)
+	case HS_CIPHER_AEGIS256:
 		crypto_aead_aegis256_encrypt(f + AD_LEN, &clen, f + AD_LEN, (unsigned long long)n,
 		                             f, AD_LEN, NULL, nonce, ch->keys->tx);
+		break;
 #endif
-	else
+	case HS_CIPHER_CHACHA20_POLY1305:
 		crypto_aead_chacha20poly1305_ietf_encrypt(f + AD_LEN, &clen, f + AD_LEN,
 		                                          (unsigned long long)n, f, AD_LEN, NULL,
 		                                          nonce, ch->keys->tx);
+		break;
+	default:
+		abort();
+	}
 	ch->tx_seq++;
 	ch->tx_pending += AD_LEN + (size_t)clen;
 	return 0;
@@ -346,16 +354,21 @@ int channel_close(struct channel *ch, int timeout_ms, struct err *err)
 static int decrypt(struct channel *ch, unsigned long long *mlen, const uint8_t *c, size_t clen,
                    const uint8_t ad[AD_LEN], const uint8_t nonce[NONCE_MAX])
 {
-	if (ch->cipher == HS_CIPHER_AES256_GCM)
+	switch (ch->cipher) {
+	case HS_CIPHER_AES256_GCM:
 		return crypto_aead_aes256gcm_decrypt_afternm(ch->rx_buf, mlen, NULL, c, clen, ad,
 		                                             AD_LEN, nonce, &ch->keys->rx_gcm);
 #if HAVE_AEGIS256
-	if (ch->cipher == HS_CIPHER_AEGIS256)
+	case HS_CIPHER_AEGIS256:
 		return crypto_aead_aegis256_decrypt(ch->rx_buf, mlen, NULL, c, clen, ad, AD_LEN,
 		                                    nonce, ch->keys->rx);
 #endif
-	return crypto_aead_chacha20poly1305_ietf_decrypt(ch->rx_buf, mlen, NULL, c, clen, ad,
-	                                                 AD_LEN, nonce, ch->keys->rx);
+	case HS_CIPHER_CHACHA20_POLY1305:
+		return crypto_aead_chacha20poly1305_ietf_decrypt(ch->rx_buf, mlen, NULL, c, clen,
+		                                                 ad, AD_LEN, nonce, ch->keys->rx);
+	default:
+		abort();
+	}
 }
 
 static int open_frame(struct channel *ch, const uint8_t *body, size_t len, struct err *err)

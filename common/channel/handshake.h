@@ -61,7 +61,7 @@ enum hs_cipher {
 	HS_CIPHER_CHACHA20_POLY1305 =
 	    1,                    /* ChaCha20-Poly1305 (IETF): always accepted, the default */
 	HS_CIPHER_AES256_GCM = 2, /* AES-256-GCM: only where the CPU has AES-NI */
-	HS_CIPHER_AEGIS256 = 3,   /* AEGIS-256: AES-NI and a libsodium of 1.0.19 or later */
+	HS_CIPHER_AEGIS256 = 3,   /* AEGIS-256: AES-NI, AVX and a libsodium of 1.0.19 or later */
 };
 
 enum hs_refuse_reason {
@@ -132,8 +132,8 @@ void handshake_session_keys(const struct handshake *hs, uint8_t tx[HS_KEY_LEN],
 /* After HS_DONE: the AEAD agreed (enum hs_cipher). */
 uint8_t handshake_cipher(const struct handshake *hs);
 /*
- * The ciphers this machine runs, preferred first: where the CPU has AES-NI, AEGIS-256 (when
- * libsodium has it) and AES-256-GCM; ChaCha20-Poly1305 always.
+ * The ciphers this machine runs, preferred first: AEGIS-256 where the CPU has AES-NI and AVX and
+ * libsodium has it, AES-256-GCM where libsodium says the CPU runs it; ChaCha20-Poly1305 always.
  */
 size_t handshake_local_ciphers(uint8_t out[HS_CIPHERS_MAX]);
 /* "chacha20-poly1305", "aes256-gcm", "aegis256", or "?" */

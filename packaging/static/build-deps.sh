@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 #
 # Builds the static dependencies of the guest and host binaries with musl-gcc from Debian's
-# source packages (bookworm), with only the features we use, and prints the install prefix.
+# source packages (bookworm; libsodium from forky), with only the features we use, and prints the
+# install prefix.
 # Also musl's libc.a, from the source of the musl-dev version the machine has (part of the key),
 # built the way musl builds itself by default (-Os; -O3 for malloc, string and internal code)
 # instead of Debian's -O2.
@@ -34,8 +35,11 @@ set -euo pipefail
 SUITE=bookworm
 PACKAGES=(zlib mbedtls http-parser libyaml json-c libsodium curl libgit2)
 # Packages taken from a newer suite than $SUITE, with the reason in packaging/static/README.md:
-# libsodium 1.0.19 and later run AES-256-GCM, the channel's cipher, at about twice 1.0.18's speed.
+# libsodium has AEGIS-256, the channel's fastest cipher, since 1.0.19. CHECKED is the upstream
+# version this script's trimming was read against; another one is built with a warning, and
+# the trimming's own checks (libsodium's picks below) fail if it no longer fits.
 declare -A NEWER=([libsodium]=forky)
+declare -A CHECKED=([libsodium]=1.0.22)
 CA_BUNDLE=/etc/ssl/certs/ca-certificates.crt
 
 CACHE_ROOT=${SANDBOX_CACHE:-$HOME/.cache/sandbox-app-runtime}/static-deps
@@ -80,8 +84,8 @@ toolchain_id() {
 	dpkg-query -W -f '${Package} ${Version}\n' musl-dev linux-libc-dev 2>/dev/null || true
 }
 
-# Private sources list: deb-src for the suite and its -updates, from the mirror the machine's
-# own apt uses. Nothing under /etc/apt is written.
+# Private sources list: deb-src for the suite, its -updates and the suites of NEWER, from the
+# mirror the machine's own apt uses (which must carry them). Nothing under /etc/apt is written.
 apt_setup() {
 	local uri=${SANDBOX_STATIC_APT_URI:-}
 	if [ -z "$uri" ]; then
@@ -127,6 +131,11 @@ versions_refresh() {
 		echo "$out" >&2
 		return 1
 	}
+	for p in "${!CHECKED[@]}"; do
+		grep -q "^$p ${CHECKED[$p]}-" "$CACHE_ROOT/versions.new" ||
+			say "warning: $(grep "^$p " "$CACHE_ROOT/versions.new") is not the checked" \
+				"upstream ${CHECKED[$p]}: review its trimming in this script"
+	done
 	mv "$CACHE_ROOT/versions.new" "$CACHE_ROOT/versions"
 }
 
@@ -415,7 +424,15 @@ for pick in _crypto_pwhash_argon2 _crypto_scalarmult_curve25519 _crypto_stream_s
 		exit 1
 	fi
 done
-grep -q '^    _crypto_aead_aegis256_pick_best_implementation();$' "$d/src/libsodium/sodium/core.c"
+# What is left to pick must be exactly ChaCha20 and AEGIS-256: a newer libsodium that picks more
+# would link more, unseen.
+picks=$(sed -n 's/^ *\(_crypto_[a-z0-9_]*\)_pick_best_implementation();$/\1/p' \
+	"$d/src/libsodium/sodium/core.c" | sort | tr '\n' ' ')
+if [ "$picks" != "_crypto_aead_aegis256 _crypto_stream_chacha20 " ]; then
+	echo "libsodium core.c picks '$picks', expected ChaCha20 and AEGIS-256 only:" \
+		"review the list above" >>"$LOG"
+	exit 1
+fi
 (cd "$d" && run env CC="$MUSL_CC" CFLAGS="$CFLAGS_DEPS" LDFLAGS="$LDFLAGS_DEPS" \
 	./configure --prefix="$FINAL" \
 	--disable-shared --enable-static --disable-dependency-tracking --disable-pie)
@@ -423,13 +440,18 @@ run make -C "$d" -j "$JOBS"
 # AEGIS-256's AES-NI code, the channel's cipher where both ends have it, is compiled again at
 # -O2, as the one exception to -Os: 64 MiB in 8 ms instead of 19, for 2.2 KB. Its objects are
 # removed and made again with the configured flags, -Os replaced.
+aegis_fail() {
+	echo "libsodium: cannot compile AEGIS-256's AES-NI code again at -O2: $*" >>"$LOG"
+	exit 1
+}
 sodium_cflags=$(sed -n 's/^CFLAGS = //p' "$d/src/libsodium/Makefile")
-[[ $sodium_cflags == *-Os* ]]
+[[ $sodium_cflags == *-Os* ]] || aegis_fail "its Makefile's CFLAGS have no -Os: '$sodium_cflags'"
 mapfile -t aegis_objs < <(find "$d/src/libsodium/crypto_aead/aegis256" -name 'libaesni_la-aegis256_aesni.*')
-[ "${#aegis_objs[@]}" -gt 0 ]
+[ "${#aegis_objs[@]}" -gt 0 ] || aegis_fail "no libaesni_la-aegis256_aesni objects after the build"
 rm -f "${aegis_objs[@]}"
 run make -C "$d" CFLAGS="${sodium_cflags/-Os/-O2}"
-[ -n "$(find "$d/src/libsodium/crypto_aead/aegis256" -name 'libaesni_la-aegis256_aesni.o')" ]
+[ -n "$(find "$d/src/libsodium/crypto_aead/aegis256" -name 'libaesni_la-aegis256_aesni.o')" ] ||
+	aegis_fail "its object was not made again"
 run make -C "$d" install DESTDIR="$TMP/dest"
 
 begin curl
@@ -507,7 +529,7 @@ done
 	echo "key $key"
 	echo "script $(sha256sum <"$SCRIPT" | cut -d' ' -f1)"
 	echo "built $(date -u +%Y-%m-%dT%H:%M:%SZ) in $(($(date +%s) - start)) s"
-	echo "# source packages ($SUITE; ${!NEWER[*]} from ${NEWER[*]})"
+	echo "# source packages ($SUITE, but: $(for p in "${!NEWER[@]}"; do printf '%s from %s ' "$p" "${NEWER[$p]}"; done))"
 	cat "$CACHE_ROOT/versions"
 	echo "# toolchain"
 	toolchain_id

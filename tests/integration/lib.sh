@@ -60,6 +60,34 @@ layer_includes() {
 	done
 }
 
+# expected_cipher HOST_LIBSODIUM GUEST_LIBSODIUM: the channel cipher two ends on this CPU agree
+# on (docs/protocol.md §4.7), given the libsodium version each end was built with. AEGIS-256
+# needs 1.0.19 or later, AES-NI and AVX at both ends; AES-256-GCM needs AES-NI and PCLMULQDQ, and
+# AVX too from 1.0.19 on; ChaCha20-Poly1305 is what is left.
+expected_cipher() {
+	local flag cpu=" " end ok_aegis=1 ok_gcm=1
+	for flag in aes avx pclmulqdq; do grep -qw "$flag" /proc/cpuinfo && cpu+="$flag "; done
+	for end in "$1" "$2"; do
+		if dpkg --compare-versions "$end" ge 1.0.19; then
+			[[ $cpu == *" aes "* && $cpu == *" avx "* ]] || ok_aegis=0
+			[[ $cpu == *" aes "* && $cpu == *" avx "* && $cpu == *" pclmulqdq "* ]] || ok_gcm=0
+		else
+			ok_aegis=0
+			[[ $cpu == *" aes "* && $cpu == *" pclmulqdq "* ]] || ok_gcm=0
+		fi
+	done
+	if [ $ok_aegis = 1 ]; then
+		echo aegis256
+	elif [ $ok_gcm = 1 ]; then
+		echo aes256-gcm
+	else
+		echo chacha20-poly1305
+	fi
+}
+
+# The libsodium version the dynamic build links (the system's).
+system_libsodium() { pkg-config --modversion libsodium 2>/dev/null || echo 0; }
+
 need_root() { [ "$(id -u)" -eq 0 ] || skip "needs root (runs apps as another user)"; }
 
 check() { # check DESCRIPTION [!] COMMAND...

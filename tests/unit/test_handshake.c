@@ -6,9 +6,12 @@
 #include <check.h>
 #include <errno.h>
 #include <stdlib.h>
+#include <sodium.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "authkeys.h"
+#include "channel.h"
 #include "handshake.h"
 #include "hs_helpers.h"
 #include "keys.h"
@@ -587,6 +590,39 @@ START_TEST(test_cipher_aegis256_negotiated)
 }
 END_TEST
 
+/*
+ * Id 3 agreed (both configured for it): a build whose libsodium has AEGIS-256 makes the channel,
+ * one without it refuses with ENOTSUP rather than seal with another cipher's nonce and tag.
+ */
+START_TEST(test_cipher_aegis256_needs_libsodium)
+{
+	_cleanup_frame_io_ struct frame_io *io = NULL;
+	_cleanup_channel_ struct channel *ch = NULL;
+	struct fixture f;
+	struct err e;
+	int p[2];
+
+	cipher_fixture(&f, all, 3, all, 3);
+	ck_assert_int_eq(hs_side_pass(&f.h, &f.hc, &f.g), HS_CONTINUE);
+	ck_assert_int_eq(hs_side_pass(&f.g, &f.gc, &f.h), HS_CONTINUE);
+	ck_assert_int_eq(hs_side_pass(&f.h, &f.hc, &f.g), HS_DONE);
+	ck_assert_uint_eq(handshake_cipher(f.h.hs), HS_CIPHER_AEGIS256);
+	ck_assert_int_eq(pipe(p), 0);
+	ck_assert_int_eq(frame_io_new(p[0], &io, &e), 0);
+#ifdef crypto_aead_aegis256_KEYBYTES
+	ck_assert_int_eq(channel_from_handshake(io, f.h.hs, &ch, &e), 0);
+	ck_assert_str_eq(channel_cipher_name(ch), "aegis256");
+#else
+	ck_assert_int_eq(channel_from_handshake(io, f.h.hs, &ch, &e), -ENOTSUP);
+	ck_assert_msg(strstr(e.msg, "AEGIS-256") && strstr(e.msg, "1.0.19"), "%s", e.msg);
+	ck_assert_ptr_null(ch);
+#endif
+	close(p[0]);
+	close(p[1]);
+	fixture_dispose(&f);
+}
+END_TEST
+
 START_TEST(test_cipher_answer_without_choice)
 {
 	struct fixture f;
@@ -718,6 +754,7 @@ static Suite *handshake_suite(void)
 	tcase_add_test(tc, test_low_order_ephemeral_refused);
 	tcase_add_test(tc, test_cipher_negotiated);
 	tcase_add_test(tc, test_cipher_aegis256_negotiated);
+	tcase_add_test(tc, test_cipher_aegis256_needs_libsodium);
 	tcase_add_test(tc, test_cipher_answer_without_choice);
 	tcase_add_test(tc, test_cipher_choice_tampered);
 	tcase_add_test(tc, test_cipher_offer_stripped);
