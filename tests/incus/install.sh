@@ -2,7 +2,9 @@
 # SPDX-License-Identifier: Apache-2.0
 #
 # Installs Incus 6.0 (incus-base: the daemon, its client, LXC) from Debian's
-# bookworm-backports, for the tests that drive a real daemon (tests/incus/README.md).
+# bookworm-backports, with dnsmasq-base (incus-base 6.0.4-2+deb13u7~bpo12+1 asks dnsmasq for its
+# version when it makes a managed bridge, even one without DHCP and DNS, and fails without it),
+# for the tests that drive a real daemon (tests/incus/README.md).
 #   tests/incus/install.sh           install when missing; prints the installed version
 #   tests/incus/install.sh --check   exit 0 when a 6.0 daemon is installed, 1 otherwise
 #
@@ -30,7 +32,11 @@ installed_version() {
 have_series() {
 	local v
 	v=$(installed_version)
-	case $v in "$SERIES".*) [ -x /usr/libexec/incus/incusd ] && command -v incus >/dev/null ;; *) return 1 ;; esac
+	case $v in
+	"$SERIES".*) [ -x /usr/libexec/incus/incusd ] && command -v incus >/dev/null &&
+		command -v dnsmasq >/dev/null ;;
+	*) return 1 ;;
+	esac
 }
 
 if [ "${1:-}" = --check ]; then
@@ -95,7 +101,7 @@ fresh() { [ -e "$CACHE/lists/updated" ] && [ -z "$(find "$CACHE/lists/updated" -
 
 install() {
 	DEBIAN_FRONTEND=noninteractive "${APT[@]}" install -y -t bookworm-backports \
-		--no-install-recommends incus-base >"$CACHE/install.log" 2>&1
+		--no-install-recommends incus-base dnsmasq-base >"$CACHE/install.log" 2>&1
 }
 
 start=$(date +%s)
@@ -111,7 +117,7 @@ if ! install; then
 	}
 fi
 have_series || {
-	say "incus-base $(installed_version) is installed, not $SERIES.x"
+	say "incus-base $(installed_version) is installed, not $SERIES.x, or dnsmasq is missing"
 	exit 1
 }
 say "installed incus-base $(installed_version) in $(($(date +%s) - start)) s"
