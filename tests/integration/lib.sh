@@ -85,6 +85,16 @@ expected_cipher() {
 	fi
 }
 
+# wait_socket PATH: true once PATH is a socket (a daemon started in the background listens),
+# false after 10 s.
+wait_socket() {
+	for _ in $(seq 100); do
+		[ -S "$1" ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
 # The libsodium version the dynamic build links (the system's).
 system_libsodium() { pkg-config --modversion libsodium 2>/dev/null || echo 0; }
 

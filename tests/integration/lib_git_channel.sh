@@ -38,7 +38,7 @@ cp "$HOME/.config/sandbox-ctl/key.pub" "$TMP/authorized_keys"
 	--listen "127.0.0.1:$LISTEN_PORT" --grace 1000 --cache-root "$TMP/cache" -v ${AGENT_ARGS:-} \
 	>"$TMP/agent.log" 2>&1 &
 on_exit "kill $!"
-for _ in $(seq 100); do [ -S "$TMP/agent.sock" ] && break; sleep 0.1; done
+wait_socket "$TMP/agent.sock" || :
 A=unix:$TMP/agent.sock
 "$CTL" --connect "$A" --accept-new-guest-key hello >/dev/null 2>&1 || { fail "hello failed"; finish; }
 

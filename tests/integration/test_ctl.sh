@@ -45,10 +45,7 @@ serve() {
 		--listen "127.0.0.1:$LISTEN_PORT" --grace 1000 --cache-root "$TMP/cache" -v "$@" \
 		>"$TMP/$name.log" 2>&1 &
 	on_exit "kill $!"
-	for _ in $(seq 100); do
-		[ -S "$TMP/$name.sock" ] && return 0
-		sleep 0.1
-	done
+	wait_socket "$TMP/$name.sock" && return 0
 	echo "the daemon $name did not start:"
 	cat "$TMP/$name.log"
 	exit 1

@@ -193,7 +193,7 @@ cp "$HOME/.config/sandbox-ctl/key.pub" "$TMP/authorized_keys"
 	--listen "127.0.0.1:$LISTEN_PORT" --grace 1000 --cache-root "$TMP/cache" \
 	--limit-pids 32 --limit-memory 256MiB >"$TMP/agent.log" 2>&1 &
 on_exit "kill $!"
-for _ in $(seq 100); do [ -S "$TMP/agent.sock" ] && break; sleep 0.1; done
+wait_socket "$TMP/agent.sock" || :
 A=unix:$TMP/agent.sock
 SRC=$TMP/src
 cp -a "$ROOT/tests/data/pyapp" "$SRC"

@@ -20,11 +20,7 @@ prlimit --nofile=1024:1024 "$AGENT" serve --unix "$SOCK" --authorized-keys "$TMP
 	>"$TMP/agent.log" 2>&1 &
 AGENT_PID=$!
 on_exit "kill $AGENT_PID"
-for _ in $(seq 100); do
-	[ -S "$SOCK" ] && break
-	sleep 0.1
-done
-[ -S "$SOCK" ] || die "the daemon did not start: $(cat "$TMP/agent.log")"
+wait_socket "$SOCK" || die "the daemon did not start: $(cat "$TMP/agent.log")"
 
 hello() { "$CTL" --timeout 10 hello --connect "unix:$SOCK" --accept-new-guest-key >/dev/null 2>"$TMP/hello.err" </dev/null; }
 hello || die "hello before the flood failed: $(cat "$TMP/hello.err")"

@@ -84,7 +84,7 @@ rm -f "$TMP/agent.sock"
 	>>"$OUTD/daemon.log" 2>&1 &
 echo $! >"$TMP/daemon.pid"
 echo $! >>"$TMP/daemon.pids"
-for _ in $(seq 100); do [ -S "$TMP/agent.sock" ] && break; sleep 0.1; done
+wait_socket "$TMP/agent.sock" || :
 # A daemon keeps secrets in memory only: a controller puts them again after a restart.
 printf '{"ANTHROPIC_API_KEY": "%s"}' "$(cat "$TMP/key")" |
 	"$CTL" --timeout 30 --connect "unix:$TMP/agent.sock" --accept-new-guest-key \
