@@ -152,6 +152,11 @@ echo "an untrusted HTTPS server is refused: $got"
 # libsodium) and the static agent: the cipher each pair agrees on, and a push through it of a
 # tree whose biggest file spans several frames, compared byte for byte.
 if [ "$(id -u)" -eq 0 ]; then
+	# The static set's libsodium, as its KEY-INFO records it (packaging/static/build-deps.sh),
+	# read before HOME moves: the set is cached under the real one.
+	static_sodium=$(awk '$1 == "libsodium" && $2 ~ /^[0-9]/ { print $2; exit }' \
+		"$(packaging/static/build-deps.sh)/KEY-INFO")
+	[ -n "$static_sodium" ] || fail "the static set's KEY-INFO names no libsodium"
 	export HOME=$tmp/home
 	mkdir -p "$HOME" "$tmp/tree/sub"
 	head -c 3000000 /dev/urandom >"$tmp/tree/big"
@@ -179,10 +184,6 @@ if [ "$(id -u)" -eq 0 ]; then
 			fail "$name: the pushed tree differs from the source"
 		echo "$name: $got, a 3 MB push arrived whole"
 	}
-	# The static set's libsodium, as its KEY-INFO records it (packaging/static/build-deps.sh).
-	static_sodium=$(awk '$1 == "libsodium" && $2 ~ /^[0-9]/ { print $2; exit }' \
-		"$(packaging/static/build-deps.sh)/KEY-INFO")
-	[ -n "$static_sodium" ] || fail "the static set's KEY-INFO names no libsodium"
 	pair static "$stripped/sandbox-ctl" "$(expected_cipher "$static_sodium" "$static_sodium")"
 	[ -x build/sandbox-ctl ] || make -s all >/dev/null || fail "the dynamic build failed"
 	sodium=$(system_libsodium)
