@@ -176,7 +176,7 @@ static int listeners_push(struct listeners *l, const struct listener *x)
  * by state itself, so the answer stays small however many connections wait in TIME_WAIT
  * (reading /proc/net/tcp walks every one of them). Returns -errno when unavailable.
  */
-static int diag_listeners(int family, struct listeners *l)
+static int diag_listeners(int fd, int family, struct listeners *l)
 {
 	struct {
 		struct nlmsghdr nlh;
@@ -190,15 +190,13 @@ static int diag_listeners(int family, struct listeners *l)
 	            .idiag_states = 1U << TCP_LISTEN},
 	};
 	struct sockaddr_nl nl = {.nl_family = AF_NETLINK};
-	_cleanup_close_ int fd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
 	char buf[16384] __attribute__((aligned(NLMSG_ALIGNTO)));
 
-	if (fd < 0)
-		return -errno;
 	if (sendto(fd, &q, sizeof(q), 0, (struct sockaddr *)&nl, sizeof(nl)) < 0)
 		return -errno;
 	for (;;) {
 		ssize_t n = recv(fd, buf, sizeof(buf), 0);
+		size_t left;
 		struct nlmsghdr *h;
 
 		if (n < 0) {
@@ -206,7 +204,14 @@ static int diag_listeners(int family, struct listeners *l)
 				continue;
 			return -errno;
 		}
-		for (h = (struct nlmsghdr *)buf; NLMSG_OK(h, (size_t)n); h = NLMSG_NEXT(h, n)) {
+		if (n == 0)
+			return -EIO; /* a dump always ends with NLMSG_DONE */
+		/*
+		 * A dump comes in as many datagrams as it takes (about a hundred listeners each):
+		 * read until NLMSG_DONE. NLMSG_NEXT counts `left` down, not n.
+		 */
+		left = (size_t)n;
+		for (h = (struct nlmsghdr *)buf; NLMSG_OK(h, left); h = NLMSG_NEXT(h, left)) {
 			const struct inet_diag_msg *m;
 			struct listener x;
 
@@ -228,18 +233,17 @@ static int diag_listeners(int family, struct listeners *l)
 			if (listeners_push(l, &x) < 0)
 				return -ENOMEM;
 		}
-		if (n == 0)
-			return 0;
 	}
 }
 
 static int read_listeners(struct listeners *l, struct err *err)
 {
-	int r;
+	/* One socket for both families: each dump ends with NLMSG_DONE before the next is asked. */
+	_cleanup_close_ int fd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+	int r = fd < 0 ? -errno : diag_listeners(fd, AF_INET, l);
 
-	r = diag_listeners(AF_INET, l);
 	if (r == 0)
-		r = diag_listeners(AF_INET6, l);
+		r = diag_listeners(fd, AF_INET6, l);
 	if (r == 0)
 		return 0;
 	/* No sock_diag (a kernel without inet_diag): the /proc tables say the same. */
@@ -396,6 +400,17 @@ int listen_check(uint16_t port, const pid_t *pids, size_t n_pids, enum listen_st
 	else
 		*ret = LISTEN_NONE;
 	return 0;
+}
+
+int listen_check_port_taken(uint16_t port, bool *ret, struct err *err)
+{
+	struct listeners l = {0};
+	int r = read_listeners(&l, err);
+
+	if (r == 0)
+		*ret = any_on(&l, port);
+	free(l.v);
+	return r;
 }
 
 size_t listen_check_ports_of(const pid_t *pids, size_t n_pids, uint16_t *ret_ports, size_t max)

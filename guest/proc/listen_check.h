@@ -7,6 +7,7 @@
 #ifndef SA_LISTEN_CHECK_H
 #define SA_LISTEN_CHECK_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -23,6 +24,11 @@ enum listen_state {
 
 int listen_check(uint16_t port, const pid_t *pids, size_t n_pids, enum listen_state *ret,
                  struct err *err);
+/*
+ * Whether any socket listens on port, on any address (one look at the kernel's listeners, no
+ * process looked into): the cheap question asked until the answer is yes.
+ */
+int listen_check_port_taken(uint16_t port, bool *ret, struct err *err);
 /* The ports (up to max) on which pids listen, for "it listens on port N instead". */
 size_t listen_check_ports_of(const pid_t *pids, size_t n_pids, uint16_t *ret_ports, size_t max);
 /*

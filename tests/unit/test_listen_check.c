@@ -82,6 +82,15 @@ static void stop_server(pid_t pid)
 	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
 }
 
+static bool taken(uint16_t port)
+{
+	bool ret = false;
+	struct err e;
+
+	ck_assert_msg(listen_check_port_taken(port, &ret, &e) == 0, "%s", e.msg);
+	return ret;
+}
+
 static enum listen_state check(uint16_t port, const pid_t *pids, size_t n)
 {
 	enum listen_state st = LISTEN_NONE;
@@ -223,25 +232,77 @@ START_TEST(test_own_sockets_by_address)
 	int fd;
 
 	ck_assert_int_eq(check(port, &self, 1), LISTEN_NONE);
+	ck_assert(!taken(port));
 
+	/* The cheap question (any listener on the port?) says yes on every address. */
 	fd = listen_on(AF_INET, "127.0.0.2", port, false); /* all of 127/8 is loopback */
+	ck_assert(taken(port));
 	ck_assert_int_eq(check(port, &self, 1), LISTEN_OURS);
 	ck_assert_int_eq(check(port, &none, 1), LISTEN_FOREIGN);
 	close(fd);
+	ck_assert(!taken(port));
 
 	fd = listen_on(AF_INET, "0.0.0.0", port, false);
+	ck_assert(taken(port));
 	ck_assert_int_eq(check(port, &self, 1), LISTEN_OURS);
 	close(fd);
 
 	/* TEST-NET-1 with IP_FREEBIND: a listener on an address that is not loopback or any. */
 	fd = listen_on(AF_INET, "192.0.2.7", port, true);
+	ck_assert(taken(port));
 	ck_assert_int_eq(check(port, &self, 1), LISTEN_OURS_OTHER_ADDR);
 	close(fd);
 
 	fd = listen_on(AF_INET6, "::1", port, false);
+	ck_assert(taken(port));
 	ck_assert_int_eq(check(port, &self, 1), LISTEN_OURS_V6_ONLY);
 	close(fd);
 	ck_assert_int_eq(check(port, &self, 1), LISTEN_NONE);
+	ck_assert(!taken(port));
+}
+END_TEST
+
+/*
+ * More listeners than one sock_diag datagram holds (about a hundred each): the dump is read to
+ * its end, so every one of them is seen, the last as well as the first.
+ */
+START_TEST(test_many_listeners_span_several_datagrams)
+{
+	enum { N = 400 };
+	pid_t self = getpid();
+	uint16_t want[N], *got = calloc(N + 8, sizeof(*got));
+	int fds[N];
+	size_t n;
+
+	ck_assert_ptr_nonnull(got);
+	for (int i = 0; i < N; i++) {
+		struct sockaddr_in sa = {.sin_family = AF_INET,
+		                         .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+		socklen_t len = sizeof(sa);
+
+		fds[i] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		ck_assert_int_ge(fds[i], 0);
+		ck_assert_int_eq(bind(fds[i], (struct sockaddr *)&sa, sizeof(sa)), 0);
+		ck_assert_int_eq(listen(fds[i], 1), 0);
+		ck_assert_int_eq(getsockname(fds[i], (struct sockaddr *)&sa, &len), 0);
+		want[i] = ntohs(sa.sin_port);
+	}
+	n = listen_check_ports_of(&self, 1, got, N + 8);
+	ck_assert_uint_eq(n, N);
+	for (int i = 0; i < N; i++) {
+		bool found = false;
+
+		for (size_t j = 0; j < n && !found; j++)
+			found = got[j] == want[i];
+		ck_assert_msg(found, "port %u (listener %d of %d) was not seen", (unsigned)want[i],
+		              i + 1, N);
+	}
+	ck_assert(taken(want[0]));
+	ck_assert(taken(want[N - 1]));
+	ck_assert_int_eq(check(want[N - 1], &self, 1), LISTEN_OURS);
+	for (int i = 0; i < N; i++)
+		close(fds[i]);
+	free(got);
 }
 END_TEST
 
@@ -313,6 +374,7 @@ static Suite *listen_suite(void)
 	tcase_add_test(tc, test_server_on_ipv6_any_is_dual_stack);
 	tcase_add_test(tc, test_foreign_listener_on_loopback_wins_over_ours_on_v6);
 	tcase_add_test(tc, test_own_sockets_by_address);
+	tcase_add_test(tc, test_many_listeners_span_several_datagrams);
 	tcase_add_test(tc, test_pick_free_port);
 	tcase_add_test(tc, test_pick_avoids_a_port_held_on_another_address);
 	suite_add_tcase(s, tc);
