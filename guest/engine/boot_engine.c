@@ -43,10 +43,10 @@
 
 /*
  * The server is looked at every READY_POLL_MS for its first READY_POLL_FAST_FOR_MS (a quick app
- * is seen listening at most about a millisecond late; a look costs about 0.1 ms while nobody
- * listens on the port), then every READY_POLL_SLOW_MS, not to take the CPU from a slow one.
- * Without a cgroup the boot's processes are found by a walk of /proc (about 1 ms for a hundred
- * processes), so every look is READY_POLL_SLOW_MS apart.
+ * is seen listening at most about a millisecond late; while nobody listens on the port a look
+ * is one sock_diag question, about 30 us), then every READY_POLL_SLOW_MS, not to take the CPU
+ * from a slow one. Without a cgroup the boot's processes are found by a walk of /proc (about
+ * 1 ms for a hundred processes) once someone listens, so every look is READY_POLL_SLOW_MS apart.
  */
 #define READY_POLL_MS 1
 #define READY_POLL_FAST_FOR_MS 1000
@@ -456,15 +456,18 @@ static int wait_ready(const struct step_context *ctx, const struct supervisor_in
 	char last_error[256] = "";
 	uint64_t other_port_since = 0, other_port_checked = 0, busy_at = 0;
 	uint16_t other_port = 0;
+	/* Looked up by its identity once; then the pidfd says when it ends (where there is one). */
+	bool look_at_server = true;
 
 	for (;;) {
 		_cleanup_free_ pid_t *pids = NULL;
 		size_t n = 0;
 		enum listen_state state = LISTEN_NONE;
+		bool taken = false;
 		struct err e;
 		uint64_t now = clock_now_ms();
 
-		if (!proc_is(sup->server_pid, sup->server_start)) {
+		if (look_at_server && !proc_is(sup->server_pid, sup->server_start)) {
 			char how[256], why[512];
 			/* Give the supervisor a moment to record how it ended. */
 			for (int i = 0; i < 50 && server_exit_reason(p, how, sizeof(how)) != 1; i++)
@@ -501,9 +504,17 @@ static int wait_ready(const struct step_context *ctx, const struct supervisor_in
 			               "the server was not ready within %u s: %s", p->timeout,
 			               last_error[0] ? last_error : "no answer");
 		}
-		if (procset_pids(ctx->procs, &pids, &n, &e) < 0)
+		look_at_server = pidfd < 0;
+		/*
+		 * A look while nobody listens on the port is one question to the kernel; the boot's
+		 * processes are listed only when someone does, and for the other-port check.
+		 */
+		if (listen_check_port_taken((uint16_t)port, &taken, &e) < 0)
 			return err_set(err, ERR_FAILED, e.code, "%s", e.msg);
-		if (listen_check((uint16_t)port, pids, n, &state, &e) < 0)
+		if ((taken || now - other_port_checked >= WRONG_PORT_CHECK_MS) &&
+		    procset_pids(ctx->procs, &pids, &n, &e) < 0)
+			return err_set(err, ERR_FAILED, e.code, "%s", e.msg);
+		if (taken && listen_check((uint16_t)port, pids, n, &state, &e) < 0)
 			return err_set(err, ERR_FAILED, e.code, "%s", e.msg);
 		last_state = state;
 		if (state == LISTEN_NONE && now - other_port_checked >= WRONG_PORT_CHECK_MS) {
@@ -564,7 +575,9 @@ static int wait_ready(const struct step_context *ctx, const struct supervisor_in
 			struct pollfd pfd[2] = {{.fd = pidfd, .events = POLLIN},
 			                        {.fd = ctx->signal_fd, .events = POLLIN}};
 			bool fast = fast_looks && now - since < READY_POLL_FAST_FOR_MS;
-			poll(pfd, 2, fast ? READY_POLL_MS : READY_POLL_SLOW_MS);
+			if (poll(pfd, 2, fast ? READY_POLL_MS : READY_POLL_SLOW_MS) > 0 &&
+			    (pfd[0].revents & POLLIN))
+				look_at_server = true;
 		}
 	}
 }
