@@ -28,6 +28,8 @@ int file_write_all(int fd, const void *buf, size_t len)
 	return 0;
 }
 
+#define FILE_READ_FIRST ((size_t)4096)
+
 int file_read_capped(int dirfd, const char *path, size_t max, int flags, char **ret_buf,
                      size_t *ret_len, struct err *err)
 {
@@ -56,8 +58,13 @@ int file_read_capped(int dirfd, const char *path, size_t max, int flags, char **
 		return err_set(err, ERR_REFUSED, EINVAL, "%s is not a regular file", path);
 	if ((size_t)st.st_size > max)
 		return err_set(err, ERR_REFUSED, EFBIG, "%s is larger than %zu bytes", path, max);
-	/* The size may change under us: read until EOF, never beyond max. */
+	/*
+	 * The size may change under us: read until EOF, never beyond max. Files of /proc and
+	 * /sys say 0: a page first, not a byte read after a byte.
+	 */
 	cap = (size_t)st.st_size + 1;
+	if (cap < FILE_READ_FIRST)
+		cap = max < FILE_READ_FIRST ? max + 1 : FILE_READ_FIRST;
 	buf = malloc(cap + 1);
 	if (!buf)
 		return err_oom_at(err, "reading %s", path);
