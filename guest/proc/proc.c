@@ -26,6 +26,20 @@
 #include "cleanup.h"
 #include "file.h"
 
+#if defined(__SANITIZE_ADDRESS__)
+#define PROC_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define PROC_ASAN 1
+#endif
+#endif
+#ifndef PROC_ASAN
+#define PROC_ASAN 0
+#endif
+#if PROC_ASAN
+#include <sanitizer/asan_interface.h>
+#endif
+
 #ifndef SYS_pidfd_open
 #define SYS_pidfd_open 434
 #endif
@@ -443,7 +457,7 @@ struct child_args {
 	char *const *argv;
 	char *const *env;
 	int devnull;
-	int report_fd;
+	int report_fd, report_read;
 	bool switch_user;
 	uid_t uid;
 	gid_t gid;
@@ -553,6 +567,16 @@ int proc_oom_score_restore(const char *before)
 		return 0;
 	fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
 	return fd < 0 ? -errno : file_write_all(fd, before, strlen(before));
+}
+
+static _noreturn_ void child_run(const struct child_args *a);
+
+static int child_main(void *arg)
+{
+	const struct child_args *a = arg;
+
+	close(a->report_read);
+	child_run(a);
 }
 
 static _noreturn_ void child_run(const struct child_args *a)
@@ -742,6 +766,81 @@ static int cgroup_dir_of(int procs_fd)
 	return fd;
 }
 
+#if defined(__x86_64__)
+#define PROC_CLONE_VM 0x00000100ULL
+#define PROC_CLONE_VFORK 0x00004000ULL
+/*
+ * clone3 with the child on a stack of its own, running fn(arg): the system call returns to the
+ * same instruction in both, and the child, whose stack pointer the kernel set, calls fn there
+ * and exits with what it returns (fn normally execs). Returns the child's pid or -errno.
+ */
+static long clone3_run(struct proc_clone_args *ca, int (*fn)(void *), void *arg)
+{
+	register long rax __asm__("rax") = SYS_clone3;
+	register long rdi __asm__("rdi") = (long)ca;
+	register long rsi __asm__("rsi") = (long)sizeof(*ca);
+	register long r12 __asm__("r12") = (long)fn;
+	register long r13 __asm__("r13") = (long)arg;
+
+	__asm__ volatile("syscall\n\t"
+	                 "test %%rax, %%rax\n\t"
+	                 "jnz 1f\n\t"
+	                 "xor %%ebp, %%ebp\n\t"
+	                 "mov %%r13, %%rdi\n\t"
+	                 "call *%%r12\n\t"
+	                 "mov %%eax, %%edi\n\t"
+	                 "mov $60, %%eax\n\t" /* exit */
+	                 "syscall\n\t"
+	                 "hlt\n"
+	                 "1:"
+	                 : "+r"(rax)
+	                 : "r"(rdi), "r"(rsi), "r"(r12), "r"(r13)
+	                 : "rcx", "r11", "memory");
+	return rax;
+}
+#endif
+
+pid_t proc_spawn_child(int cgroup_fd, bool *ret_inside, int (*fn)(void *), void *arg)
+{
+#if defined(__x86_64__)
+	/* Deep enough for the children of proc_spawn() and the session runner (a 4 KiB getdents
+	 * buffer and a few frames); on the caller's stack, whose pages are already there. */
+	char stack[32768] __attribute__((aligned(16)));
+	struct proc_clone_args ca = {
+	    .flags =
+	        PROC_CLONE_VM | PROC_CLONE_VFORK | (cgroup_fd >= 0 ? PROC_CLONE_INTO_CGROUP : 0),
+	    .exit_signal = SIGCHLD,
+	    .stack = (uint64_t)(uintptr_t)stack,
+	    .stack_size = sizeof(stack),
+	    .cgroup = cgroup_fd >= 0 ? (uint64_t)cgroup_fd : 0,
+	};
+	long pid = clone3_run(&ca, fn, arg);
+
+	if (pid < 0 && cgroup_fd >= 0) { /* a kernel without CLONE_INTO_CGROUP (before 5.7) */
+		ca.flags &= ~PROC_CLONE_INTO_CGROUP;
+		ca.cgroup = 0;
+		pid = clone3_run(&ca, fn, arg);
+		*ret_inside = false;
+	} else {
+		*ret_inside = cgroup_fd >= 0;
+	}
+#if PROC_ASAN
+	/* The child's frames, never returned from, left their red zones marked in the shadow
+	 * memory it shared with us. */
+	__asan_unpoison_memory_region(stack, sizeof(stack));
+#endif
+	if (pid >= 0)
+		return (pid_t)pid;
+		/* clone3 refused (a kernel before 5.3, a seccomp filter that answers ENOSYS or
+		 * EPERM): a fork, as everywhere else. */
+#endif
+	pid_t p = proc_fork_into(cgroup_fd, ret_inside);
+
+	if (p == 0)
+		_exit(fn(arg));
+	return p;
+}
+
 pid_t proc_fork_into(int cgroup_fd, bool *ret_inside)
 {
 	*ret_inside = false;
@@ -814,11 +913,8 @@ int proc_spawn(const struct proc_spec *spec, pid_t *ret_pid, struct err *err)
 	if (spec->procs_fd >= 0)
 		cgroup_fd = cgroup_dir_of(spec->procs_fd);
 	sigprocmask(SIG_SETMASK, &all, &old);
-	pid = proc_fork_into(cgroup_fd, &a.born_inside);
-	if (pid == 0) {
-		close(pipefd[0]);
-		child_run(&a);
-	}
+	a.report_read = pipefd[0];
+	pid = proc_spawn_child(cgroup_fd, &a.born_inside, child_main, &a);
 	int fork_errno = errno;
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	close(pipefd[1]);

@@ -136,6 +136,17 @@ int proc_spawn_wait_exec(int report_fd, pid_t pid, struct proc_spawn_report *ret
  * and the kernel can (*ret_inside), else a plain fork(). Signals should be blocked around it.
  */
 pid_t proc_fork_into(int cgroup_fd, bool *ret_inside);
+/*
+ * A child that runs fn(arg) and exits with its result (fn normally execs), in the cgroup2
+ * directory cgroup_fd as proc_fork_into() places it. On x86-64 the child shares the caller's
+ * memory until it execs or exits, on a stack of its own (clone3 CLONE_VM | CLONE_VFORK, as
+ * posix_spawn does): no page table is copied and no page of the caller's faults again
+ * afterwards, and the call returns once the child has exec'd or exited. fn may then make
+ * system calls only (no allocation, no stdio, nothing that takes a lock) and must not touch
+ * the caller's memory beyond arg's; errno may change. Elsewhere it is a fork(). Signals should
+ * be blocked around it. Returns the pid, or -1 with errno.
+ */
+pid_t proc_spawn_child(int cgroup_fd, bool *ret_inside, int (*fn)(void *), void *arg);
 
 /* Supplementary groups of a user, looked up before fork (reads /etc/group); free() *ret. */
 int proc_user_groups(const struct run_user *u, gid_t **ret, size_t *ret_n, struct err *err);

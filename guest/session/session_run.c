@@ -43,7 +43,7 @@ struct child_args {
 	const struct session_spawn *sp;
 	bool joined; /* created in the cgroup already */
 	int devnull;
-	int report;
+	int report, report_read;
 	bool switch_user;
 	const gid_t *groups;
 	size_t n_groups;
@@ -89,6 +89,18 @@ static _noreturn_ void child_run(const struct child_args *a)
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	execve(sp->argv[0], sp->argv, sp->env ? sp->env : empty_env);
 	proc_child_fail(rfd, STAGE_EXEC, errno);
+}
+
+/* The child's start (proc_spawn_child): it shares the caller's memory until exec, so a is
+ * only read; the report pipe moves above 2 in a copy. */
+static int child_main(void *arg)
+{
+	struct child_args a = *(const struct child_args *)arg;
+
+	close(a.report_read);
+	if (a.report < 3)
+		a.report = fcntl(a.report, F_DUPFD_CLOEXEC, 3);
+	child_run(&a);
 }
 
 static const char *stage_text(const struct session_spawn *sp, int stage, char *buf, size_t len)
@@ -147,13 +159,8 @@ int session_run_spawn(const struct session_spawn *sp, pid_t *ret_pid, struct err
 
 	sigfillset(&all);
 	sigprocmask(SIG_SETMASK, &all, &old);
-	pid = proc_fork_into(sp->cgroup_fd, &a.joined);
-	if (pid == 0) {
-		close(pipefd[0]);
-		if (a.report < 3)
-			a.report = fcntl(a.report, F_DUPFD_CLOEXEC, 3);
-		child_run(&a);
-	}
+	a.report_read = pipefd[0];
+	pid = proc_spawn_child(sp->cgroup_fd, &a.joined, child_main, &a);
 	int fork_errno = errno;
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	close(pipefd[1]);

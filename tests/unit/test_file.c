@@ -69,7 +69,8 @@ START_TEST(test_proc_file_over_the_cap_is_refused)
 	ck_assert_int_eq(e.code, EFBIG);
 	ck_assert_ptr_null(buf);
 	/* Exactly the file's length is allowed. */
-	ck_assert_msg(file_read_capped(AT_FDCWD, "/proc/self/status", whole, 0, &buf, &len, &e) == 0,
+	ck_assert_msg(file_read_capped(AT_FDCWD, "/proc/self/status", whole, 0, &buf, &len, &e) ==
+	                  0,
 	              "%s", e.msg);
 	ck_assert_uint_eq(len, whole);
 }

@@ -12,6 +12,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -211,6 +214,10 @@ START_TEST(test_spawn_environment_fds_signals)
 	/* Clean mask and default dispositions although ours block and ignore. */
 	ck_assert_uint_eq(status_mask(pid, "SigBlk:"), 0);
 	ck_assert_uint_eq(status_mask(pid, "SigIgn:"), 0);
+	/* ... and ours as they were: the child reset its own copy, not the caller's. */
+	ck_assert(status_mask(getpid(), "SigIgn:") & (1ULL << (SIGINT - 1)));
+	ck_assert(status_mask(getpid(), "SigIgn:") & (1ULL << (SIGHUP - 1)));
+	ck_assert(status_mask(getpid(), "SigBlk:") & (1ULL << (SIGTERM - 1)));
 
 	ck_assert_int_eq(proc_signal(pid, st.start_time, SIGTERM), 0);
 	int status = wait_status(pid);
@@ -648,6 +655,120 @@ START_TEST(test_oom_score_protect_restore)
 }
 END_TEST
 
+static int child_exits_7(void *arg)
+{
+	/* Deeper than the caller's frame: a stack of its own, or the caller's would be overwritten.
+	 */
+	volatile char scratch[8192];
+
+	scratch[0] = 7;
+	scratch[sizeof(scratch) - 1] = *(const char *)arg;
+	return scratch[0] + scratch[sizeof(scratch) - 1] - 1;
+}
+
+/*
+ * proc_spawn_child: what fn returns is the exit status, the caller's locals survive the child
+ * (which may share its memory and ran on a stack of its own), and a child that lowers its
+ * oom_score_adj protection does so for itself only (the kernel gives a vfork child its own).
+ */
+START_TEST(test_spawn_child)
+{
+	char one = 1, canary[64];
+	bool inside = true;
+	int status;
+	pid_t pid;
+
+	memset(canary, 0x5a, sizeof(canary));
+	pid = proc_spawn_child(-1, &inside, child_exits_7, &one);
+	ck_assert_int_gt(pid, 0);
+	ck_assert(!inside);
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 7);
+	for (size_t i = 0; i < sizeof(canary); i++)
+		ck_assert_int_eq(canary[i], 0x5a);
+
+	if (geteuid() != 0) {
+		fprintf(stderr, "test_spawn_child: not root, oom_score_adj part skipped\n");
+		return;
+	}
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		char before[16], out[32] = "";
+		int p[2];
+		pid_t c;
+		struct err e;
+
+		if (proc_oom_score_protect(before, sizeof(before)) != 0)
+			_exit(0); /* no right to lower it here: nothing to test */
+		if (pipe2(p, O_CLOEXEC) != 0)
+			_exit(10);
+		struct proc_spec spec = {.command = "cat /proc/self/oom_score_adj",
+		                         .env = base_env,
+		                         .output_fd = p[1],
+		                         .procs_fd = -1,
+		                         .keep_fd = -1};
+		if (proc_spawn(&spec, &c, &e) != 0)
+			_exit(11);
+		close(p[1]);
+		if (read(p[0], out, sizeof(out) - 1) <= 0 || waitpid(c, NULL, 0) != c)
+			_exit(12);
+		if (atoi(out) != 0)
+			_exit(13); /* the child kept the caller's protection */
+		if (oom_score_read() != -1000)
+			_exit(14); /* the child's reset reached the caller */
+		_exit(0);
+	}
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "step %d failed",
+	              WEXITSTATUS(status));
+}
+END_TEST
+
+/*
+ * Where a seccomp filter answers clone3 with ENOSYS (container runtimes' default profiles),
+ * the child is forked instead and everything else holds.
+ */
+START_TEST(test_spawn_without_clone3)
+{
+	int status;
+	pid_t pid = fork();
+
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		struct sock_filter f[] = {
+		    BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_clone3, 0, 1),
+		    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
+		    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+		};
+		struct sock_fprog prog = {.len = sizeof(f) / sizeof(f[0]), .filter = f};
+		struct proc_spec spec = {.command = "[ \"$FOO\" = 'bar baz' ] && exit 3",
+		                         .env = base_env,
+		                         .output_fd = -1,
+		                         .procs_fd = -1,
+		                         .keep_fd = -1};
+		struct err e;
+		pid_t c;
+		int st;
+
+		if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
+		    prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0)
+			_exit(10);
+		if (syscall(SYS_clone3, NULL, 0) != -1 || errno != ENOSYS)
+			_exit(11); /* the filter is not in place */
+		if (proc_spawn(&spec, &c, &e) != 0)
+			_exit(12);
+		if (waitpid(c, &st, 0) != c || !WIFEXITED(st) || WEXITSTATUS(st) != 3)
+			_exit(13);
+		_exit(0);
+	}
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "step %d failed",
+	              WEXITSTATUS(status));
+}
+END_TEST
+
 static Suite *proc_suite(void)
 {
 	Suite *s = suite_create("proc");
@@ -658,6 +779,8 @@ static Suite *proc_suite(void)
 	tcase_add_test(tc, test_stat_read_self_with_odd_name);
 	tcase_add_test(tc, test_spawn_environment_fds_signals);
 	tcase_add_test(tc, test_oom_score_protect_restore);
+	tcase_add_test(tc, test_spawn_child);
+	tcase_add_test(tc, test_spawn_without_clone3);
 	tcase_add_test(tc, test_spawn_new_session);
 	tcase_add_test(tc, test_spawn_chdir_failure_is_reported);
 	tcase_add_test(tc, test_spawn_exec_failure_is_reported);
