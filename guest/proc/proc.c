@@ -18,8 +18,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <linux/magic.h>
+#include <sys/prctl.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -38,6 +40,12 @@
 #endif
 #if PROC_ASAN
 #include <sanitizer/asan_interface.h>
+#endif
+/* Children that share our memory until exec: x86-64 (not x32), where clone3_run() is written. */
+#if defined(__x86_64__) && !defined(__ILP32__)
+#define PROC_SHARED_SPAWN 1
+#else
+#define PROC_SHARED_SPAWN 0
 #endif
 
 #ifndef SYS_pidfd_open
@@ -569,6 +577,31 @@ int proc_oom_score_restore(const char *before)
 	return fd < 0 ? -errno : file_write_all(fd, before, strlen(before));
 }
 
+int proc_become_user(uid_t uid, gid_t gid, const gid_t *groups, size_t n_groups, int *ret_step)
+{
+	uid_t ru, eu, su;
+	gid_t rg, eg, sg;
+
+	*ret_step = 0;
+	if (syscall(SYS_setgroups, n_groups, groups) < 0)
+		return -errno;
+	*ret_step = 1;
+	if (syscall(SYS_setresgid, gid, gid, gid) < 0)
+		return -errno;
+	*ret_step = 2;
+	if (syscall(SYS_setresuid, uid, uid, uid) < 0)
+		return -errno;
+	*ret_step = 3;
+	if (syscall(SYS_getresuid, &ru, &eu, &su) < 0 || syscall(SYS_getresgid, &rg, &eg, &sg) < 0)
+		return -errno;
+	if (ru != uid || eu != uid || su != uid || rg != gid || eg != gid || sg != gid)
+		return -EPERM;
+	/* Dropped for good: root must not be reachable again. */
+	if (uid != 0 && (syscall(SYS_setresuid, -1, 0, -1) == 0 || syscall(SYS_setuid, 0) == 0))
+		return -EPERM;
+	return 0;
+}
+
 static _noreturn_ void child_run(const struct child_args *a);
 
 static int child_main(void *arg)
@@ -626,26 +659,11 @@ static _noreturn_ void child_run(const struct child_args *a)
 		proc_child_fail(rfd, STAGE_STDIO, errno);
 
 	if (a->switch_user) {
-		uid_t ru, eu, su;
-		gid_t rg, eg, sg;
+		static const int stages[] = {STAGE_GROUPS, STAGE_GID, STAGE_UID, STAGE_VERIFY};
+		int step = 3, r = proc_become_user(a->uid, a->gid, a->groups, a->n_groups, &step);
 
-		if (setgroups(a->n_groups, a->groups) < 0)
-			proc_child_fail(rfd, STAGE_GROUPS, errno);
-		if (setresgid(a->gid, a->gid, a->gid) < 0)
-			proc_child_fail(rfd, STAGE_GID, errno);
-		if (setresuid(a->uid, a->uid, a->uid) < 0)
-			proc_child_fail(rfd, STAGE_UID, errno);
-		errno = EPERM;
-		if (getresuid(&ru, &eu, &su) < 0 || getresgid(&rg, &eg, &sg) < 0)
-			proc_child_fail(rfd, STAGE_VERIFY, errno);
-		if (ru != a->uid || eu != a->uid || su != a->uid || rg != a->gid || eg != a->gid ||
-		    sg != a->gid)
-			proc_child_fail(rfd, STAGE_VERIFY, errno);
-		/* Dropped for good: root must not be reachable again. */
-		if (a->uid != 0 && (setuid(0) == 0 || seteuid(0) == 0)) {
-			errno = EPERM;
-			proc_child_fail(rfd, STAGE_VERIFY, errno);
-		}
+		if (r < 0)
+			proc_child_fail(rfd, stages[step], -r);
 	}
 
 	if (spec->cwd && chdir(spec->cwd) < 0)
@@ -766,7 +784,7 @@ static int cgroup_dir_of(int procs_fd)
 	return fd;
 }
 
-#if defined(__x86_64__)
+#if PROC_SHARED_SPAWN
 #define PROC_CLONE_VM 0x00000100ULL
 #define PROC_CLONE_VFORK 0x00004000ULL
 /*
@@ -800,11 +818,54 @@ static long clone3_run(struct proc_clone_args *ca, int (*fn)(void *), void *arg)
 }
 #endif
 
-pid_t proc_spawn_child(int cgroup_fd, bool *ret_inside, int (*fn)(void *), void *arg)
+/*
+ * clone3 failed for want of the feature (an old kernel, a seccomp filter that answers ENOSYS or
+ * EPERM), not of a resource: EAGAIN is the set's pids.max, and a child forked outside and moved
+ * in afterwards would pass that limit.
+ */
+static bool clone3_unsupported(int error)
 {
-#if defined(__x86_64__)
-	/* Deep enough for the children of proc_spawn() and the session runner (a 4 KiB getdents
-	 * buffer and a few frames); on the caller's stack, whose pages are already there. */
+	return error != EAGAIN && error != ENOMEM;
+}
+
+#if PROC_SHARED_SPAWN
+/*
+ * Whether a child may share our memory until exec:
+ * - a kernel of 5.5 or later: clone3 before "clone3: validate stack arguments" took `stack` for
+ *   the stack pointer itself, and the child would run over our frames;
+ * - for a child that switches users, fs.suid_dumpable 0: the kernel marks the memory the child
+ *   shares with us dumpable as that setting says when the child's credentials change, and with
+ *   1 the app's user could trace it, and so us, until it execs. Our own flag is put back after.
+ */
+static bool shared_spawn_ok(unsigned flags, int *ret_dumpable)
+{
+	struct utsname u;
+	unsigned major = 0, minor = 0;
+	char v[4] = "";
+	ssize_t n;
+
+	if (uname(&u) < 0 || sscanf(u.release, "%u.%u", &major, &minor) != 2 || major < 5 ||
+	    (major == 5 && minor < 5))
+		return false;
+	*ret_dumpable = prctl(PR_GET_DUMPABLE, 0, 0, 0, 0);
+	if (!(flags & PROC_CHILD_SWITCHES_USER))
+		return true;
+	if (*ret_dumpable != 0 && *ret_dumpable != 1)
+		return false; /* 2 (suid_dumpable's), which prctl cannot put back */
+	_cleanup_close_ int fd = open("/proc/sys/fs/suid_dumpable", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	n = read(fd, v, sizeof(v) - 1);
+	return n > 0 && v[0] == '0';
+}
+
+static long spawn_shared(int cgroup_fd, bool *ret_inside, int (*fn)(void *), void *arg)
+{
+	/*
+	 * Deep enough for the children of proc_spawn() and the session runner (about 5 KB: a 4 KiB
+	 * getdents buffer and a few frames), on our stack, whose pages are already there. Nothing
+	 * guards its end: the child code must stay small.
+	 */
 	char stack[32768] __attribute__((aligned(16)));
 	struct proc_clone_args ca = {
 	    .flags =
@@ -816,29 +877,58 @@ pid_t proc_spawn_child(int cgroup_fd, bool *ret_inside, int (*fn)(void *), void 
 	};
 	long pid = clone3_run(&ca, fn, arg);
 
-	if (pid < 0 && cgroup_fd >= 0) { /* a kernel without CLONE_INTO_CGROUP (before 5.7) */
+	*ret_inside = pid >= 0 && cgroup_fd >= 0;
+	if (pid < 0 && cgroup_fd >= 0 && clone3_unsupported((int)-pid)) {
+		/* a kernel without CLONE_INTO_CGROUP (before 5.7): the child joins itself */
 		ca.flags &= ~PROC_CLONE_INTO_CGROUP;
 		ca.cgroup = 0;
 		pid = clone3_run(&ca, fn, arg);
-		*ret_inside = false;
-	} else {
-		*ret_inside = cgroup_fd >= 0;
 	}
 #if PROC_ASAN
 	/* The child's frames, never returned from, left their red zones marked in the shadow
 	 * memory it shared with us. */
 	__asan_unpoison_memory_region(stack, sizeof(stack));
 #endif
-	if (pid >= 0)
-		return (pid_t)pid;
-		/* clone3 refused (a kernel before 5.3, a seccomp filter that answers ENOSYS or
-		 * EPERM): a fork, as everywhere else. */
+	return pid;
+}
 #endif
-	pid_t p = proc_fork_into(cgroup_fd, ret_inside);
 
-	if (p == 0)
+pid_t proc_spawn_child(int cgroup_fd, unsigned flags, bool *ret_inside, int (*fn)(void *),
+                       void *arg)
+{
+	sigset_t all, old;
+	pid_t pid;
+	int error;
+
+	/* No handler of ours may run in the child (it may share our memory) before its reset. */
+	sigfillset(&all);
+	sigprocmask(SIG_SETMASK, &all, &old);
+#if PROC_SHARED_SPAWN
+	int dumpable = -1;
+
+	if (shared_spawn_ok(flags, &dumpable)) {
+		long r = spawn_shared(cgroup_fd, ret_inside, fn, arg);
+
+		if ((flags & PROC_CHILD_SWITCHES_USER) &&
+		    prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) != dumpable)
+			(void)prctl(PR_SET_DUMPABLE, dumpable, 0, 0, 0);
+		if (r >= 0 || !clone3_unsupported((int)-r)) {
+			sigprocmask(SIG_SETMASK, &old, NULL);
+			if (r < 0) {
+				errno = (int)-r;
+				return -1;
+			}
+			return (pid_t)r;
+		}
+	}
+#endif
+	pid = proc_fork_into(cgroup_fd, ret_inside);
+	if (pid == 0)
 		_exit(fn(arg));
-	return p;
+	error = errno;
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	errno = error;
+	return pid;
 }
 
 pid_t proc_fork_into(int cgroup_fd, bool *ret_inside)
@@ -856,6 +946,8 @@ pid_t proc_fork_into(int cgroup_fd, bool *ret_inside)
 			*ret_inside = true;
 			return pid;
 		}
+		if (!clone3_unsupported(errno))
+			return -1;
 	}
 	return fork();
 }
@@ -868,7 +960,6 @@ int proc_spawn(const struct proc_spec *spec, pid_t *ret_pid, struct err *err)
 	int pipefd[2] = {-1, -1};
 	struct child_args a = {0};
 	struct proc_spawn_report rep;
-	sigset_t all, old;
 	char stage_buf[512];
 	int r;
 	pid_t pid;
@@ -908,15 +999,12 @@ int proc_spawn(const struct proc_spec *spec, pid_t *ret_pid, struct err *err)
 		return spawn_error(err, spec, errno, "pipe");
 	a.report_fd = pipefd[1];
 
-	/* No handler of ours may run in the child before its dispositions are reset. */
-	sigfillset(&all);
 	if (spec->procs_fd >= 0)
 		cgroup_fd = cgroup_dir_of(spec->procs_fd);
-	sigprocmask(SIG_SETMASK, &all, &old);
 	a.report_read = pipefd[0];
-	pid = proc_spawn_child(cgroup_fd, &a.born_inside, child_main, &a);
+	pid = proc_spawn_child(cgroup_fd, a.switch_user ? PROC_CHILD_SWITCHES_USER : 0,
+	                       &a.born_inside, child_main, &a);
 	int fork_errno = errno;
-	sigprocmask(SIG_SETMASK, &old, NULL);
 	close(pipefd[1]);
 	if (pid < 0) {
 		close(pipefd[0]);

@@ -138,15 +138,27 @@ int proc_spawn_wait_exec(int report_fd, pid_t pid, struct proc_spawn_report *ret
 pid_t proc_fork_into(int cgroup_fd, bool *ret_inside);
 /*
  * A child that runs fn(arg) and exits with its result (fn normally execs), in the cgroup2
- * directory cgroup_fd as proc_fork_into() places it. On x86-64 the child shares the caller's
- * memory until it execs or exits, on a stack of its own (clone3 CLONE_VM | CLONE_VFORK, as
- * posix_spawn does): no page table is copied and no page of the caller's faults again
- * afterwards, and the call returns once the child has exec'd or exited. fn may then make
- * system calls only (no allocation, no stdio, nothing that takes a lock) and must not touch
- * the caller's memory beyond arg's; errno may change. Elsewhere it is a fork(). Signals should
- * be blocked around it. Returns the pid, or -1 with errno.
+ * directory cgroup_fd as proc_fork_into() places it. On x86-64 (kernel 5.5 or later) the child
+ * shares the caller's memory until it execs or exits, on a stack of its own (clone3 CLONE_VM |
+ * CLONE_VFORK, as posix_spawn does): no page table is copied and none of the caller's pages
+ * faults again afterwards, and the call returns once the child has exec'd or exited. fn may
+ * then make system calls only (no allocation, no stdio, no C library call that takes a lock:
+ * proc_become_user() for a user switch) and must not write the caller's memory beyond what
+ * arg points to; errno may change. PROC_CHILD_SWITCHES_USER: fn changes credentials (shared
+ * only where fs.suid_dumpable is 0; the caller's dumpable flag is put back). Elsewhere it is a
+ * fork(). Signals are blocked around it. Returns the pid, or -1 with errno (EAGAIN: the
+ * set's pids.max).
  */
-pid_t proc_spawn_child(int cgroup_fd, bool *ret_inside, int (*fn)(void *), void *arg);
+#define PROC_CHILD_SWITCHES_USER 1u
+pid_t proc_spawn_child(int cgroup_fd, unsigned flags, bool *ret_inside, int (*fn)(void *),
+                       void *arg);
+/*
+ * In a child before exec, as root: become uid/gid with groups for good, by the system calls
+ * themselves (the C library's wrappers may take a lock of the caller's whose memory a spawned
+ * child shares). 0, or -errno with *ret_step 0 setgroups, 1 setresgid, 2 setresuid, 3 the
+ * check that the switch stuck and root is out of reach.
+ */
+int proc_become_user(uid_t uid, gid_t gid, const gid_t *groups, size_t n_groups, int *ret_step);
 
 /* Supplementary groups of a user, looked up before fork (reads /etc/group); free() *ret. */
 int proc_user_groups(const struct run_user *u, gid_t **ret, size_t *ret_n, struct err *err);

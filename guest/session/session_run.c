@@ -136,7 +136,6 @@ int session_run_spawn(const struct session_spawn *sp, pid_t *ret_pid, struct err
 	const char *who = sp->user && sp->user->uid != (uid_t)-1 ? sp->user->name : NULL;
 	char stage_buf[PATH_MAX + 16];
 	int pipefd[2];
-	sigset_t all, old;
 	int r;
 	pid_t pid;
 
@@ -157,12 +156,10 @@ int session_run_spawn(const struct session_spawn *sp, pid_t *ret_pid, struct err
 	/* The report pipe must not sit on 0..2, which the child replaces. */
 	a.report = pipefd[1];
 
-	sigfillset(&all);
-	sigprocmask(SIG_SETMASK, &all, &old);
 	a.report_read = pipefd[0];
-	pid = proc_spawn_child(sp->cgroup_fd, &a.joined, child_main, &a);
+	pid = proc_spawn_child(sp->cgroup_fd, a.switch_user ? PROC_CHILD_SWITCHES_USER : 0,
+	                       &a.joined, child_main, &a);
 	int fork_errno = errno;
-	sigprocmask(SIG_SETMASK, &old, NULL);
 	close(pipefd[1]);
 	if (pid < 0) {
 		close(pipefd[0]);

@@ -16,18 +16,9 @@
 
 int session_user_become(const struct run_user *u, const gid_t *groups, size_t n_groups)
 {
-	uid_t ru, eu, su;
-	gid_t rg, eg, sg;
+	int step;
 
-	if (setgroups(n_groups, groups) < 0 || setresgid(u->gid, u->gid, u->gid) < 0 ||
-	    setresuid(u->uid, u->uid, u->uid) < 0)
-		return -errno;
-	if (getresuid(&ru, &eu, &su) < 0 || getresgid(&rg, &eg, &sg) < 0 || ru != u->uid ||
-	    eu != u->uid || su != u->uid || rg != u->gid || eg != u->gid || sg != u->gid)
-		return -EPERM;
-	if (u->uid != 0 && (setuid(0) == 0 || seteuid(0) == 0))
-		return -EPERM;
-	return 0;
+	return proc_become_user(u->uid, u->gid, groups, n_groups, &step);
 }
 
 static bool is_caller(const struct run_user *u)
