@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 #include <linux/inet_diag.h>
 #include <linux/netlink.h>
@@ -195,7 +196,9 @@ static int diag_listeners(int fd, int family, struct listeners *l)
 	if (sendto(fd, &q, sizeof(q), 0, (struct sockaddr *)&nl, sizeof(nl)) < 0)
 		return -errno;
 	for (;;) {
-		ssize_t n = recv(fd, buf, sizeof(buf), 0);
+		struct iovec iov = {.iov_base = buf, .iov_len = sizeof(buf)};
+		struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
+		ssize_t n = recvmsg(fd, &mh, 0);
 		size_t left;
 		struct nlmsghdr *h;
 
@@ -204,8 +207,9 @@ static int diag_listeners(int fd, int family, struct listeners *l)
 				continue;
 			return -errno;
 		}
-		if (n == 0)
-			return -EIO; /* a dump always ends with NLMSG_DONE */
+		/* A dump always ends with NLMSG_DONE; a cut datagram would lose it. */
+		if (n == 0 || (mh.msg_flags & MSG_TRUNC))
+			return -EIO;
 		/*
 		 * A dump comes in as many datagrams as it takes (about a hundred listeners each):
 		 * read until NLMSG_DONE. NLMSG_NEXT counts `left` down, not n.
@@ -215,8 +219,13 @@ static int diag_listeners(int fd, int family, struct listeners *l)
 			const struct inet_diag_msg *m;
 			struct listener x;
 
-			if (h->nlmsg_type == NLMSG_DONE)
+			if (h->nlmsg_type == NLMSG_DONE) {
+				/* The kernel says here when it could not finish the dump. */
+				if (h->nlmsg_len >= NLMSG_LENGTH(sizeof(int)) &&
+				    *(const int *)NLMSG_DATA(h) < 0)
+					return *(const int *)NLMSG_DATA(h);
 				return 0;
+			}
 			if (h->nlmsg_type == NLMSG_ERROR) {
 				const struct nlmsgerr *e = NLMSG_DATA(h);
 				return e->error ? e->error : -EIO;
@@ -240,7 +249,14 @@ static int read_listeners(struct listeners *l, struct err *err)
 {
 	/* One socket for both families: each dump ends with NLMSG_DONE before the next is asked. */
 	_cleanup_close_ int fd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
-	int r = fd < 0 ? -errno : diag_listeners(fd, AF_INET, l);
+	/* The kernel answers at once; a second is the cap on a wait for it all the same. */
+	struct timeval cap = {.tv_sec = 1};
+	int r = fd < 0 ? -errno : 0;
+
+	if (r == 0 && setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &cap, sizeof(cap)) < 0)
+		r = -errno;
+	if (r == 0)
+		r = diag_listeners(fd, AF_INET, l);
 
 	if (r == 0)
 		r = diag_listeners(fd, AF_INET6, l);
