@@ -196,9 +196,8 @@ static int diag_listeners(int fd, int family, struct listeners *l)
 	if (sendto(fd, &q, sizeof(q), 0, (struct sockaddr *)&nl, sizeof(nl)) < 0)
 		return -errno;
 	for (;;) {
-		struct iovec iov = {.iov_base = buf, .iov_len = sizeof(buf)};
-		struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
-		ssize_t n = recvmsg(fd, &mh, 0);
+		/* MSG_TRUNC: the datagram's whole length, even where it did not fit. */
+		ssize_t n = recv(fd, buf, sizeof(buf), MSG_TRUNC);
 		size_t left;
 		struct nlmsghdr *h;
 
@@ -208,7 +207,7 @@ static int diag_listeners(int fd, int family, struct listeners *l)
 			return -errno;
 		}
 		/* A dump always ends with NLMSG_DONE; a cut datagram would lose it. */
-		if (n == 0 || (mh.msg_flags & MSG_TRUNC))
+		if (n == 0 || (size_t)n > sizeof(buf))
 			return -EIO;
 		/*
 		 * A dump comes in as many datagrams as it takes (about a hundred listeners each):

@@ -831,11 +831,13 @@ static bool clone3_unsupported(int error)
 #if PROC_SHARED_SPAWN
 /*
  * Whether a child may share our memory until exec:
- * - a kernel of 5.5 or later: clone3 before "clone3: validate stack arguments" took `stack` for
- *   the stack pointer itself, and the child would run over our frames;
+ * - a kernel of 5.7 or later: clone3 before "clone3: validate stack arguments" (5.5) took
+ *   `stack` for the stack pointer itself, and the child would run over our frames; 5.7 has
+ *   CLONE_INTO_CGROUP too;
  * - for a child that switches users, fs.suid_dumpable 0: the kernel marks the memory the child
  *   shares with us dumpable as that setting says when the child's credentials change, and with
- *   1 the app's user could trace it, and so us, until it execs. Our own flag is put back after.
+ *   1 the app's user could trace it, and so us, until it execs. Our own flag is put back
+ *   after (a 2, which prctl cannot set, stays 0: less than it was, never more).
  */
 static bool shared_spawn_ok(unsigned flags, int *ret_dumpable)
 {
@@ -845,13 +847,11 @@ static bool shared_spawn_ok(unsigned flags, int *ret_dumpable)
 	ssize_t n;
 
 	if (uname(&u) < 0 || sscanf(u.release, "%u.%u", &major, &minor) != 2 || major < 5 ||
-	    (major == 5 && minor < 5))
+	    (major == 5 && minor < 7))
 		return false;
 	*ret_dumpable = prctl(PR_GET_DUMPABLE, 0, 0, 0, 0);
 	if (!(flags & PROC_CHILD_SWITCHES_USER))
 		return true;
-	if (*ret_dumpable != 0 && *ret_dumpable != 1)
-		return false; /* 2 (suid_dumpable's), which prctl cannot put back */
 	_cleanup_close_ int fd = open("/proc/sys/fs/suid_dumpable", O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return false;
@@ -878,12 +878,6 @@ static long spawn_shared(int cgroup_fd, bool *ret_inside, int (*fn)(void *), voi
 	long pid = clone3_run(&ca, fn, arg);
 
 	*ret_inside = pid >= 0 && cgroup_fd >= 0;
-	if (pid < 0 && cgroup_fd >= 0 && clone3_unsupported((int)-pid)) {
-		/* a kernel without CLONE_INTO_CGROUP (before 5.7): the child joins itself */
-		ca.flags &= ~PROC_CLONE_INTO_CGROUP;
-		ca.cgroup = 0;
-		pid = clone3_run(&ca, fn, arg);
-	}
 #if PROC_ASAN
 	/* The child's frames, never returned from, left their red zones marked in the shadow
 	 * memory it shared with us. */
@@ -893,45 +887,11 @@ static long spawn_shared(int cgroup_fd, bool *ret_inside, int (*fn)(void *), voi
 }
 #endif
 
-pid_t proc_spawn_child(int cgroup_fd, unsigned flags, bool *ret_inside, int (*fn)(void *),
-                       void *arg)
-{
-	sigset_t all, old;
-	pid_t pid;
-	int error;
-
-	/* No handler of ours may run in the child (it may share our memory) before its reset. */
-	sigfillset(&all);
-	sigprocmask(SIG_SETMASK, &all, &old);
-#if PROC_SHARED_SPAWN
-	int dumpable = -1;
-
-	if (shared_spawn_ok(flags, &dumpable)) {
-		long r = spawn_shared(cgroup_fd, ret_inside, fn, arg);
-
-		if ((flags & PROC_CHILD_SWITCHES_USER) &&
-		    prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) != dumpable)
-			(void)prctl(PR_SET_DUMPABLE, dumpable, 0, 0, 0);
-		if (r >= 0 || !clone3_unsupported((int)-r)) {
-			sigprocmask(SIG_SETMASK, &old, NULL);
-			if (r < 0) {
-				errno = (int)-r;
-				return -1;
-			}
-			return (pid_t)r;
-		}
-	}
-#endif
-	pid = proc_fork_into(cgroup_fd, ret_inside);
-	if (pid == 0)
-		_exit(fn(arg));
-	error = errno;
-	sigprocmask(SIG_SETMASK, &old, NULL);
-	errno = error;
-	return pid;
-}
-
-pid_t proc_fork_into(int cgroup_fd, bool *ret_inside)
+/*
+ * fork(), into the cgroup2 directory cgroup_fd (clone3 CLONE_INTO_CGROUP) when it is not -1 and
+ * the kernel can (*ret_inside), else a plain fork().
+ */
+static pid_t fork_into(int cgroup_fd, bool *ret_inside)
 {
 	*ret_inside = false;
 	if (cgroup_fd >= 0) {
@@ -950,6 +910,40 @@ pid_t proc_fork_into(int cgroup_fd, bool *ret_inside)
 			return -1;
 	}
 	return fork();
+}
+
+pid_t proc_spawn_child(int cgroup_fd, unsigned flags, bool *ret_inside, int (*fn)(void *),
+                       void *arg)
+{
+	sigset_t all, old;
+	long r = -ENOSYS;
+
+	/* No handler of ours may run in the child (it may share our memory) before its reset. */
+	sigfillset(&all);
+	sigprocmask(SIG_SETMASK, &all, &old);
+#if PROC_SHARED_SPAWN
+	int dumpable = -1;
+
+	if (shared_spawn_ok(flags, &dumpable)) {
+		r = spawn_shared(cgroup_fd, ret_inside, fn, arg);
+		if ((flags & PROC_CHILD_SWITCHES_USER) &&
+		    prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) != dumpable)
+			(void)prctl(PR_SET_DUMPABLE, dumpable, 0, 0, 0);
+	}
+#endif
+	if (r < 0 && clone3_unsupported((int)-r)) {
+		r = fork_into(cgroup_fd, ret_inside);
+		if (r == 0)
+			_exit(fn(arg));
+		if (r < 0)
+			r = -errno;
+	}
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	if (r < 0) {
+		errno = (int)-r;
+		return -1;
+	}
+	return (pid_t)r;
 }
 
 int proc_spawn(const struct proc_spec *spec, pid_t *ret_pid, struct err *err)

@@ -132,13 +132,9 @@ _noreturn_ void proc_child_fail(int report_fd, int stage, int error);
 int proc_spawn_wait_exec(int report_fd, pid_t pid, struct proc_spawn_report *ret);
 
 /*
- * fork(), into the cgroup2 directory cgroup_fd (clone3 CLONE_INTO_CGROUP) when it is not -1
- * and the kernel can (*ret_inside), else a plain fork(). Signals should be blocked around it.
- */
-pid_t proc_fork_into(int cgroup_fd, bool *ret_inside);
-/*
  * A child that runs fn(arg) and exits with its result (fn normally execs), in the cgroup2
- * directory cgroup_fd as proc_fork_into() places it. On x86-64 (kernel 5.5 or later) the child
+ * directory cgroup_fd when it is not -1 (created there by clone3 CLONE_INTO_CGROUP where the
+ * kernel can: *ret_inside). On x86-64 (kernel 5.7 or later) the child
  * shares the caller's memory until it execs or exits, on a stack of its own (clone3 CLONE_VM |
  * CLONE_VFORK, as posix_spawn does): no page table is copied and none of the caller's pages
  * faults again afterwards, and the call returns once the child has exec'd or exited. fn may
