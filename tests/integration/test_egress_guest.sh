@@ -28,8 +28,10 @@ in_ns ip addr add 10.200.0.2/32 dev lo
 LISTEN_PORT=18080
 DATA=$ROOT/tests/data/limits
 
-in_ns python3 "$DATA/listen.py" 10.200.0.1:3128 10.200.0.2:80 10.200.0.1:80 127.0.0.1:5599 "[::1]:5599" \
-	>"$TMP/listen.out" 2>&1 &
+# nsenter itself, not the in_ns function: a function sent to the background runs in a subshell
+# of its own, so $! would be that shell's, and killing it left the python listener running.
+nsenter --net="/run/netns/$NS" python3 "$DATA/listen.py" 10.200.0.1:3128 10.200.0.2:80 10.200.0.1:80 \
+	127.0.0.1:5599 "[::1]:5599" >"$TMP/listen.out" 2>&1 &
 LISTENER=$!
 on_exit "kill $LISTENER"
 for _ in $(seq 1 50); do grep -q listening "$TMP/listen.out" && break; sleep 0.1; done
