@@ -84,7 +84,9 @@ rm -f "$TMP/agent.sock"
 	>>"$OUTD/daemon.log" 2>&1 &
 echo $! >"$TMP/daemon.pid"
 echo $! >>"$TMP/daemon.pids"
-wait_socket "$TMP/agent.sock" || :
+# Its own loop, not lib.sh's wait_socket: this script runs in the namespace under env -i, and
+# again from the driver (RESTART), where no function of lib.sh is defined.
+for _ in $(seq 100); do [ -S "$TMP/agent.sock" ] && break; sleep 0.1; done
 # A daemon keeps secrets in memory only: a controller puts them again after a restart.
 printf '{"ANTHROPIC_API_KEY": "%s"}' "$(cat "$TMP/key")" |
 	"$CTL" --timeout 30 --connect "unix:$TMP/agent.sock" --accept-new-guest-key \
