@@ -784,6 +784,16 @@ static int cgroup_dir_of(int procs_fd)
 	return fd;
 }
 
+/*
+ * clone3 failed for want of the feature (an old kernel, a seccomp filter that answers ENOSYS or
+ * EPERM), not of a resource: EAGAIN is the set's pids.max, and a child forked outside and moved
+ * in afterwards would pass that limit.
+ */
+static bool clone3_unsupported(int error)
+{
+	return error != EAGAIN && error != ENOMEM;
+}
+
 #if PROC_SHARED_SPAWN
 #define PROC_CLONE_VM 0x00000100ULL
 #define PROC_CLONE_VFORK 0x00004000ULL
@@ -816,19 +826,7 @@ static long clone3_run(struct proc_clone_args *ca, int (*fn)(void *), void *arg)
 	                 : "rcx", "r11", "memory");
 	return rax;
 }
-#endif
 
-/*
- * clone3 failed for want of the feature (an old kernel, a seccomp filter that answers ENOSYS or
- * EPERM), not of a resource: EAGAIN is the set's pids.max, and a child forked outside and moved
- * in afterwards would pass that limit.
- */
-static bool clone3_unsupported(int error)
-{
-	return error != EAGAIN && error != ENOMEM;
-}
-
-#if PROC_SHARED_SPAWN
 /*
  * Whether a child may share our memory until exec:
  * - a kernel of 5.7 or later: clone3 before "clone3: validate stack arguments" (5.5) took
