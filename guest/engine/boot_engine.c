@@ -1021,10 +1021,7 @@ int boot_engine_stop(const char *state_dir, unsigned grace_ms, struct err *err)
 	if (st.status && strcmp(st.status, "booting") == 0 && st.boot_pid > 1 &&
 	    st.boot_pid != getpid() && proc_is(st.boot_pid, st.boot_start)) {
 		/* A boot in progress stops itself (and its steps) on TERM; then we go on. */
-		uint64_t until = clock_now_ms() + grace_ms + 5000;
-		proc_signal(st.boot_pid, st.boot_start, SIGTERM);
-		while (clock_now_ms() < until && proc_is(st.boot_pid, st.boot_start))
-			usleep(10000);
+		proc_signal_wait(st.boot_pid, st.boot_start, SIGTERM, grace_ms + 5000);
 		boot_state_dispose(&st);
 		r = boot_state_load(state_dir, &st, err);
 		if (r != 0)
@@ -1032,10 +1029,7 @@ int boot_engine_stop(const char *state_dir, unsigned grace_ms, struct err *err)
 	}
 	if (st.supervisor_pid > 1 && proc_is(st.supervisor_pid, st.supervisor_start)) {
 		/* The supervisor stops the server's group itself, with the grace period. */
-		uint64_t until = clock_now_ms() + grace_ms + 3000;
-		proc_signal(st.supervisor_pid, st.supervisor_start, SIGTERM);
-		while (clock_now_ms() < until && proc_is(st.supervisor_pid, st.supervisor_start))
-			usleep(10000);
+		proc_signal_wait(st.supervisor_pid, st.supervisor_start, SIGTERM, grace_ms + 3000);
 	}
 	r = procset_open(st.cgroup ? st.cgroup : "", &procs, err);
 	if (r < 0 && err->code == ENOENT) {

@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <poll.h>
 #include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
@@ -26,6 +27,7 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "clock.h"
 #include "file.h"
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -262,9 +264,10 @@ pid_t proc_parent(pid_t pid)
 	return st.ppid;
 }
 
-int proc_signal(pid_t pid, uint64_t start_time, int sig)
+int proc_signal_wait(pid_t pid, uint64_t start_time, int sig, unsigned wait_ms)
 {
 	_cleanup_close_ int pidfd = -1;
+	uint64_t until = clock_now_ms() + wait_ms;
 
 	if (pid <= 1 || pid == getpid())
 		return -EPERM;
@@ -278,15 +281,24 @@ int proc_signal(pid_t pid, uint64_t start_time, int sig)
 		if (proc_stat_read(pid, &st) < 0 || st.start_time != start_time)
 			return -ESRCH;
 	}
-	if (pidfd >= 0) {
-		if (syscall(SYS_pidfd_send_signal, pidfd, sig, NULL, 0) == 0)
-			return 0;
-		if (errno != ENOSYS)
+	if (pidfd < 0 || syscall(SYS_pidfd_send_signal, pidfd, sig, NULL, 0) < 0) {
+		if (pidfd >= 0 && errno != ENOSYS)
+			return -errno;
+		if (kill(pid, sig) < 0)
 			return -errno;
 	}
-	if (kill(pid, sig) < 0)
-		return -errno;
-	return 0;
+	/* The pidfd turns readable when the process ends; without one, its /proc entry is read. */
+	for (uint64_t now; wait_ms && (now = clock_now_ms()) < until;) {
+		struct pollfd pfd = {.fd = pidfd, .events = POLLIN};
+
+		if (pidfd < 0 && !proc_is(pid, start_time))
+			return 0;
+		if (pidfd < 0)
+			usleep(10000);
+		else if (poll(&pfd, 1, (int)(until - now)) > 0)
+			return 0;
+	}
+	return wait_ms ? -ETIMEDOUT : 0;
 }
 
 /* ---- status text ---- */

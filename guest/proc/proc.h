@@ -96,8 +96,16 @@ pid_t proc_parent(pid_t pid);
  * checked). Uses a pidfd where the kernel has them, so a pid recycled between the check and the
  * signal is never hit. Refuses pid <= 1 and the caller itself (-EPERM). Returns 0, -ESRCH when
  * the process is gone or is another one now, or another -errno.
+ *
+ * With wait_ms, then waits for the process to end, at most that long: through the pidfd,
+ * which turns readable when it ends (without one, its /proc entry is read every 10 ms).
+ * Returns 0 once it has ended, -ETIMEDOUT when it still runs.
  */
-int proc_signal(pid_t pid, uint64_t start_time, int sig);
+int proc_signal_wait(pid_t pid, uint64_t start_time, int sig, unsigned wait_ms);
+static inline int proc_signal(pid_t pid, uint64_t start_time, int sig)
+{
+	return proc_signal_wait(pid, start_time, sig, 0);
+}
 
 /* "SIGTERM", "SIGRTMIN+3", or "signal N" when unknown; buf holds at least 16 bytes. */
 const char *proc_signal_name(int sig, char *buf, size_t len);

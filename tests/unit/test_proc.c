@@ -21,6 +21,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "err.h"
 #include "proc.h"
 
@@ -489,6 +490,82 @@ START_TEST(test_changed_start_time_is_not_signalled)
 }
 END_TEST
 
+/*
+ * proc_signal_wait() on a child that ignores SIGTERM: the wait ends at its deadline; then on
+ * SIGKILL it ends when the child does, long before its deadline. Returns 0 or the failed step.
+ */
+static int signal_wait_steps(void)
+{
+	int out[2];
+	char buf[64] = "";
+	pid_t pid;
+	uint64_t start, t0;
+	int status;
+
+	if (pipe2(out, O_CLOEXEC) != 0)
+		return 1;
+	pid = spawn_ok("trap '' TERM; echo ready; exec sleep 60", out[1], NULL);
+	close(out[1]);
+	if (!read_until(out[0], "ready\n", buf, sizeof(buf)) || !(start = proc_start_time(pid)))
+		return 2;
+	close(out[0]);
+	t0 = clock_now_ms();
+	if (proc_signal_wait(pid, start, SIGTERM, 200) != -ETIMEDOUT)
+		return 3;
+	if (clock_now_ms() - t0 < 190 || !proc_is(pid, start))
+		return 4;
+	if (proc_signal_wait(pid, start + 1, SIGKILL, 1000) != -ESRCH)
+		return 5;
+	t0 = clock_now_ms();
+	if (proc_signal_wait(pid, start, SIGKILL, 30000) != 0)
+		return 6;
+	if (clock_now_ms() - t0 > 15000) /* it ended the wait, not the deadline */
+		return 7;
+	if (waitpid(pid, &status, 0) != pid || !WIFSIGNALED(status) || WTERMSIG(status) != SIGKILL)
+		return 8;
+	return 0;
+}
+
+START_TEST(test_signal_wait)
+{
+	ck_assert_int_eq(signal_wait_steps(), 0);
+}
+END_TEST
+
+/* The same where the kernel has no pidfds (a seccomp filter answers pidfd_open with ENOSYS). */
+START_TEST(test_signal_wait_without_pidfd)
+{
+	int status;
+	pid_t pid = fork();
+
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		struct sock_filter f[] = {
+		    BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_pidfd_open, 0, 1),
+		    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
+		    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+		};
+		struct sock_fprog prog = {.len = sizeof(f) / sizeof(f[0]), .filter = f};
+
+		if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
+		    prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0)
+			_exit(77); /* no seccomp here: nothing to test */
+		if (syscall(SYS_pidfd_open, getpid(), 0) != -1 || errno != ENOSYS)
+			_exit(20); /* the filter is not in place */
+		_exit(signal_wait_steps());
+	}
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 77) {
+		fprintf(stderr,
+		        "test_signal_wait_without_pidfd: no seccomp filter here; not run\n");
+		return;
+	}
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "step %d failed",
+	              WEXITSTATUS(status));
+}
+END_TEST
+
 START_TEST(test_zombie_is_not_running)
 {
 	struct proc_stat st = {0};
@@ -832,6 +909,8 @@ static Suite *proc_suite(void)
 	tcase_add_test(tc, test_describe_real_statuses);
 	tcase_add_test(tc, test_changed_start_time_is_not_signalled);
 	tcase_add_test(tc, test_zombie_is_not_running);
+	tcase_add_test(tc, test_signal_wait);
+	tcase_add_test(tc, test_signal_wait_without_pidfd);
 	tcase_add_test(tc, test_close_inherited);
 	tcase_add_test(tc, test_hide_caller);
 	suite_add_tcase(s, tc);
