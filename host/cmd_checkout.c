@@ -246,18 +246,17 @@ int cmd_checkout(struct ctl *ctl, int argc, char **argv)
 		return cmd_usage(ctl, USAGE, "give the spec: --spec FILE, or --spec - for stdin");
 	if (app_dir[0] != '/')
 		return cmd_usage(ctl, USAGE, "--app-dir must be an absolute path in the guest");
-	if (checkout_spec_load(spec_path, &sp, &ctl->err) < 0) {
-		checkout_spec_dispose(&sp);
+	/* libgit2 before the spec, whose ref it checks: one initialization (a CA bundle parsed). */
+	if (!guest && git_fetch_global_init(&gopts, &ctl->err) < 0)
 		return output_exit_of(&ctl->err);
-	}
-	if (guest) {
-		r = guest_fetch(ctl, &sp, app_dir, &reply);
-	} else if (git_fetch_global_init(&gopts, &ctl->err) < 0) {
+	if (checkout_spec_load(spec_path, &sp, &ctl->err) < 0)
 		r = output_exit_of(&ctl->err);
-	} else {
+	else if (guest)
+		r = guest_fetch(ctl, &sp, app_dir, &reply);
+	else
 		r = host_fetch(ctl, &sp, app_dir, &reply);
+	if (!guest)
 		git_fetch_global_shutdown();
-	}
 	if (r == 0) {
 		json_object *out = json_object_new_object();
 		json_object *v;

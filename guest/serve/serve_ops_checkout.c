@@ -212,6 +212,14 @@ int serve_ops_checkout_pack(struct conn *c, struct stream *st, const struct msg 
 		        "checkout.pack: \"commit\" must be 40 hex digits");
 		return pack_fail(c, st, op, &err);
 	}
+	/*
+	 * libgit2 (and the CA bundle its TLS stream parses) only while a pack is taken in: an
+	 * idle daemon holds none of it (docs/daemon.md, "Memory"). Taken before the ref is checked,
+	 * which needs it too: one initialization, not two.
+	 */
+	if (git_fetch_global_init(NULL, &err) < 0)
+		return pack_fail(c, st, op, &err);
+	op->git_held = true;
 	if (local_ref_of(msg_get_string(m, "ref"), op->local_ref, sizeof(op->local_ref), &err) < 0)
 		return pack_fail(c, st, op, &err);
 	url = msg_get_string(m, "clone_url");
@@ -222,13 +230,6 @@ int serve_ops_checkout_pack(struct conn *c, struct stream *st, const struct msg 
 	t.app_dir = op->target.app_dir;
 	t.clone_url = url && url[0] ? url : NULL;
 	serve_target_owner(c->srv, &t.uid, &t.gid);
-	/*
-	 * libgit2 (and the CA bundle its TLS stream parses) only while a pack is taken in: an
-	 * idle daemon holds none of it (docs/daemon.md, "Memory").
-	 */
-	if (git_fetch_global_init(NULL, &err) < 0)
-		return pack_fail(c, st, op, &err);
-	op->git_held = true;
 	if (checkout_stage_begin(&t, &op->stage, &err) < 0 ||
 	    git_pack_receiver_new(checkout_stage_repo(op->stage), &op->recv, &err) < 0)
 		return pack_fail(c, st, op, &err);
