@@ -103,8 +103,6 @@ int ready_probe(const char *host, uint16_t port, const char *path, long *ret_sta
 	if (rc == CURLE_OK)
 		rc = curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
 	if (rc == CURLE_OK)
-		rc = curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
-	if (rc == CURLE_OK)
 		rc = curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
 	/* No proxy, whatever http_proxy and friends say: the app is on this machine. */
 	if (rc == CURLE_OK)

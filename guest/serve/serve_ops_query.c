@@ -56,22 +56,33 @@ static json_object *log_sizes(const char *state_dir)
 	return o;
 }
 
+/*
+ * The app a query names ("app_dir"), its state directory and what boot_observe() says of it:
+ * its result (0 or 1), or -1 with err set.
+ */
+static int observe_named(struct conn *c, const struct msg *m, char **ret_app_dir,
+                         char **ret_state_dir, struct boot_state *s, struct err *err)
+{
+	const char *dir = serve_stream_field_string(m, "app_dir", true, err);
+
+	if (!dir || serve_apps_normalize(dir, ret_app_dir, err) < 0 ||
+	    serve_apps_state_dir(c->srv, *ret_app_dir, ret_state_dir, err) < 0)
+		return -1;
+	return boot_observe(*ret_state_dir,
+	                    serve_jobs_find(c->srv, JOB_BOOT, *ret_state_dir) != NULL, s, err);
+}
+
 int serve_ops_query_status(struct conn *c, struct stream *st, const struct msg *m)
 {
 	_cleanup_free_ char *app_dir = NULL;
 	_cleanup_free_ char *state_dir = NULL;
 	struct boot_state s = {0};
-	const char *dir;
 	json_object *o;
 	struct err err;
 	int r;
 
 	err_clear(&err);
-	dir = serve_stream_field_string(m, "app_dir", true, &err);
-	if (!dir || serve_apps_normalize(dir, &app_dir, &err) < 0 ||
-	    serve_apps_state_dir(c->srv, app_dir, &state_dir, &err) < 0)
-		return serve_stream_error(c, st, &err);
-	r = boot_observe(state_dir, serve_jobs_find(c->srv, JOB_BOOT, state_dir) != NULL, &s, &err);
+	r = observe_named(c, m, &app_dir, &state_dir, &s, &err);
 	if (r < 0)
 		return serve_stream_error(c, st, &err);
 	o = json_object_new_object();
@@ -131,17 +142,12 @@ int serve_ops_query_runtime(struct conn *c, struct stream *st, const struct msg 
 	_cleanup_free_ char *buf = NULL;
 	struct boot_state s = {0};
 	json_object *rt, *o;
-	const char *dir;
 	struct err err;
 	size_t len = 0;
 	int r;
 
 	err_clear(&err);
-	dir = serve_stream_field_string(m, "app_dir", true, &err);
-	if (!dir || serve_apps_normalize(dir, &app_dir, &err) < 0 ||
-	    serve_apps_state_dir(c->srv, app_dir, &state_dir, &err) < 0)
-		return serve_stream_error(c, st, &err);
-	r = boot_observe(state_dir, serve_jobs_find(c->srv, JOB_BOOT, state_dir) != NULL, &s, &err);
+	r = observe_named(c, m, &app_dir, &state_dir, &s, &err);
 	if (r < 0)
 		return serve_stream_error(c, st, &err);
 	/* runtime.json describes a running server: without one it is stale. */

@@ -218,6 +218,14 @@ static int open_parent(struct tree_stage *s, const char *path, int *ret_fd, cons
 	return r;
 }
 
+/* A push refused before, or swapped in already, takes nothing more. */
+static int still_open(const struct tree_stage *s, struct err *err)
+{
+	if (s->broken || s->swapped)
+		return err_set(err, ERR_REFUSED, EINVAL, "the tree push was already refused");
+	return 0;
+}
+
 static int file_end(struct tree_stage *s, struct err *err)
 {
 	if (s->file_fd < 0)
@@ -245,9 +253,9 @@ int tree_stage_entry(struct tree_stage *s, const char *path, enum tree_entry_kin
 	struct stat st;
 	int r;
 
-	if (s->broken || s->swapped)
-		return err_set(err, ERR_REFUSED, EINVAL, "the tree push was already refused");
-	r = file_end(s, err);
+	r = still_open(s, err);
+	if (r == 0)
+		r = file_end(s, err);
 	if (r < 0)
 		return r;
 	if (s->entries >= TREE_STAGE_ENTRIES_MAX)
@@ -322,8 +330,10 @@ int tree_stage_entry(struct tree_stage *s, const char *path, enum tree_entry_kin
 
 int tree_stage_data(struct tree_stage *s, const void *buf, size_t len, struct err *err)
 {
-	if (s->broken || s->swapped)
-		return err_set(err, ERR_REFUSED, EINVAL, "the tree push was already refused");
+	int r = still_open(s, err);
+
+	if (r < 0)
+		return r;
 	if (len == 0)
 		return 0;
 	if (s->file_fd < 0 || len > s->file_left) {
@@ -382,9 +392,9 @@ int tree_stage_finish(struct tree_stage *s, uint64_t entries, uint64_t bytes,
 	struct tree_stage_result res = {0};
 	int r;
 
-	if (s->broken || s->swapped)
-		return err_set(err, ERR_REFUSED, EINVAL, "the tree push was already refused");
-	r = file_end(s, err);
+	r = still_open(s, err);
+	if (r == 0)
+		r = file_end(s, err);
 	if (r < 0)
 		return r;
 	if (entries != s->entries || bytes != s->bytes) {
