@@ -135,6 +135,16 @@ int git_fetch_oid_parse(git_oid *out, const char *hex);
 int git_fetch_repo_init(const char *dir, bool bare, git_repository **ret_repo, struct err *err);
 
 /*
+ * Turn Nagle's algorithm off (TCP_NODELAY) on every TCP socket of the process. libgit2 (1.5)
+ * leaves it on and has no hook to set socket options, and it writes a POST's headers and its
+ * body in two writes: the body then waits for the server to acknowledge the headers, which a
+ * Linux server delays by 40 ms (its delayed ACK), or a round trip elsewhere. Called once the
+ * connection is up and before the POST (after the ref advertisement of a fetch, in the push
+ * negotiation of a push); the process's other TCP sockets, if any, only lose the same wait.
+ */
+void git_fetch_nodelay(void);
+
+/*
  * Fetch spec->ref from spec->clone_url into repo (normally fresh from git_fetch_repo_init) and
  * fill *ret. The URL and ref are checked first, then the remote's refs are listed, which is
  * where authentication happens: a refused token (ERR_REFUSED, code EACCES: "authentication

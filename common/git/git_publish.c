@@ -232,6 +232,16 @@ static int on_update(const char *refname, const char *status, void *payload)
 	return 0;
 }
 
+/* Connected, the refs advertised, the pack not sent yet: see git_fetch_nodelay(). */
+static int on_negotiation(const git_push_update **updates, size_t len, void *payload)
+{
+	(void)updates;
+	(void)len;
+	(void)payload;
+	git_fetch_nodelay();
+	return 0;
+}
+
 /* Word a failed push; the token and the header never appear. */
 static int push_err(struct err *err, int rc, const struct push_ctx *p, const char *header,
                     const struct git_publish_push_spec *spec)
@@ -318,6 +328,7 @@ int git_publish_push(git_repository *repo, const git_oid *commit,
 	po.proxy_opts.type = GIT_PROXY_NONE;
 	po.follow_redirects = GIT_REMOTE_REDIRECT_NONE;
 	po.callbacks.push_update_reference = on_update;
+	po.callbacks.push_negotiation = on_negotiation;
 	po.callbacks.payload = &p;
 	log_debug("pushing %s to %s at %s", git_oid_tostr_s(commit), local, spec->clone_url);
 	rc = git_remote_push(remote, &refspecs, &po);

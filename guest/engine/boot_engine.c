@@ -1027,10 +1027,12 @@ int boot_engine_stop(const char *state_dir, unsigned grace_ms, struct err *err)
 		if (r != 0)
 			return r < 0 ? r : 0;
 	}
-	if (st.supervisor_pid > 1 && proc_is(st.supervisor_pid, st.supervisor_start)) {
-		/* The supervisor stops the server's group itself, with the grace period. */
+	/*
+	 * The supervisor stops the server's group itself, with the grace period. Only the process
+	 * recorded, by its start time (a zombie's pidfd reads as ended already).
+	 */
+	if (st.supervisor_pid > 1 && st.supervisor_start)
 		proc_signal_wait(st.supervisor_pid, st.supervisor_start, SIGTERM, grace_ms + 3000);
-	}
 	r = procset_open(st.cgroup ? st.cgroup : "", &procs, err);
 	if (r < 0 && err->code == ENOENT) {
 		/*

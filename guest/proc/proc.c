@@ -287,15 +287,16 @@ int proc_signal_wait(pid_t pid, uint64_t start_time, int sig, unsigned wait_ms)
 		if (kill(pid, sig) < 0)
 			return -errno;
 	}
-	/* The pidfd turns readable when the process ends; without one, its /proc entry is read. */
+	/*
+	 * The pidfd turns readable when the process ends; without one (poll() then only sleeps),
+	 * its /proc entry is read every 10 ms.
+	 */
 	for (uint64_t now; wait_ms && (now = clock_now_ms()) < until;) {
 		struct pollfd pfd = {.fd = pidfd, .events = POLLIN};
 
 		if (pidfd < 0 && !proc_is(pid, start_time))
 			return 0;
-		if (pidfd < 0)
-			usleep(10000);
-		else if (poll(&pfd, 1, (int)(until - now)) > 0)
+		if (poll(&pfd, 1, pidfd < 0 ? 10 : (int)(until - now)) > 0)
 			return 0;
 	}
 	return wait_ms ? -ETIMEDOUT : 0;

@@ -12,6 +12,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -886,6 +889,55 @@ START_TEST(test_checks_without_setup)
 }
 END_TEST
 
+static bool nodelay(int fd)
+{
+	int v = 0;
+	socklen_t len = sizeof(v);
+
+	return getsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &v, &len) == 0 && v;
+}
+
+/*
+ * git_fetch_nodelay() turns Nagle off on the process's TCP sockets: a connected pair on
+ * loopback, one of them moved past a hole of 40 closed descriptors; other descriptors (a unix
+ * socket, a file) are left as they are.
+ */
+START_TEST(test_nodelay)
+{
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t len = sizeof(sa);
+	int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), cl, peer, far, u[2];
+	int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+
+	ck_assert_int_ge(l, 0);
+	ck_assert_int_eq(bind(l, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	ck_assert_int_eq(listen(l, 1), 0);
+	ck_assert_int_eq(getsockname(l, (struct sockaddr *)&sa, &len), 0);
+	cl = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	ck_assert_int_eq(connect(cl, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	peer = accept4(l, NULL, NULL, SOCK_CLOEXEC);
+	ck_assert_int_ge(peer, 0);
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, u), 0);
+	far = fcntl(peer, F_DUPFD_CLOEXEC, peer + 40);
+	ck_assert_int_ge(far, peer + 40);
+	ck_assert(!nodelay(cl) && !nodelay(far));
+
+	git_fetch_nodelay();
+	ck_assert(nodelay(cl));
+	ck_assert(nodelay(peer));
+	ck_assert(nodelay(far));
+	ck_assert(nodelay(l)); /* a listener is a TCP socket too: harmless */
+	ck_assert(!nodelay(u[0]) && !nodelay(fd));
+	close(far);
+	close(peer);
+	close(cl);
+	close(l);
+	close(u[0]);
+	close(u[1]);
+	close(fd);
+}
+END_TEST
+
 static Suite *git_fetch_suite(void)
 {
 	Suite *s = suite_create("git_fetch");
@@ -896,6 +948,7 @@ static Suite *git_fetch_suite(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(bare, test_checks_without_setup);
+	tcase_add_test(bare, test_nodelay);
 	suite_add_tcase(s, bare);
 	tcase_add_test(tc, test_fetch_branch);
 	tcase_add_test(tc, test_fetch_full_branch_name_and_default);
