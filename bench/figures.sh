@@ -49,8 +49,10 @@ run "bench/rails_boot_bench.sh, static" env BOOT=build-static/sandbox-app-boot b
 run "bench/daemon_rss_bench, static" build/bench/daemon_rss_bench --agent build-static/sandbox-agent
 run "bench/push_bench.sh, static" env BUILD=build-static RAW=build/bench/push_raw \
 	HSB=build/bench/handshake_bench bench/push_bench.sh
-run "bench/resync_bench.sh" bench/resync_bench.sh
-run "EXAMPLE=rails-app bench/resync_bench.sh" env EXAMPLE=rails-app bench/resync_bench.sh
+# The guest's agent as it ships (static); the host's sandbox-ctl as Debian's package builds it.
+run "bench/resync_bench.sh" env AGENT=build-static/sandbox-agent bench/resync_bench.sh
+run "EXAMPLE=rails-app bench/resync_bench.sh" env AGENT=build-static/sandbox-agent \
+	EXAMPLE=rails-app bench/resync_bench.sh
 run "bench/session_live_bench.sh" bench/session_live_bench.sh
 run "bench/scrub_bench" build/bench/scrub_bench
 run "bench/handshake_bench" build/bench/handshake_bench -n 200 -m 16

@@ -8,7 +8,9 @@
 #            running server is stopped, setup runs again with caches and databases kept)
 # The app is examples/$EXAMPLE: node-app (the default: npm ci against the shared download
 # cache) or rails-app (bundle install from the system gems, db:prepare). Prints medians of RUNS
-# (default 5). Needs root, lighttpd and the npm registry (first run fills the cache) or Rails.
+# (default 5). AGENT and CTL name the binaries (build/: the dynamic build; `make figures` runs
+# the static agent, as the guest image carries it). Needs root, lighttpd and the npm registry
+# (first run fills the cache) or Rails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS=${RUNS:-5}
@@ -97,7 +99,8 @@ for i in $(seq "$RUNS"); do
 done
 fresh=$(median "$TMP/fresh" 1)
 resync=$(median "$TMP/resync" 1)
-printf 're-sync benchmark, examples/%s over the channel, %d runs, medians\n' "$EXAMPLE" "$RUNS"
+printf 're-sync benchmark, examples/%s over the channel, %d runs, medians (%s, %s)\n' "$EXAMPLE" \
+	"$RUNS" "$AGENT" "$CTL"
 printf '  fresh boot (new workspace: checkout + setup + manifest + server)   %6d ms (checkout %d, boot %d)\n' \
 	"$fresh" "$(median "$TMP/fresh" 2)" "$(median "$TMP/fresh" 3)"
 printf '  re-sync to a new commit (checkout + boot again, app running)       %6d ms (checkout %d, boot %d)\n' \
