@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 
 #include "log.h"
@@ -26,8 +27,20 @@
  */
 static void wipe_block(void *ptr)
 {
-	if (ptr)
-		sodium_memzero(ptr, malloc_usable_size(ptr));
+	size_t n = ptr ? malloc_usable_size(ptr) : 0;
+	uintptr_t in = ((uintptr_t)ptr + 4095) & ~(uintptr_t)4095;
+	uintptr_t end = ((uintptr_t)ptr + n) & ~(uintptr_t)4095;
+
+	/*
+	 * A large block's whole pages are given back instead of zeroed (MADV_DONTNEED: they read
+	 * as zeros from then on), so pages it never touched are not faulted in to be zeroed. The
+	 * partial pages at its ends are zeroed.
+	 */
+	if (n >= 8 * 4096 && madvise((void *)in, end - in, MADV_DONTNEED) == 0) {
+		sodium_memzero((void *)end, (uintptr_t)ptr + n - end);
+		n = in - (uintptr_t)ptr;
+	}
+	sodium_memzero(ptr, n);
 }
 
 static void *wipe_malloc(size_t n, const char *file, int line)
@@ -632,18 +645,18 @@ static int read_result(git_repository *repo, const struct resolved *r, const cha
 
 void git_fetch_nodelay(void)
 {
-	int one = 1;
+	static const int one = 1;
 
 	/*
 	 * setsockopt() fails on anything but a TCP socket. The kernel hands out the lowest free
 	 * descriptor, so libgit2's socket is in the first hole or below: past 64 closed
 	 * descriptors in a row there is nothing more of ours.
 	 */
-	for (int fd = 0, closed = 0; closed < 64; fd++) {
-		bool bad = setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) < 0 &&
-		           errno == EBADF;
-		closed = bad ? closed + 1 : 0;
-	}
+	for (int fd = 0, closed = 0; closed < 64; fd++)
+		closed = setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) < 0 &&
+		                 errno == EBADF
+		             ? closed + 1
+		             : 0;
 }
 
 int git_fetch_ref(git_repository *repo, const struct git_fetch_spec *spec,

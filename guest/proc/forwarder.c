@@ -213,7 +213,7 @@ static void listener_set(struct forwarder *fw, bool paused)
 /* Close a socket so that the peer sees a reset rather than an orderly end. */
 static void close_reset(int fd)
 {
-	struct linger lg = {.l_onoff = 1, .l_linger = 0};
+	static const struct linger lg = {.l_onoff = 1, .l_linger = 0};
 
 	(void)setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
 	close(fd);

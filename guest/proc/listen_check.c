@@ -249,7 +249,7 @@ static int read_listeners(struct listeners *l, struct err *err)
 	/* One socket for both families: each dump ends with NLMSG_DONE before the next is asked. */
 	_cleanup_close_ int fd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
 	/* The kernel answers at once; a second is the cap on a wait for it all the same. */
-	struct timeval cap = {.tv_sec = 1};
+	static const struct timeval cap = {.tv_sec = 1};
 	int r = fd < 0 ? -errno : 0;
 
 	if (r == 0 && setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &cap, sizeof(cap)) < 0)

@@ -617,6 +617,37 @@ START_TEST(test_header_wiped_from_memory)
 }
 END_TEST
 
+/*
+ * Blocks libgit2 frees are wiped, large ones too (their whole pages are given back rather than
+ * zeroed): a marker written at the start, on the inner pages and at the end of blocks of
+ * 40 and 100 KiB (one from the heap, one mapped of its own by glibc) is gone once they are freed.
+ */
+START_TEST(test_large_blocks_wiped)
+{
+	static const char marker[] = "large-block-marker-7c1f";
+	size_t n = sizeof(marker) - 1;
+	unsigned char masked[sizeof(marker)];
+
+	for (size_t i = 0; i < n; i++)
+		masked[i] = (unsigned char)marker[i] ^ 0x5a;
+	for (size_t size = 40 * 1024; size <= 100 * 1024; size += 60 * 1024) {
+		git_buf b = {0};
+		char *data = calloc(1, size);
+
+		ck_assert_ptr_nonnull(data);
+		for (size_t off = 0; off + n <= size; off += 8192)
+			memcpy(data + off, marker, n);
+		memcpy(data + size - n, marker, n);
+		ck_assert_int_eq(git_buf_set(&b, data, size), 0); /* libgit2's allocator */
+		sodium_memzero(data, size);
+		free(data);
+		ck_assert_int_ge(memory_hits(masked, n, 0x5a), (int)(size / 8192));
+		git_buf_dispose(&b);
+		ck_assert_int_eq(memory_hits(masked, n, 0x5a), 0);
+	}
+}
+END_TEST
+
 START_TEST(test_user_config_ignored)
 {
 	struct git_fetch_global_opts o = {.user_config = true};
@@ -961,6 +992,7 @@ static Suite *git_fetch_suite(void)
 	tcase_add_test(tc, test_refusals);
 	tcase_add_test(tc, test_token_nowhere);
 	tcase_add_test(tc, test_header_wiped_from_memory);
+	tcase_add_test(tc, test_large_blocks_wiped);
 	tcase_add_test(tc, test_user_config_ignored);
 	tcase_add_test(tc, test_ca_locations);
 	tcase_add_test(tc, test_pack_roundtrip);
