@@ -13,6 +13,7 @@
 #include <sys/socket.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "log.h"
 
@@ -166,10 +167,12 @@ int git_fetch_global_init(const struct git_fetch_global_opts *opts, struct err *
 	static const int levels[] = {GIT_CONFIG_LEVEL_SYSTEM, GIT_CONFIG_LEVEL_XDG,
 	                             GIT_CONFIG_LEVEL_GLOBAL, GIT_CONFIG_LEVEL_PROGRAMDATA};
 	struct git_fetch_global_opts none = {0};
+	const char *ca_file;
 	int rc;
 
 	if (!opts)
 		opts = &none;
+	ca_file = opts->ca_file;
 	if (sodium_init() < 0)
 		return err_set(err, ERR_FAILED, 0, "libsodium could not be initialized");
 	if (!opts->no_wipe_allocator) {
@@ -180,12 +183,16 @@ int git_fetch_global_init(const struct git_fetch_global_opts *opts, struct err *
 	rc = git_libgit2_init();
 	if (rc < 0)
 		return lg2_err(err, rc, "initializing libgit2");
-	if (opts->ca_file || opts->ca_dir) {
-		rc = git_libgit2_opts(GIT_OPT_SET_SSL_CERT_LOCATIONS, opts->ca_file, opts->ca_dir);
+#ifdef SA_CA_BUNDLE
+	/* No bundle there: no CA (as libgit2's own default); HTTPS then fails to verify. */
+	if (!ca_file && !opts->ca_dir && !opts->local_only && access(SA_CA_BUNDLE, R_OK) == 0)
+		ca_file = SA_CA_BUNDLE;
+#endif
+	if (ca_file || opts->ca_dir) {
+		rc = git_libgit2_opts(GIT_OPT_SET_SSL_CERT_LOCATIONS, ca_file, opts->ca_dir);
 		if (rc < 0) {
 			lg2_err(err, rc, "loading CA certificates");
-			err_wrap(err, "setting the CA locations (%s, %s)",
-			         opts->ca_file ? opts->ca_file : "-",
+			err_wrap(err, "setting the CA locations (%s, %s)", ca_file ? ca_file : "-",
 			         opts->ca_dir ? opts->ca_dir : "-");
 			goto fail;
 		}

@@ -140,13 +140,29 @@ echo "libcheck in the chroot, fetching https://127.0.0.1:$https_port/ with the d
 in_root /libcheck "https://127.0.0.1:$https_port/" ||
 	fail "libcheck did not use /etc/ssl/certs/ca-certificates.crt by default"
 
-# ... and certificates are checked: with another CA there, the same fetch must be refused.
+# The static set's libgit2 has no CA location of its own (packaging/static/README.md): the
+# static sandbox-ctl's fetch loads the same default bundle. The server is no git server, so a
+# fetch that trusts it gets through TLS and fails on what it reads.
+mkdir -p "$root/tmp"
+git_fetch_in_root() {
+	in_root /sandbox-ctl --connect unix:/nonexistent checkout --spec - 2>/dev/null \
+		<<<'{"clone_url":"https://127.0.0.1:'"$https_port"'/app.git","ref":"main"}'
+}
+got=$(git_fetch_in_root) && fail "a checkout from a server that is not git succeeded: $got"
+[[ $got == *'"msg"'* && $got != *[Cc]ertificate* ]] ||
+	fail "the static sandbox-ctl did not trust the default CA bundle: $got"
+echo "the static sandbox-ctl's fetch trusts the default CA bundle: $got"
+
+# ... and certificates are checked: with another CA there, the same fetches must be refused.
 cp "$tmp/other.pem" "$root/etc/ssl/certs/ca-certificates.crt"
 got=$(in_root /libcheck "https://127.0.0.1:$https_port/" 2>&1) &&
 	fail "an HTTPS fetch from an untrusted server succeeded: $got"
 got=$(grep '^FAIL' <<<"$got")
 [[ $got == "FAIL curl fetch:"*[Vv]erif* ]] || fail "expected only a certificate failure: $got"
 echo "an untrusted HTTPS server is refused: $got"
+got=$(git_fetch_in_root) && fail "a checkout from an untrusted server succeeded: $got"
+[[ $got == *[Cc]ertificate* ]] || fail "expected a certificate failure from sandbox-ctl: $got"
+echo "and by the static sandbox-ctl: $got"
 
 # The channel between the static binaries, and between the dynamic sandbox-ctl (the system's
 # libsodium) and the static agent: the cipher each pair agrees on, and a push through it of a
