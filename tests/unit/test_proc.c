@@ -490,6 +490,21 @@ START_TEST(test_changed_start_time_is_not_signalled)
 }
 END_TEST
 
+/* A seccomp filter on this process that answers system call nr with ENOSYS; false without. */
+static bool answer_enosys(unsigned nr)
+{
+	struct sock_filter f[] = {
+	    BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+	    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, nr, 0, 1),
+	    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
+	    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog prog = {.len = sizeof(f) / sizeof(f[0]), .filter = f};
+
+	return prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 &&
+	       prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) == 0;
+}
+
 /*
  * proc_signal_wait() on a child that ignores SIGTERM: the wait ends at its deadline; then on
  * SIGKILL it ends when the child does, long before its deadline. Returns 0 or the failed step.
@@ -540,16 +555,8 @@ START_TEST(test_signal_wait_without_pidfd)
 
 	ck_assert_int_ge(pid, 0);
 	if (pid == 0) {
-		struct sock_filter f[] = {
-		    BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-		    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_pidfd_open, 0, 1),
-		    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
-		    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-		};
-		struct sock_fprog prog = {.len = sizeof(f) / sizeof(f[0]), .filter = f};
 
-		if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
-		    prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0)
+		if (!answer_enosys(SYS_pidfd_open))
 			_exit(77); /* no seccomp here: nothing to test */
 		if (syscall(SYS_pidfd_open, getpid(), 0) != -1 || errno != ENOSYS)
 			_exit(20); /* the filter is not in place */
@@ -849,13 +856,6 @@ START_TEST(test_spawn_without_clone3)
 
 	ck_assert_int_ge(pid, 0);
 	if (pid == 0) {
-		struct sock_filter f[] = {
-		    BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-		    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_clone3, 0, 1),
-		    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
-		    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-		};
-		struct sock_fprog prog = {.len = sizeof(f) / sizeof(f[0]), .filter = f};
 		struct proc_spec spec = {.command = "[ \"$FOO\" = 'bar baz' ] && exit 3",
 		                         .env = base_env,
 		                         .output_fd = -1,
@@ -865,8 +865,7 @@ START_TEST(test_spawn_without_clone3)
 		pid_t c;
 		int st;
 
-		if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
-		    prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0)
+		if (!answer_enosys(SYS_clone3))
 			_exit(77); /* no seccomp here: nothing to test */
 		if (syscall(SYS_clone3, NULL, 0) != -1 || errno != ENOSYS)
 			_exit(11); /* the filter is not in place */
