@@ -28,16 +28,18 @@
  */
 static void wipe_block(void *ptr)
 {
+	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
 	size_t n = ptr ? malloc_usable_size(ptr) : 0;
-	uintptr_t in = ((uintptr_t)ptr + 4095) & ~(uintptr_t)4095;
-	uintptr_t end = ((uintptr_t)ptr + n) & ~(uintptr_t)4095;
+	uintptr_t in = ((uintptr_t)ptr + page - 1) & ~(page - 1);
+	uintptr_t end = ((uintptr_t)ptr + n) & ~(page - 1);
 
 	/*
 	 * A large block's whole pages are given back instead of zeroed (MADV_DONTNEED: they read
-	 * as zeros from then on), so pages it never touched are not faulted in to be zeroed. The
+	 * as zeros from then on), so pages it never touched are not faulted in to be zeroed; the
+	 * kernel has them, as it has a block of 128 KiB or more that glibc's free() unmaps. The
 	 * partial pages at its ends are zeroed.
 	 */
-	if (n >= 8 * 4096 && madvise((void *)in, end - in, MADV_DONTNEED) == 0) {
+	if (n >= 8 * page && madvise((void *)in, end - in, MADV_DONTNEED) == 0) {
 		sodium_memzero((void *)end, (uintptr_t)ptr + n - end);
 		n = in - (uintptr_t)ptr;
 	}
@@ -184,9 +186,14 @@ int git_fetch_global_init(const struct git_fetch_global_opts *opts, struct err *
 	if (rc < 0)
 		return lg2_err(err, rc, "initializing libgit2");
 #ifdef SA_CA_BUNDLE
-	/* No bundle there: no CA (as libgit2's own default); HTTPS then fails to verify. */
-	if (!ca_file && !opts->ca_dir && !opts->local_only && access(SA_CA_BUNDLE, R_OK) == 0)
-		ca_file = SA_CA_BUNDLE;
+	/*
+	 * The system's bundle, as libgit2's own default would be: missing or unreadable, no CA
+	 * (HTTPS then fails to verify, and says so), never an error here.
+	 */
+	if (!ca_file && !opts->ca_dir && !opts->local_only && access(SA_CA_BUNDLE, R_OK) == 0 &&
+	    git_libgit2_opts(GIT_OPT_SET_SSL_CERT_LOCATIONS, SA_CA_BUNDLE, NULL) < 0)
+		log_warn("cannot load the CA certificates of %s: HTTPS will not verify",
+		         SA_CA_BUNDLE);
 #endif
 	if (ca_file || opts->ca_dir) {
 		rc = git_libgit2_opts(GIT_OPT_SET_SSL_CERT_LOCATIONS, ca_file, opts->ca_dir);

@@ -271,6 +271,8 @@ int proc_signal_wait(pid_t pid, uint64_t start_time, int sig, unsigned wait_ms)
 
 	if (pid <= 1 || pid == getpid())
 		return -EPERM;
+	if (wait_ms && !start_time)
+		return -EINVAL; /* whatever has that pid now is not waited for */
 	pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
 	if (pidfd < 0 && errno == ESRCH)
 		return -ESRCH;
@@ -296,8 +298,11 @@ int proc_signal_wait(pid_t pid, uint64_t start_time, int sig, unsigned wait_ms)
 
 		if (pidfd < 0 && !proc_is(pid, start_time))
 			return 0;
-		if (poll(&pfd, 1, pidfd < 0 ? 10 : (int)(until - now)) > 0)
+		int r = poll(&pfd, 1, pidfd < 0 ? 10 : (int)(until - now));
+		if (r > 0)
 			return 0;
+		if (r < 0 && errno != EINTR && pidfd >= 0) /* the /proc entry from now on */
+			pidfd = (close(pidfd), -1);
 	}
 	return wait_ms ? -ETIMEDOUT : 0;
 }

@@ -99,7 +99,7 @@ pid_t proc_parent(pid_t pid);
  *
  * With wait_ms, then waits for the process to end, at most that long: through the pidfd,
  * which turns readable when it ends (without one, its /proc entry is read every 10 ms).
- * Returns 0 once it has ended, -ETIMEDOUT when it still runs.
+ * Returns 0 once it has ended, -ETIMEDOUT when it still runs; a wait needs start_time (-EINVAL).
  */
 int proc_signal_wait(pid_t pid, uint64_t start_time, int sig, unsigned wait_ms);
 static inline int proc_signal(pid_t pid, uint64_t start_time, int sig)

@@ -488,7 +488,7 @@ static int watch(struct sup *s, int fd, struct ev_handler *h,
 
 static void signals_reset(sigset_t *handled)
 {
-	struct sigaction dfl = {.sa_handler = SIG_DFL}, ign = {.sa_handler = SIG_IGN};
+	static const struct sigaction dfl = {.sa_handler = SIG_DFL}, ign = {.sa_handler = SIG_IGN};
 
 	for (int sig = 1; sig < NSIG; sig++)
 		if (sig != SIGKILL && sig != SIGSTOP)

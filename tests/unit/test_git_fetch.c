@@ -619,20 +619,23 @@ END_TEST
 
 /*
  * Blocks libgit2 frees are wiped, large ones too (their whole pages are given back rather than
- * zeroed): a marker written at the start, on the inner pages and at the end of blocks of
- * 40 and 100 KiB (one from the heap, one mapped of its own by glibc) is gone once they are freed.
+ * zeroed): a marker written at the start, on the inner pages and at the end of blocks of 40 and
+ * 100 KiB (from the heap) and 256 KiB (mapped of its own by glibc) is gone once they are freed,
+ * and a block allocated just after the heap ones is left as it was.
  */
 START_TEST(test_large_blocks_wiped)
 {
 	static const char marker[] = "large-block-marker-7c1f";
+	static const size_t sizes[] = {40 * 1024, 100 * 1024, 256 * 1024};
 	size_t n = sizeof(marker) - 1;
 	unsigned char masked[sizeof(marker)];
 
 	for (size_t i = 0; i < n; i++)
 		masked[i] = (unsigned char)marker[i] ^ 0x5a;
-	for (size_t size = 40 * 1024; size <= 100 * 1024; size += 60 * 1024) {
+	for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+		size_t size = sizes[k];
 		git_buf b = {0};
-		char *data = calloc(1, size);
+		char *data = calloc(1, size), *guard;
 
 		ck_assert_ptr_nonnull(data);
 		for (size_t off = 0; off + n <= size; off += 8192)
@@ -641,9 +644,15 @@ START_TEST(test_large_blocks_wiped)
 		ck_assert_int_eq(git_buf_set(&b, data, size), 0); /* libgit2's allocator */
 		sodium_memzero(data, size);
 		free(data);
+		guard = malloc(4096);
+		ck_assert_ptr_nonnull(guard);
+		memset(guard, 'g', 4096);
 		ck_assert_int_ge(memory_hits(masked, n, 0x5a), (int)(size / 8192));
 		git_buf_dispose(&b);
 		ck_assert_int_eq(memory_hits(masked, n, 0x5a), 0);
+		for (size_t i = 0; i < 4096; i++)
+			ck_assert_int_eq(guard[i], 'g');
+		free(guard);
 	}
 }
 END_TEST
@@ -930,8 +939,8 @@ static bool nodelay(int fd)
 
 /*
  * git_fetch_nodelay() turns Nagle off on the process's TCP sockets: a connected pair on
- * loopback, one of them moved past a hole of 40 closed descriptors; other descriptors (a unix
- * socket, a file) are left as they are.
+ * loopback, one of them moved past a hole of more than 30 closed descriptors; other descriptors (a
+ * unix socket, a file) are left as they are.
  */
 START_TEST(test_nodelay)
 {

@@ -531,6 +531,8 @@ static int signal_wait_steps(void)
 		return 4;
 	if (proc_signal_wait(pid, start + 1, SIGKILL, 1000) != -ESRCH)
 		return 5;
+	if (proc_signal_wait(pid, 0, SIGKILL, 1000) != -EINVAL || !proc_is(pid, start))
+		return 9; /* no wait without the process's start time */
 	t0 = clock_now_ms();
 	if (proc_signal_wait(pid, start, SIGKILL, 30000) != 0)
 		return 6;
