@@ -169,12 +169,10 @@ int git_fetch_global_init(const struct git_fetch_global_opts *opts, struct err *
 	static const int levels[] = {GIT_CONFIG_LEVEL_SYSTEM, GIT_CONFIG_LEVEL_XDG,
 	                             GIT_CONFIG_LEVEL_GLOBAL, GIT_CONFIG_LEVEL_PROGRAMDATA};
 	struct git_fetch_global_opts none = {0};
-	const char *ca_file;
 	int rc;
 
 	if (!opts)
 		opts = &none;
-	ca_file = opts->ca_file;
 	if (sodium_init() < 0)
 		return err_set(err, ERR_FAILED, 0, "libsodium could not be initialized");
 	if (!opts->no_wipe_allocator) {
@@ -190,16 +188,18 @@ int git_fetch_global_init(const struct git_fetch_global_opts *opts, struct err *
 	 * The system's bundle, as libgit2's own default would be: missing or unreadable, no CA
 	 * (HTTPS then fails to verify, and says so), never an error here.
 	 */
-	if (!ca_file && !opts->ca_dir && !opts->local_only && access(SA_CA_BUNDLE, R_OK) == 0 &&
+	if (!opts->ca_file && !opts->ca_dir && !opts->local_only &&
+	    access(SA_CA_BUNDLE, R_OK) == 0 &&
 	    git_libgit2_opts(GIT_OPT_SET_SSL_CERT_LOCATIONS, SA_CA_BUNDLE, NULL) < 0)
 		log_warn("cannot load the CA certificates of %s: HTTPS will not verify",
 		         SA_CA_BUNDLE);
 #endif
-	if (ca_file || opts->ca_dir) {
-		rc = git_libgit2_opts(GIT_OPT_SET_SSL_CERT_LOCATIONS, ca_file, opts->ca_dir);
+	if (opts->ca_file || opts->ca_dir) {
+		rc = git_libgit2_opts(GIT_OPT_SET_SSL_CERT_LOCATIONS, opts->ca_file, opts->ca_dir);
 		if (rc < 0) {
 			lg2_err(err, rc, "loading CA certificates");
-			err_wrap(err, "setting the CA locations (%s, %s)", ca_file ? ca_file : "-",
+			err_wrap(err, "setting the CA locations (%s, %s)",
+			         opts->ca_file ? opts->ca_file : "-",
 			         opts->ca_dir ? opts->ca_dir : "-");
 			goto fail;
 		}

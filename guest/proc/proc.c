@@ -267,7 +267,7 @@ pid_t proc_parent(pid_t pid)
 int proc_signal_wait(pid_t pid, uint64_t start_time, int sig, unsigned wait_ms)
 {
 	_cleanup_close_ int pidfd = -1;
-	uint64_t until = clock_now_ms() + wait_ms;
+	uint64_t until;
 
 	if (pid <= 1 || pid == getpid())
 		return -EPERM;
@@ -289,11 +289,14 @@ int proc_signal_wait(pid_t pid, uint64_t start_time, int sig, unsigned wait_ms)
 		if (kill(pid, sig) < 0)
 			return -errno;
 	}
+	if (!wait_ms)
+		return 0;
 	/*
 	 * The pidfd turns readable when the process ends; without one (poll() then only sleeps),
 	 * its /proc entry is read every 10 ms.
 	 */
-	for (uint64_t now; wait_ms && (now = clock_now_ms()) < until;) {
+	until = clock_now_ms() + wait_ms;
+	for (uint64_t now; (now = clock_now_ms()) < until;) {
 		struct pollfd pfd = {.fd = pidfd, .events = POLLIN};
 
 		if (pidfd < 0 && !proc_is(pid, start_time))
@@ -304,7 +307,7 @@ int proc_signal_wait(pid_t pid, uint64_t start_time, int sig, unsigned wait_ms)
 		if (r < 0 && errno != EINTR && pidfd >= 0) /* the /proc entry from now on */
 			pidfd = (close(pidfd), -1);
 	}
-	return wait_ms ? -ETIMEDOUT : 0;
+	return -ETIMEDOUT;
 }
 
 /* ---- status text ---- */

@@ -213,10 +213,9 @@ int serve_ops_checkout_pack(struct conn *c, struct stream *st, const struct msg 
 		return pack_fail(c, st, op, &err);
 	}
 	/*
-	 * libgit2 (and the CA bundle its TLS stream parses) only while a pack is taken in: an
-	 * idle daemon holds none of it (docs/daemon.md, "Memory"). Taken before the ref is checked,
-	 * which needs it too: one initialization, not two. The pack comes over the channel: no
-	 * CA bundle.
+	 * libgit2 only while a pack is taken in: an idle daemon holds none of it (docs/daemon.md,
+	 * "Memory"). Set up before the ref is checked, which needs it too: once, not twice. The
+	 * pack comes over the channel: no CA bundle.
 	 */
 	if (git_fetch_global_init(&(struct git_fetch_global_opts){.local_only = true}, &err) < 0)
 		return pack_fail(c, st, op, &err);

@@ -490,19 +490,40 @@ START_TEST(test_changed_start_time_is_not_signalled)
 }
 END_TEST
 
-/* A seccomp filter on this process that answers system call nr with ENOSYS; false without. */
-static bool answer_enosys(unsigned nr)
+/*
+ * steps() in a child whose seccomp filter answers system call nr with ENOSYS; it must return 0
+ * (else the step that failed). Not run, and said so, where there is no seccomp.
+ */
+static void run_without_syscall(const char *test, unsigned nr, int (*steps)(void))
 {
-	struct sock_filter f[] = {
-	    BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-	    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, nr, 0, 1),
-	    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
-	    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-	};
-	struct sock_fprog prog = {.len = sizeof(f) / sizeof(f[0]), .filter = f};
+	int status;
+	pid_t pid = fork();
 
-	return prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 &&
-	       prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) == 0;
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		struct sock_filter f[] = {
+		    BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, nr, 0, 1),
+		    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
+		    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+		};
+		struct sock_fprog prog = {.len = sizeof(f) / sizeof(f[0]), .filter = f};
+
+		if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
+		    prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0)
+			_exit(77); /* no seccomp here: nothing to test */
+		/* The filter answers before the kernel looks at the arguments. */
+		if (syscall(nr, 0, 0) != -1 || errno != ENOSYS)
+			_exit(70); /* the filter is not in place */
+		_exit(steps());
+	}
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 77) {
+		fprintf(stderr, "%s: no seccomp filter here; not run\n", test);
+		return;
+	}
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "step %d failed",
+	              WEXITSTATUS(status));
 }
 
 /*
@@ -552,26 +573,7 @@ END_TEST
 /* The same where the kernel has no pidfds (a seccomp filter answers pidfd_open with ENOSYS). */
 START_TEST(test_signal_wait_without_pidfd)
 {
-	int status;
-	pid_t pid = fork();
-
-	ck_assert_int_ge(pid, 0);
-	if (pid == 0) {
-
-		if (!answer_enosys(SYS_pidfd_open))
-			_exit(77); /* no seccomp here: nothing to test */
-		if (syscall(SYS_pidfd_open, getpid(), 0) != -1 || errno != ENOSYS)
-			_exit(20); /* the filter is not in place */
-		_exit(signal_wait_steps());
-	}
-	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-	if (WIFEXITED(status) && WEXITSTATUS(status) == 77) {
-		fprintf(stderr,
-		        "test_signal_wait_without_pidfd: no seccomp filter here; not run\n");
-		return;
-	}
-	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "step %d failed",
-	              WEXITSTATUS(status));
+	run_without_syscall("test_signal_wait_without_pidfd", SYS_pidfd_open, signal_wait_steps);
 }
 END_TEST
 
@@ -847,43 +849,32 @@ START_TEST(test_spawn_as_user_keeps_dumpable)
 }
 END_TEST
 
+/* A spawn whose variables and exit status come through. Returns 0 or the failed step. */
+static int spawn_steps(void)
+{
+	struct proc_spec spec = {.command = "[ \"$FOO\" = 'bar baz' ] && exit 3",
+	                         .env = base_env,
+	                         .output_fd = -1,
+	                         .procs_fd = -1,
+	                         .keep_fd = -1};
+	struct err e;
+	pid_t c;
+	int st;
+
+	if (proc_spawn(&spec, &c, &e) != 0)
+		return 12;
+	if (waitpid(c, &st, 0) != c || !WIFEXITED(st) || WEXITSTATUS(st) != 3)
+		return 13;
+	return 0;
+}
+
 /*
  * Where a seccomp filter answers clone3 with ENOSYS (container runtimes' default profiles),
  * the child is forked instead and everything else holds.
  */
 START_TEST(test_spawn_without_clone3)
 {
-	int status;
-	pid_t pid = fork();
-
-	ck_assert_int_ge(pid, 0);
-	if (pid == 0) {
-		struct proc_spec spec = {.command = "[ \"$FOO\" = 'bar baz' ] && exit 3",
-		                         .env = base_env,
-		                         .output_fd = -1,
-		                         .procs_fd = -1,
-		                         .keep_fd = -1};
-		struct err e;
-		pid_t c;
-		int st;
-
-		if (!answer_enosys(SYS_clone3))
-			_exit(77); /* no seccomp here: nothing to test */
-		if (syscall(SYS_clone3, NULL, 0) != -1 || errno != ENOSYS)
-			_exit(11); /* the filter is not in place */
-		if (proc_spawn(&spec, &c, &e) != 0)
-			_exit(12);
-		if (waitpid(c, &st, 0) != c || !WIFEXITED(st) || WEXITSTATUS(st) != 3)
-			_exit(13);
-		_exit(0);
-	}
-	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-	if (WIFEXITED(status) && WEXITSTATUS(status) == 77) {
-		fprintf(stderr, "test_spawn_without_clone3: no seccomp filter here; not run\n");
-		return;
-	}
-	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "step %d failed",
-	              WEXITSTATUS(status));
+	run_without_syscall("test_spawn_without_clone3", SYS_clone3, spawn_steps);
 }
 END_TEST
 
