@@ -10,6 +10,8 @@
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct json_object *, json_object_put)
 #define _cleanup_json_ _cleanup_(json_object_putp)
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct json_tokener *, json_tokener_free)
+#define _cleanup_tokener_ _cleanup_(json_tokener_freep)
 
 /* What json_strict_parse found. */
 enum json_strict_status {

@@ -137,13 +137,11 @@ ssize_t msg_encode(const struct msg *m, uint8_t *buf, size_t cap, struct err *er
 	return (ssize_t)total;
 }
 
-DEFINE_TRIVIAL_CLEANUP_FUNC(json_tokener *, json_tokener_free)
-
 /* With keep NULL, a tokener of its own; else *keep's (made when NULL, dropped on a failure). */
 static int parse_json(json_tokener **keep, const char *text, size_t len, struct json_object **ret,
                       struct err *err)
 {
-	_cleanup_(json_tokener_freep) json_tokener *tok = NULL;
+	_cleanup_tokener_ json_tokener *tok = NULL;
 	_cleanup_json_ json_object *obj = NULL;
 	enum json_tokener_error jerr;
 

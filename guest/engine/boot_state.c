@@ -4,6 +4,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <json-c/json.h>
+#include <limits.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -196,13 +198,49 @@ static int load_phases(json_object *root, struct boot_state *s)
 	return 0;
 }
 
+/* The string fields saved under their own names, in the file's order (before "limits"). */
+static const struct {
+	const char *key;
+	size_t off;
+} string_fields[] = {
+    {"status", offsetof(struct boot_state, status)},
+    {"step", offsetof(struct boot_state, step)},
+    {"reason", offsetof(struct boot_state, reason)},
+    {"shape", offsetof(struct boot_state, shape)},
+    {"app_dir", offsetof(struct boot_state, app_dir)},
+    {"runtime_path", offsetof(struct boot_state, runtime_path)},
+    {"session_id", offsetof(struct boot_state, session_id)},
+    {"cgroup", offsetof(struct boot_state, cgroup)},
+    {"boot_id", offsetof(struct boot_state, boot_id)},
+};
+
+static char **string_field(const struct boot_state *s, size_t i)
+{
+	return (char **)((char *)s + string_fields[i].off);
+}
+
+/* The strings of the array at key into *ret (other values are passed over); -ENOMEM. */
+static int load_names(json_object *root, const char *key, char ***ret)
+{
+	json_object *a;
+
+	if (!json_object_object_get_ex(root, key, &a) || !json_object_is_type(a, json_type_array))
+		return 0;
+	for (size_t i = 0; i < json_object_array_length(a); i++) {
+		json_object *e = json_object_array_get_idx(a, i);
+		if (json_object_is_type(e, json_type_string) &&
+		    strv_push(ret, json_object_get_string(e)) < 0)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
 int boot_state_load(const char *state_dir, struct boot_state *ret, struct err *err)
 {
 	_cleanup_free_ char *path = NULL;
 	_cleanup_free_ char *buf = NULL;
 	_cleanup_json_ json_object *root = NULL;
 	struct boot_state s = {0};
-	json_object *done;
 	size_t len;
 	int r;
 
@@ -218,22 +256,12 @@ int boot_state_load(const char *state_dir, struct boot_state *ret, struct err *e
 	root = json_tokener_parse(buf);
 	if (!root || !json_object_is_type(root, json_type_object))
 		return err_set(err, ERR_FAILED, EINVAL, "%s is damaged (not a JSON object)", path);
-	{
-		struct {
-			const char *key;
-			char **field;
-		} strings[] = {
-		    {"status", &s.status},         {"step", &s.step},
-		    {"reason", &s.reason},         {"shape", &s.shape},
-		    {"app_dir", &s.app_dir},       {"runtime_path", &s.runtime_path},
-		    {"session_id", &s.session_id}, {"cgroup", &s.cgroup},
-		    {"boot_id", &s.boot_id},       {"limit_hit", &s.limit_hit},
-		};
-		for (size_t i = 0; i < ELEMENTSOF(strings); i++)
-			if (boot_state_set(strings[i].field,
-			                   json_get_string(root, strings[i].key)) < 0)
-				goto out_oom;
-	}
+	for (size_t i = 0; i < ELEMENTSOF(string_fields); i++)
+		if (boot_state_set(string_field(&s, i),
+		                   json_get_string(root, string_fields[i].key)) < 0)
+			goto out_oom;
+	if (boot_state_set(&s.limit_hit, json_get_string(root, "limit_hit")) < 0)
+		goto out_oom;
 	{
 		json_object *lim = NULL;
 		if (json_object_object_get_ex(root, "limits", &lim) &&
@@ -272,29 +300,30 @@ int boot_state_load(const char *state_dir, struct boot_state *ret, struct err *e
 	s.kept = get_bool(root, "kept");
 	if (load_phases(root, &s) < 0)
 		goto out_oom;
-	if (json_object_object_get_ex(root, "skipped", &done) &&
-	    json_object_is_type(done, json_type_array)) {
-		for (size_t i = 0; i < json_object_array_length(done); i++) {
-			json_object *e = json_object_array_get_idx(done, i);
-			if (json_object_is_type(e, json_type_string) &&
-			    strv_push(&s.skipped, json_object_get_string(e)) < 0)
-				goto out_oom;
-		}
-	}
-	if (json_object_object_get_ex(root, "completed", &done) &&
-	    json_object_is_type(done, json_type_array)) {
-		for (size_t i = 0; i < json_object_array_length(done); i++) {
-			json_object *e = json_object_array_get_idx(done, i);
-			if (json_object_is_type(e, json_type_string) &&
-			    strv_push(&s.completed, json_object_get_string(e)) < 0)
-				goto out_oom;
-		}
-	}
+	if (load_names(root, "skipped", &s.skipped) < 0 ||
+	    load_names(root, "completed", &s.completed) < 0)
+		goto out_oom;
 	*ret = s;
 	return 0;
 out_oom:
 	boot_state_dispose(&s);
 	return err_oom(err);
+}
+
+/* The JSON text of a field as objects, parsed with tok; NULL for NULL or what does not parse. */
+static json_object *parse_text(json_tokener *tok, const char *text)
+{
+	json_object *v;
+
+	if (!text)
+		return NULL;
+	json_tokener_reset(tok);
+	v = json_tokener_parse_ex(tok, text, -1);
+	if (json_tokener_get_error(tok) != json_tokener_success) {
+		json_object_put(v);
+		return NULL;
+	}
+	return v;
 }
 
 static void add_str(json_object *o, const char *key, const char *value)
@@ -308,7 +337,7 @@ static void add_str(json_object *o, const char *key, const char *value)
  * failed_step, detail, kept, resumable_steps, server_pid, forwarder_pid, and steps (the spec's
  * recorded_steps first, then one entry per phase).
  */
-static void platform_fields(json_object *o, const struct boot_state *s)
+static void platform_fields(json_object *o, const struct boot_state *s, json_tokener *tok)
 {
 	bool spec = s->shape && strcmp(s->shape, "spec") == 0;
 	bool failed = s->status && strcmp(s->status, "failed") == 0;
@@ -341,7 +370,7 @@ static void platform_fields(json_object *o, const struct boot_state *s)
 	}
 	json_object_object_add(o, "resumable_steps", resumable);
 	if (s->recorded_steps)
-		steps = json_tokener_parse(s->recorded_steps);
+		steps = parse_text(tok, s->recorded_steps);
 	if (!steps || !json_object_is_type(steps, json_type_array)) {
 		json_object_put(steps);
 		steps = json_object_new_array();
@@ -369,23 +398,19 @@ static void platform_fields(json_object *o, const struct boot_state *s)
 	json_object_object_add(o, "steps", steps);
 }
 
-static json_object *state_to_object(const struct boot_state *s)
+/*
+ * Fills o, new or kept from the last call: every key is set again, so a kept document ends up
+ * as a new one would, its keys in the same order. tok parses the JSON text fields.
+ */
+static void state_to_object(const struct boot_state *s, json_object *o, json_tokener *tok)
 {
-	json_object *o = json_object_new_object();
 	json_object *done = json_object_new_array();
 
-	add_str(o, "status", s->status);
-	add_str(o, "step", s->step);
-	add_str(o, "reason", s->reason);
-	add_str(o, "shape", s->shape);
-	add_str(o, "app_dir", s->app_dir);
-	add_str(o, "runtime_path", s->runtime_path);
-	add_str(o, "session_id", s->session_id);
-	add_str(o, "cgroup", s->cgroup);
-	add_str(o, "boot_id", s->boot_id);
-	json_object_object_add(o, "limits", s->limits ? json_tokener_parse(s->limits) : NULL);
+	for (size_t i = 0; i < ELEMENTSOF(string_fields); i++)
+		add_str(o, string_fields[i].key, *string_field(s, i));
+	json_object_object_add(o, "limits", parse_text(tok, s->limits));
 	add_str(o, "limit_hit", s->limit_hit);
-	json_object_object_add(o, "egress", s->egress ? json_tokener_parse(s->egress) : NULL);
+	json_object_object_add(o, "egress", parse_text(tok, s->egress));
 	for (size_t i = 0; s->completed && s->completed[i]; i++)
 		json_object_array_add(done, json_object_new_string(s->completed[i]));
 	json_object_object_add(o, "completed", done);
@@ -402,7 +427,12 @@ static json_object *state_to_object(const struct boot_state *s)
 	json_object_object_add(o, "server_pid", json_object_new_int64(s->server_pid));
 	json_object_object_add(o, "server_start", json_object_new_int64((int64_t)s->server_start));
 	json_object_object_add(o, "updated_ms", json_object_new_int64(s->updated_ms));
-	platform_fields(o, s);
+	platform_fields(o, s, tok);
+	/* Keys only some states have are removed from a kept document when absent. */
+	json_object_object_del(o, "cause");
+	json_object_object_del(o, "server_exit");
+	json_object_object_del(o, "server_ended_ms");
+	json_object_object_del(o, "server_log_tail");
 	if (s->cause)
 		add_str(o, "cause", s->cause);
 	if (s->server_exit) {
@@ -412,40 +442,59 @@ static json_object *state_to_object(const struct boot_state *s)
 		    s->server_ended_ms ? json_object_new_int64(s->server_ended_ms) : NULL);
 		add_str(o, "server_log_tail", s->server_log_tail);
 	}
-	return o;
 }
 
-char *boot_state_to_json(const struct boot_state *s)
+/* The state's document: made on the first call, updated in place by the next (NULL: no memory). */
+static json_object *state_doc(struct boot_state *s)
 {
-	_cleanup_json_ json_object *o = state_to_object(s);
-	const char *t = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
-	                                                      JSON_C_TO_STRING_NOSLASHESCAPE);
+	if (!s->saved_doc)
+		s->saved_doc = json_object_new_object();
+	if (!s->saved_tok)
+		s->saved_tok = json_tokener_new();
+	if (!s->saved_doc || !s->saved_tok)
+		return NULL;
+	state_to_object(s, s->saved_doc, s->saved_tok);
+	return s->saved_doc;
+}
+
+char *boot_state_to_json(struct boot_state *s)
+{
+	json_object *o = state_doc(s);
+	const char *t = o ? json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
+	                                                          JSON_C_TO_STRING_NOSLASHESCAPE)
+	                  : NULL;
 
 	return t ? strdup(t) : NULL;
 }
 
 int boot_state_save(const char *state_dir, struct boot_state *s, struct err *err)
 {
-	_cleanup_free_ char *path = NULL;
-	_cleanup_json_ json_object *o = NULL;
+	char path[PATH_MAX];
+	json_object *doc;
 	const char *text;
-	size_t len;
+	size_t len = 0;
 
 	s->updated_ms = clock_realtime_ms();
-	if (asprintf(&path, "%s/%s", state_dir, BOOT_STATE_FILE) < 0)
+	if (snprintf(path, sizeof(path), "%s/%s", state_dir, BOOT_STATE_FILE) >= (int)sizeof(path))
+		return err_set(err, ERR_FAILED, ENAMETOOLONG, "path too long: %s", state_dir);
+	doc = state_doc(s);
+	text = doc ? json_object_to_json_string_length(
+	                 doc, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE, &len)
+	           : NULL;
+	if (!text)
 		return err_oom(err);
-	o = state_to_object(s);
-	text = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY |
-	                                             JSON_C_TO_STRING_NOSLASHESCAPE);
-	len = strlen(text);
-	{
-		_cleanup_free_ char *line = malloc(len + 2);
+	if (len + 1 > s->saved_line_cap) {
+		/* Room to grow: the document gets longer with every phase. */
+		size_t cap = len + 1 + 1024;
+		char *line = realloc(s->saved_line, cap);
 		if (!line)
 			return err_oom(err);
-		memcpy(line, text, len);
-		line[len] = '\n';
-		return file_write_replace(path, line, len + 1, 0600, (uid_t)-1, (gid_t)-1, err);
+		s->saved_line = line;
+		s->saved_line_cap = cap;
 	}
+	memcpy(s->saved_line, text, len);
+	s->saved_line[len] = '\n';
+	return file_write_replace(path, s->saved_line, len + 1, 0600, (uid_t)-1, (gid_t)-1, err);
 }
 
 void boot_state_dispose(struct boot_state *s)
@@ -479,6 +528,9 @@ void boot_state_dispose(struct boot_state *s)
 	free(s->cause);
 	free(s->server_exit);
 	free(s->server_log_tail);
+	json_object_put(s->saved_doc);
+	json_tokener_freep(&s->saved_tok);
+	free(s->saved_line);
 	memset(s, 0, sizeof(*s));
 }
 

@@ -68,6 +68,18 @@ struct boot_state {
 	char *server_exit;       /* "exited with status 3", "was killed by signal SIGKILL" */
 	int64_t server_ended_ms; /* unix ms, 0 when unknown */
 	char *server_log_tail;   /* the last lines of its log */
+	/*
+	 * What boot_state_save() and boot_state_to_json() keep from one call to the next
+	 * (boot_state_dispose() frees them): the document, updated in place, with the text buffer
+	 * json-c keeps in it; the tokener for the JSON text fields; the line written. A save at
+	 * every phase then reuses its memory instead of building and freeing a hundred objects and
+	 * growing a buffer from 32 bytes each time (with musl's allocator, fresh pages and their
+	 * faults every time).
+	 */
+	struct json_object *saved_doc;
+	struct json_tokener *saved_tok;
+	char *saved_line;
+	size_t saved_line_cap;
 };
 
 /* Append a pending phase (name, log may be NULL). */
@@ -87,7 +99,7 @@ int boot_state_save(const char *state_dir, struct boot_state *s, struct err *err
 void boot_state_dispose(struct boot_state *s);
 int boot_state_set(char **field, const char *value);
 /* The state as a JSON document (for --status); the caller frees it. */
-char *boot_state_to_json(const struct boot_state *s);
+char *boot_state_to_json(struct boot_state *s);
 
 /*
  * Take the app's boot lock (flock on STATE_DIR/lock, close-on-exec). A boot already in

@@ -76,6 +76,93 @@ START_TEST(test_roundtrip_keeps_every_field)
 }
 END_TEST
 
+/* A boot's state at its stage 0, 1 or 2, built the same way each time. */
+static void state_at(struct boot_state *st, int stage)
+{
+	if (stage == 0) {
+		boot_state_set(&st->status, "booting");
+		boot_state_set(&st->step, "preflight");
+		boot_state_set(&st->limits, "{\"memory_mb\":512,\"pids\":256}");
+		boot_state_phase_add(st, "preflight", NULL);
+		boot_state_phase_add(st, "setup", "logs/setup.log");
+		boot_state_phase_set(st, "preflight", "running", NULL, 1000);
+		st->started_ms = 1000;
+	} else if (stage == 1) {
+		boot_state_phase_set(st, "preflight", "succeeded", NULL, 1010);
+		boot_state_phase_set(st, "setup", "running", NULL, 1011);
+		boot_state_set(&st->recorded_steps, "[{\"name\":\"earlier\"}]");
+		boot_state_set(&st->egress, "{\"rules\":[\"a\",\"b\"]}");
+		boot_state_set(&st->server_exit, "exited with status 3");
+		boot_state_set(&st->server_log_tail, "last line");
+	} else {
+		boot_state_phase_set(st, "setup", "succeeded", NULL, 1100);
+		boot_state_set(&st->server_exit, NULL);
+		boot_state_set(&st->server_log_tail, NULL);
+		boot_state_set(&st->limits, "{\"memory_mb\":1024}");
+		strv_push(&st->completed, "setup");
+		boot_state_set(&st->status, "ready");
+		st->finished_ms = 1200;
+	}
+}
+
+/* state.json's text without its updated_ms line (the time of the save). */
+static char *saved_text(const char *d)
+{
+	char path[128], line[512];
+	size_t cap = 65536, len = 0;
+	char *text = calloc(1, cap);
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/state.json", d);
+	f = fopen(path, "r");
+	ck_assert_ptr_nonnull(f);
+	while (fgets(line, sizeof(line), f))
+		if (!strstr(line, "\"updated_ms\"")) {
+			ck_assert_uint_lt(len + strlen(line), cap);
+			memcpy(text + len, line, strlen(line) + 1);
+			len += strlen(line);
+		}
+	fclose(f);
+	return text;
+}
+
+/*
+ * A save updates the document the last save kept: after three saves of a changing state, the
+ * file is the same text as one save of that state by a state that never saved before, and a
+ * field that went away is gone from it.
+ */
+START_TEST(test_saves_in_a_row_write_what_one_save_writes)
+{
+	struct boot_state kept = {0}, fresh = {0};
+	struct err err;
+	char other[80];
+	char *a, *b;
+
+	for (int stage = 0; stage < 3; stage++) {
+		state_at(&kept, stage);
+		ck_assert_int_eq(boot_state_save(dir, &kept, &err), 0);
+		a = saved_text(dir);
+		ck_assert((strstr(a, "server_exit") != NULL) == (stage == 1));
+		ck_assert((strstr(a, "\"rules\"") != NULL) == (stage >= 1));
+		free(a);
+	}
+	for (int stage = 0; stage < 3; stage++)
+		state_at(&fresh, stage);
+	snprintf(other, sizeof(other), "%s/other", dir);
+	ck_assert_int_eq(mkdir(other, 0700), 0);
+	ck_assert_int_eq(boot_state_save(other, &fresh, &err), 0);
+	a = saved_text(dir);
+	b = saved_text(other);
+	ck_assert_str_eq(a, b);
+	ck_assert_ptr_nonnull(strstr(a, "\"memory_mb\":1024"));
+	ck_assert_ptr_null(strstr(a, "last line"));
+	free(a);
+	free(b);
+	boot_state_dispose(&kept);
+	boot_state_dispose(&fresh);
+}
+END_TEST
+
 START_TEST(test_damaged_state_is_reported)
 {
 	struct boot_state st;
@@ -168,6 +255,7 @@ int main(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_missing_state_is_not_an_error);
 	tcase_add_test(tc, test_roundtrip_keeps_every_field);
+	tcase_add_test(tc, test_saves_in_a_row_write_what_one_save_writes);
 	tcase_add_test(tc, test_damaged_state_is_reported);
 	tcase_add_test(tc, test_lock_refuses_a_second_boot);
 	tcase_add_test(tc, test_discard_moves_aside_and_removes);
