@@ -46,10 +46,23 @@ struct listener {
 	unsigned long inode;
 };
 
+/*
+ * The listeners found, in `first` while they fit: a server's start is watched with a look
+ * every millisecond, and a buffer taken from and given back to the allocator at each look
+ * would cost a fresh page (and its fault) each time with musl's allocator.
+ */
+#define LISTENERS_INLINE 64
 struct listeners {
-	struct listener *v;
+	struct listener *v; /* first, or allocated */
 	size_t n, cap;
+	struct listener first[LISTENERS_INLINE];
 };
+
+static void listeners_free(struct listeners *l)
+{
+	if (l->v != l->first)
+		free(l->v);
+}
 
 static int hex_nibble(char c)
 {
@@ -159,14 +172,19 @@ static int read_table(const char *path, size_t addr_len, struct listeners *l, bo
 
 static int listeners_push(struct listeners *l, const struct listener *x)
 {
+	if (!l->cap) {
+		l->v = l->first;
+		l->cap = LISTENERS_INLINE;
+	}
 	if (l->n == l->cap) {
-		size_t nc = l->cap ? l->cap * 2 : 64;
-		struct listener *nv = realloc(l->v, nc * sizeof(*nv));
+		struct listener *nv = malloc(2 * l->cap * sizeof(*nv));
 
 		if (!nv)
 			return -ENOMEM;
+		memcpy(nv, l->v, l->n * sizeof(*nv));
+		listeners_free(l);
 		l->v = nv;
-		l->cap = nc;
+		l->cap *= 2;
 	}
 	l->v[l->n++] = *x;
 	return 0;
@@ -361,27 +379,22 @@ int listen_check(uint16_t port, const pid_t *pids, size_t n_pids, enum listen_st
                  struct err *err)
 {
 	_cleanup_free_ unsigned long *inodes = NULL;
-	struct listeners l = {0};
+	_cleanup_(listeners_free) struct listeners l = {0};
 	bool ours4 = false, ours6 = false, ours_other = false, foreign4 = false, foreign = false;
 	size_t n_inodes = 0;
 	int r;
 
 	r = read_listeners(&l, err);
-	if (r < 0) {
-		free(l.v);
+	if (r < 0)
 		return r;
-	}
 	/* Nobody on the port (the usual answer while a server starts): no process to look into. */
 	if (!any_on(&l, port)) {
-		free(l.v);
 		*ret = LISTEN_NONE;
 		return 0;
 	}
 	r = socket_inodes(pids, n_pids, &inodes, &n_inodes);
-	if (r < 0) {
-		free(l.v);
+	if (r < 0)
 		return err_set(err, ERR_FAILED, -r, "list the sockets of the boot's processes");
-	}
 	for (size_t i = 0; i < l.n; i++) {
 		const struct listener *x = &l.v[i];
 
@@ -400,7 +413,6 @@ int listen_check(uint16_t port, const pid_t *pids, size_t n_pids, enum listen_st
 				foreign4 = true;
 		}
 	}
-	free(l.v);
 	/* What a client of 127.0.0.1:port reaches decides first. */
 	if (ours4)
 		*ret = LISTEN_OURS;
@@ -419,26 +431,23 @@ int listen_check(uint16_t port, const pid_t *pids, size_t n_pids, enum listen_st
 
 int listen_check_port_taken(uint16_t port, bool *ret, struct err *err)
 {
-	struct listeners l = {0};
+	_cleanup_(listeners_free) struct listeners l = {0};
 	int r = read_listeners(&l, err);
 
 	if (r == 0)
 		*ret = any_on(&l, port);
-	free(l.v);
 	return r;
 }
 
 size_t listen_check_ports_of(const pid_t *pids, size_t n_pids, uint16_t *ret_ports, size_t max)
 {
 	_cleanup_free_ unsigned long *inodes = NULL;
-	struct listeners l = {0};
+	_cleanup_(listeners_free) struct listeners l = {0};
 	size_t n_inodes = 0, n = 0;
 	struct err e;
 
-	if (read_listeners(&l, &e) < 0 || socket_inodes(pids, n_pids, &inodes, &n_inodes) < 0) {
-		free(l.v);
+	if (read_listeners(&l, &e) < 0 || socket_inodes(pids, n_pids, &inodes, &n_inodes) < 0)
 		return 0;
-	}
 	for (size_t i = 0; i < l.n && n < max; i++) {
 		bool seen = false;
 
@@ -449,7 +458,6 @@ size_t listen_check_ports_of(const pid_t *pids, size_t n_pids, uint16_t *ret_por
 		if (!seen)
 			ret_ports[n++] = l.v[i].port;
 	}
-	free(l.v);
 	return n;
 }
 
