@@ -288,26 +288,18 @@ static void gen_secret(struct gen *g, const uint8_t *sec, size_t n, uint8_t *tmp
 	}
 }
 
-static int gen_all(const struct scrubber *s, struct gen *g, size_t maxsecret)
+/* Every pattern of every secret into g; scratch holds 4 * maxsecret + 18 bytes. */
+static void gen_all(const struct scrubber *s, struct gen *g, size_t maxsecret, uint8_t *scratch)
 {
-	uint8_t *tmp = secure_alloc(3 * maxsecret + 16);
-	uint8_t *shifted = secure_alloc(maxsecret + 2);
+	uint8_t *tmp = scratch, *shifted = scratch + 3 * maxsecret + 16;
 	size_t off = 0;
 
-	if (!tmp || !shifted) {
-		sodium_free(tmp);
-		sodium_free(shifted);
-		return -ENOMEM;
-	}
 	while (off < s->secrets_len) {
 		uint32_t n;
 		memcpy(&n, s->secrets + off, sizeof(n));
 		gen_secret(g, s->secrets + off + sizeof(n), n, tmp, shifted);
 		off += sizeof(n) + n;
 	}
-	sodium_free(tmp);
-	sodium_free(shifted);
-	return 0;
 }
 
 /* ---- the index ---- */
@@ -426,12 +418,17 @@ static inline size_t index_match(const struct index *ix, const uint8_t *p, size_
 	return 0;
 }
 
+/*
+ * Three guarded regions a rebuild (each costs an mmap, three mprotects, an mlock and the pages'
+ * first faults): the encoders' scratch space, the patterns with their table (counted first,
+ * then made), and the index that replaces the old one.
+ */
 static int scrubber_reindex(struct scrubber *s)
 {
 	struct gen g = {0};
-	size_t maxsecret = 0, off = 0, kept = 0;
+	size_t maxsecret = 0, off = 0, kept = 0, arena_size;
 	struct index *ix;
-	int r;
+	uint8_t *scratch, *work;
 
 	while (off < s->secrets_len) {
 		uint32_t n;
@@ -440,29 +437,30 @@ static int scrubber_reindex(struct scrubber *s)
 			maxsecret = n;
 		off += sizeof(n) + n;
 	}
-	r = gen_all(s, &g, maxsecret); /* count */
-	if (r < 0)
-		return r;
-	g.arena = secure_alloc(g.used);
-	g.pats = secure_alloc(g.npats * sizeof(struct pattern));
-	if (!g.arena || !g.pats) {
-		r = -ENOMEM;
-		goto out_free;
+	scratch = secure_alloc(4 * maxsecret + 18);
+	if (!scratch)
+		return -ENOMEM;
+	gen_all(s, &g, maxsecret, scratch); /* count */
+	arena_size = round16(g.used);
+	work = secure_alloc(arena_size + g.npats * sizeof(struct pattern));
+	if (!work) {
+		sodium_free(scratch);
+		return -ENOMEM;
 	}
+	g.arena = work;
+	g.pats = (struct pattern *)(work + arena_size);
 	g.used = g.npats = g.maxlen = 0;
-	r = gen_all(s, &g, maxsecret);
-	if (r < 0)
-		goto out_free;
+	gen_all(s, &g, maxsecret, scratch);
+	sodium_free(scratch);
 	qsort_r(g.pats, g.npats, sizeof(struct pattern), pattern_cmp, g.arena);
 	for (size_t i = 0; i < g.npats; i++)
 		if (kept == 0 || pattern_cmp(&g.pats[kept - 1], &g.pats[i], g.arena) != 0)
 			g.pats[kept++] = g.pats[i];
 	g.npats = kept;
 	ix = index_build(&g);
-	if (!ix) {
-		r = -ENOMEM;
-		goto out_free;
-	}
+	sodium_free(work);
+	if (!ix)
+		return -ENOMEM;
 	if (s->idx)
 		sodium_free(s->idx);
 	s->idx = ix;
@@ -471,10 +469,7 @@ static int scrubber_reindex(struct scrubber *s)
 		sodium_mprotect_noaccess(s->idx);
 	else
 		sodium_mprotect_readonly(s->idx);
-out_free:
-	sodium_free(g.arena);
-	sodium_free(g.pats);
-	return r;
+	return 0;
 }
 
 /* ---- the scrubber ---- */
