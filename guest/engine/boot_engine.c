@@ -734,7 +734,11 @@ static int run_start(const struct step_context *ctx, char *const *env, unsigned 
 	procset_add_root(ctx->procs, info.supervisor_pid, info.supervisor_start);
 	observe(ctx, "start", "started", p->start.command);
 
-	started_at = clock_now_ms();
+	/*
+	 * The server's own time runs from its exec, as a step's does: the saves above and the
+	 * staging below run beside its start.
+	 */
+	started_at = info.server_spawned_us;
 	if (manifest_stage_runtime(m, p->runtime_path, 0, 0, runtime, err) < 0) {
 		result_fail_at(res, "start", NULL);
 		return -1;
@@ -745,7 +749,7 @@ static int run_start(const struct step_context *ctx, char *const *env, unsigned 
 	 * The server's own part: from started to answering (less the probes' few ms), then the
 	 * app's answer to start_url (the request's round trip less libcurl's set-up).
 	 */
-	app_us = (int64_t)(clock_now_ms() - started_at) * 1000;
+	app_us = (int64_t)(clock_now_us() - started_at);
 	observe(ctx, "start", "answered", m->mcp_path);
 	rc = check_start_url(p, port, &app_us, err);
 	boot_state_phase_find(st, "start")->app_ms = app_us / 1000;

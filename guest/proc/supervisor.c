@@ -29,6 +29,7 @@
 #include <malloc.h>
 #endif
 
+#include "clock.h"
 #include "json_strict.h"
 #include "file.h"
 #include "forwarder.h"
@@ -52,6 +53,7 @@ struct sup_report {
 	uint64_t supervisor_start;
 	pid_t server_pid;
 	uint64_t server_start;
+	uint64_t server_spawned_us;
 	char msg[ERR_MSG_MAX];
 };
 
@@ -72,6 +74,7 @@ struct sup {
 	struct procset *procs;
 	pid_t server_pid;
 	uint64_t server_start;
+	uint64_t server_spawned_us; /* CLOCK_MONOTONIC: the server exec'd */
 	bool server_running;
 	int server_status;
 	uint64_t oom_base; /* the set's out-of-memory kills when the server started */
@@ -567,6 +570,7 @@ static int server_spawn(struct sup *s, struct err *err)
 	}
 	if (proc_spawn(&ps, &s->server_pid, err) < 0)
 		return -1;
+	s->server_spawned_us = clock_now_us();
 	s->server_start = proc_start_time(s->server_pid);
 	s->server_running = true;
 	if (s->procs)
@@ -673,6 +677,7 @@ static _noreturn_ void sup_main(const struct supervisor_spec *spec, int report_f
 	rep.supervisor_start = s.start;
 	rep.server_pid = s.server_pid;
 	rep.server_start = s.server_start;
+	rep.server_spawned_us = s.server_spawned_us;
 	report_send(report_fd, &rep);
 
 	/* Only now: the server keeps the caller's descriptor limit. */
@@ -745,5 +750,6 @@ int supervisor_start(const struct supervisor_spec *spec, struct supervisor_info 
 	ret->supervisor_start = rep.supervisor_start;
 	ret->server_pid = rep.server_pid;
 	ret->server_start = rep.server_start;
+	ret->server_spawned_us = rep.server_spawned_us;
 	return 0;
 }

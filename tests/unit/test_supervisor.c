@@ -29,6 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "err.h"
 #include "file.h"
 #include "listen_check.h"
@@ -151,11 +152,16 @@ static struct supervisor_spec spec_for(struct fixture *f, const char *command)
 
 static void start_ok(const struct supervisor_spec *spec, struct supervisor_info *info)
 {
+	uint64_t before = clock_now_us(), after;
 	struct err e;
 
 	err_clear(&e);
 	ck_assert_msg(supervisor_start(spec, info, &e) == 0, "%s", e.msg);
+	after = clock_now_us();
 	watchdog_add(info->supervisor_pid, info->supervisor_start);
+	/* When the server exec'd, on the caller's clock: the start of the app's own time. */
+	ck_assert_uint_gt(info->server_spawned_us, before);
+	ck_assert_uint_lt(info->server_spawned_us, after);
 	ck_assert_int_gt(info->supervisor_pid, 1);
 	ck_assert_int_gt(info->server_pid, 1);
 	ck_assert_uint_gt(info->supervisor_start, 0);
