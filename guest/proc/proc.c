@@ -65,6 +65,28 @@
 
 /* ---- users ---- */
 
+/* u->groups from getgrouplist(). */
+static int groups_lookup(struct run_user *u, struct err *err)
+{
+	int n = 32;
+
+	for (int tries = 0; tries < 8; tries++) {
+		gid_t *g = calloc((size_t)n, sizeof(gid_t));
+		int want = n;
+
+		if (!g)
+			return err_oom(err);
+		if (getgrouplist(u->name, u->gid, g, &want) >= 0) {
+			u->groups = g;
+			u->n_groups = (size_t)want;
+			return 0;
+		}
+		free(g);
+		n = want > n ? want : n * 2;
+	}
+	return err_set(err, ERR_FAILED, E2BIG, "look up the groups of user %s: too many", u->name);
+}
+
 int proc_user_lookup(const char *name, struct run_user *ret, struct err *err)
 {
 	_cleanup_free_ char *buf = NULL;
@@ -104,6 +126,11 @@ int proc_user_lookup(const char *name, struct run_user *ret, struct err *err)
 	ret->gid = pw.pw_gid;
 	ret->name = n;
 	ret->home = home;
+	ret->groups = NULL;
+	if (groups_lookup(ret, err) < 0) {
+		proc_user_dispose(ret);
+		return -1;
+	}
 	return 0;
 }
 
@@ -123,8 +150,10 @@ void proc_user_dispose(struct run_user *u)
 		return;
 	free(u->name);
 	free(u->home);
+	free(u->groups);
 	u->name = NULL;
 	u->home = NULL;
+	u->groups = NULL;
 }
 
 /* ---- /proc/PID/stat ---- */
@@ -701,27 +730,6 @@ static _noreturn_ void child_run(const struct child_args *a)
 	proc_child_fail(rfd, STAGE_EXEC, errno);
 }
 
-int proc_user_groups(const struct run_user *u, gid_t **ret, size_t *ret_n, struct err *err)
-{
-	int n = 32;
-
-	for (int tries = 0; tries < 8; tries++) {
-		gid_t *g = calloc((size_t)n, sizeof(gid_t));
-		int want = n;
-
-		if (!g)
-			return err_oom(err);
-		if (getgrouplist(u->name, u->gid, g, &want) >= 0) {
-			*ret = g;
-			*ret_n = (size_t)want;
-			return 0;
-		}
-		free(g);
-		n = want > n ? want : n * 2;
-	}
-	return err_set(err, ERR_FAILED, E2BIG, "look up the groups of user %s: too many", u->name);
-}
-
 static const char *stage_text(const struct proc_spec *spec, int stage, char *buf, size_t len)
 {
 	switch (stage) {
@@ -969,7 +977,6 @@ int proc_spawn(const struct proc_spec *spec, pid_t *ret_pid, struct err *err)
 {
 	static char *const empty_env[] = {NULL};
 	_cleanup_close_ int devnull = -1, cgroup_fd = -1;
-	_cleanup_free_ gid_t *groups = NULL;
 	int pipefd[2] = {-1, -1};
 	struct child_args a = {0};
 	struct proc_spawn_report rep;
@@ -995,12 +1002,11 @@ int proc_spawn(const struct proc_spec *spec, pid_t *ret_pid, struct err *err)
 		/* Already that user and not root: nothing to switch (and no right to). */
 		if (!(geteuid() != 0 && getuid() == u->uid && geteuid() == u->uid &&
 		      getgid() == u->gid && getegid() == u->gid)) {
-			if (proc_user_groups(u, &groups, &a.n_groups, err) < 0)
-				return err_wrap(err, "cannot run %s as %s", spec->command, u->name);
 			a.switch_user = true;
 			a.uid = u->uid;
 			a.gid = u->gid;
-			a.groups = groups;
+			a.groups = u->groups;
+			a.n_groups = u->n_groups;
 		}
 	}
 

@@ -19,6 +19,12 @@ struct run_user {
 	gid_t gid;
 	char *name; /* for initgroups(), NULL with uid -1 */
 	char *home;
+	/*
+	 * Its supplementary groups, looked up with it (proc_user_lookup()), not again at each
+	 * spawn (musl asks nscd and reads /etc/group each time); what a switch to it sets.
+	 */
+	gid_t *groups;
+	size_t n_groups;
 };
 
 /* Look up a user by name; ERR_REFUSED "user NAME does not exist" when missing. */
@@ -163,9 +169,6 @@ pid_t proc_spawn_child(int cgroup_fd, unsigned flags, bool *ret_inside, int (*fn
  * check that the switch stuck and root is out of reach.
  */
 int proc_become_user(uid_t uid, gid_t gid, const gid_t *groups, size_t n_groups, int *ret_step);
-
-/* Supplementary groups of a user, looked up before fork (reads /etc/group); free() *ret. */
-int proc_user_groups(const struct run_user *u, gid_t **ret, size_t *ret_n, struct err *err);
 
 /*
  * In a child before exec: every signal back to SIG_DFL through the system call (the C library

@@ -45,8 +45,6 @@ struct child_args {
 	int devnull;
 	int report, report_read;
 	bool switch_user;
-	const gid_t *groups;
-	size_t n_groups;
 };
 
 static _noreturn_ void child_run(const struct child_args *a)
@@ -76,7 +74,7 @@ static _noreturn_ void child_run(const struct child_args *a)
 	if (sp->ctty && ioctl(STDIN_FILENO, TIOCSCTTY, 0) < 0)
 		proc_child_fail(rfd, STAGE_STDIO, errno);
 	if (a->switch_user) {
-		rc = session_user_become(sp->user, a->groups, a->n_groups);
+		rc = session_user_become(sp->user);
 		if (rc < 0)
 			proc_child_fail(rfd, STAGE_USER, -rc);
 	}
@@ -130,7 +128,6 @@ static const char *stage_text(const struct session_spawn *sp, int stage, char *b
 int session_run_spawn(const struct session_spawn *sp, pid_t *ret_pid, struct err *err)
 {
 	_cleanup_close_ int devnull = -1;
-	_cleanup_free_ gid_t *groups = NULL;
 	struct child_args a = {.sp = sp};
 	struct proc_spawn_report rep;
 	const char *who = sp->user && sp->user->uid != (uid_t)-1 ? sp->user->name : NULL;
@@ -141,12 +138,8 @@ int session_run_spawn(const struct session_spawn *sp, pid_t *ret_pid, struct err
 
 	if (!sp->argv || !sp->argv[0])
 		return err_set(err, ERR_FAILED, EINVAL, "session_run_spawn: no program");
-	if (who && !(getuid() == sp->user->uid && geteuid() == sp->user->uid)) {
-		if (proc_user_groups(sp->user, &groups, &a.n_groups, err) < 0)
-			return err_wrap(err, "cannot run %s as %s", sp->argv[0], who);
+	if (who && !(getuid() == sp->user->uid && geteuid() == sp->user->uid))
 		a.switch_user = true;
-		a.groups = groups;
-	}
 	devnull = open("/dev/null", O_RDWR | O_CLOEXEC | O_NOCTTY);
 	if (devnull < 0)
 		return err_errno(err, "open /dev/null");

@@ -14,11 +14,11 @@
 #include "file.h"
 #include "proc.h"
 
-int session_user_become(const struct run_user *u, const gid_t *groups, size_t n_groups)
+int session_user_become(const struct run_user *u)
 {
 	int step;
 
-	return proc_become_user(u->uid, u->gid, groups, n_groups, &step);
+	return proc_become_user(u->uid, u->gid, u->groups, u->n_groups, &step);
 }
 
 static bool is_caller(const struct run_user *u)
@@ -29,17 +29,14 @@ static bool is_caller(const struct run_user *u)
 int session_user_call(const struct run_user *u, session_user_fn fn, void *arg, size_t max,
                       char **ret_out, size_t *ret_len, struct err *err)
 {
-	_cleanup_free_ gid_t *groups = NULL;
 	_cleanup_free_ char *out = NULL;
 	_cleanup_close_ int out_r = -1, err_r = -1;
-	size_t n_groups = 0, len = 0, cap = 0;
+	size_t len = 0, cap = 0;
 	bool too_much = false;
 	int out_p[2], err_p[2], status;
 	struct err child_err;
 	pid_t pid;
 
-	if (!is_caller(u) && proc_user_groups(u, &groups, &n_groups, err) < 0)
-		return err_ret(err);
 	if (pipe2(out_p, O_CLOEXEC) < 0)
 		return err_errno(err, "cannot create a pipe");
 	if (pipe2(err_p, O_CLOEXEC) < 0) {
@@ -61,7 +58,7 @@ int session_user_call(const struct run_user *u, session_user_fn fn, void *arg, s
 		close(err_p[0]);
 		err_clear(&child_err);
 		signal(SIGPIPE, SIG_DFL);
-		rc = is_caller(u) ? 0 : session_user_become(u, groups, n_groups);
+		rc = is_caller(u) ? 0 : session_user_become(u);
 		/*
 		 * This copy of the caller's memory holds what the caller holds (a session's
 		 * credential): never readable through ptrace or /proc/PID/mem by the user it now

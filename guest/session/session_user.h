@@ -13,10 +13,11 @@
 #include "proc.h"
 
 /*
- * Become u for good (groups, gid, uid; checked; root not reachable again). Only system calls:
+ * Become u for good (its groups as looked up with it, gid, uid; checked; root not reachable
+ * again). Only system calls:
  * safe between fork and exec. Returns 0 or -errno.
  */
-int session_user_become(const struct run_user *u, const gid_t *groups, size_t n_groups);
+int session_user_become(const struct run_user *u);
 
 /*
  * Run fn in a forked child as u (NULL or uid -1: as the caller): fn writes its answer to out_fd,

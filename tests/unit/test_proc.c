@@ -375,6 +375,54 @@ START_TEST(test_spawn_as_other_user)
 }
 END_TEST
 
+/*
+ * The groups are looked up with the user, once, and each spawn sets those: a list changed
+ * after the lookup is what the command runs with, not what /etc/group says.
+ */
+START_TEST(test_spawn_uses_groups_looked_up_with_user)
+{
+	struct run_user nobody = {0};
+	char buf[256] = "", want[64];
+	int out[2];
+	struct err e;
+	pid_t pid;
+	bool has_primary = false;
+
+	if (geteuid() != 0)
+		return; /* switching users needs root */
+	err_clear(&e);
+	ck_assert_msg(proc_user_lookup("nobody", &nobody, &e) == 0, "%s", e.msg);
+	ck_assert_ptr_nonnull(nobody.groups);
+	for (size_t i = 0; i < nobody.n_groups; i++)
+		has_primary |= nobody.groups[i] == nobody.gid;
+	ck_assert(has_primary);
+	free(nobody.groups);
+	nobody.groups = calloc(2, sizeof(gid_t));
+	ck_assert_ptr_nonnull(nobody.groups);
+	nobody.groups[0] = nobody.gid;
+	nobody.groups[1] = 54321;
+	nobody.n_groups = 2;
+
+	ck_assert_int_eq(pipe2(out, O_CLOEXEC), 0);
+	struct proc_spec spec = {.command = "id -G; echo end",
+	                         .cwd = "/",
+	                         .env = base_env,
+	                         .user = &nobody,
+	                         .output_fd = out[1],
+	                         .procs_fd = -1,
+	                         .keep_fd = -1};
+	ck_assert_msg(proc_spawn(&spec, &pid, &e) == 0, "%s", e.msg);
+	close(out[1]);
+	ck_assert(read_until(out[0], "end\n", buf, sizeof(buf)));
+	snprintf(want, sizeof(want), "%u 54321\nend\n", (unsigned)nobody.gid);
+	ck_assert_str_eq(buf, want);
+	ck_assert_int_eq(wait_status(pid), 0);
+	close(out[0]);
+	proc_user_dispose(&nobody);
+	ck_assert_ptr_null(nobody.groups);
+}
+END_TEST
+
 START_TEST(test_spawn_as_user_chdir_error_names_user)
 {
 	struct run_user nobody = {0};
@@ -898,6 +946,7 @@ static Suite *proc_suite(void)
 	tcase_add_test(tc, test_spawn_as_other_user);
 	tcase_add_test(tc, test_spawn_as_user_chdir_error_names_user);
 	tcase_add_test(tc, test_run_user_lookup);
+	tcase_add_test(tc, test_spawn_uses_groups_looked_up_with_user);
 	tcase_add_test(tc, test_describe_real_statuses);
 	tcase_add_test(tc, test_changed_start_time_is_not_signalled);
 	tcase_add_test(tc, test_zombie_is_not_running);
