@@ -29,6 +29,7 @@
 #include "cleanup.h"
 #include "clock.h"
 #include "file.h"
+#include "log.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define PROC_ASAN 1
@@ -89,6 +90,7 @@ static int groups_lookup(struct run_user *u, struct err *err)
 
 int proc_user_lookup(const char *name, struct run_user *ret, struct err *err)
 {
+	struct err gerr;
 	_cleanup_free_ char *buf = NULL;
 	struct passwd pw, *found = NULL;
 	size_t size = 4096;
@@ -127,11 +129,21 @@ int proc_user_lookup(const char *name, struct run_user *ret, struct err *err)
 	ret->name = n;
 	ret->home = home;
 	ret->groups = NULL;
-	if (groups_lookup(ret, err) < 0) {
-		proc_user_dispose(ret);
-		return -1;
-	}
+	ret->n_groups = 0;
+	/* Without them the user is still found; a switch to it is refused (proc_user_switchable).
+	 */
+	if (groups_lookup(ret, &gerr) < 0)
+		log_debug("%s", gerr.msg);
 	return 0;
+}
+
+int proc_user_switchable(const struct run_user *u, const char *what, struct err *err)
+{
+	if (u->groups)
+		return 0;
+	return err_set(err, ERR_FAILED, EINVAL,
+	               "cannot run %s as %s: its supplementary groups could not be looked up", what,
+	               u->name ? u->name : "(no name)");
 }
 
 void proc_user_self(struct run_user *ret)
@@ -141,6 +153,8 @@ void proc_user_self(struct run_user *ret)
 	ret->uid = (uid_t)-1;
 	ret->gid = (gid_t)-1;
 	ret->name = NULL;
+	ret->groups = NULL;
+	ret->n_groups = 0;
 	ret->home = home ? strdup(home) : NULL;
 }
 
@@ -154,6 +168,7 @@ void proc_user_dispose(struct run_user *u)
 	u->name = NULL;
 	u->home = NULL;
 	u->groups = NULL;
+	u->n_groups = 0;
 }
 
 /* ---- /proc/PID/stat ---- */
@@ -1002,6 +1017,8 @@ int proc_spawn(const struct proc_spec *spec, pid_t *ret_pid, struct err *err)
 		/* Already that user and not root: nothing to switch (and no right to). */
 		if (!(geteuid() != 0 && getuid() == u->uid && geteuid() == u->uid &&
 		      getgid() == u->gid && getegid() == u->gid)) {
+			if (proc_user_switchable(u, spec->command, err) < 0)
+				return -1;
 			a.switch_user = true;
 			a.uid = u->uid;
 			a.gid = u->gid;

@@ -17,18 +17,27 @@
 struct run_user {
 	uid_t uid; /* (uid_t)-1: run as the caller */
 	gid_t gid;
-	char *name; /* for initgroups(), NULL with uid -1 */
+	char *name; /* NULL with uid -1 */
 	char *home;
 	/*
 	 * Its supplementary groups, looked up with it (proc_user_lookup()), not again at each
-	 * spawn (musl asks nscd and reads /etc/group each time); what a switch to it sets.
+	 * spawn (musl asks nscd and reads /etc/group each time); what a switch to it sets. NULL
+	 * when they could not be looked up: a switch to the user is then refused.
 	 */
 	gid_t *groups;
 	size_t n_groups;
 };
 
-/* Look up a user by name; ERR_REFUSED "user NAME does not exist" when missing. */
+/*
+ * Look up a user by name, with its supplementary groups; ERR_REFUSED "user NAME does not exist"
+ * when missing.
+ */
 int proc_user_lookup(const char *name, struct run_user *ret, struct err *err);
+/*
+ * 0 when a switch to u can set its groups, else ERR_FAILED "cannot run WHAT as NAME: its
+ * supplementary groups could not be looked up": a switch never runs with fewer groups.
+ */
+int proc_user_switchable(const struct run_user *u, const char *what, struct err *err);
 /* The caller itself (uid -1), with HOME from the environment. */
 void proc_user_self(struct run_user *ret);
 void proc_user_dispose(struct run_user *u);

@@ -138,8 +138,11 @@ int session_run_spawn(const struct session_spawn *sp, pid_t *ret_pid, struct err
 
 	if (!sp->argv || !sp->argv[0])
 		return err_set(err, ERR_FAILED, EINVAL, "session_run_spawn: no program");
-	if (who && !(getuid() == sp->user->uid && geteuid() == sp->user->uid))
+	if (who && !(getuid() == sp->user->uid && geteuid() == sp->user->uid)) {
+		if (proc_user_switchable(sp->user, sp->argv[0], err) < 0)
+			return -1;
 		a.switch_user = true;
+	}
 	devnull = open("/dev/null", O_RDWR | O_CLOEXEC | O_NOCTTY);
 	if (devnull < 0)
 		return err_errno(err, "open /dev/null");

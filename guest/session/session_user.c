@@ -37,6 +37,8 @@ int session_user_call(const struct run_user *u, session_user_fn fn, void *arg, s
 	struct err child_err;
 	pid_t pid;
 
+	if (!is_caller(u) && proc_user_switchable(u, "a helper process", err) < 0)
+		return -1;
 	if (pipe2(out_p, O_CLOEXEC) < 0)
 		return err_errno(err, "cannot create a pipe");
 	if (pipe2(err_p, O_CLOEXEC) < 0) {

@@ -423,6 +423,32 @@ START_TEST(test_spawn_uses_groups_looked_up_with_user)
 }
 END_TEST
 
+/* A user whose groups could not be looked up is found, but never switched to with fewer. */
+START_TEST(test_spawn_refuses_a_user_without_groups)
+{
+	struct run_user nobody = {0};
+	struct err e;
+	pid_t pid;
+
+	err_clear(&e);
+	ck_assert_msg(proc_user_lookup("nobody", &nobody, &e) == 0, "%s", e.msg);
+	free(nobody.groups);
+	nobody.groups = NULL;
+	nobody.n_groups = 0;
+	struct proc_spec spec = {.command = "true",
+	                         .cwd = "/",
+	                         .env = base_env,
+	                         .user = &nobody,
+	                         .output_fd = -1,
+	                         .procs_fd = -1,
+	                         .keep_fd = -1};
+	ck_assert_int_lt(proc_spawn(&spec, &pid, &e), 0);
+	ck_assert_str_eq(
+	    e.msg, "cannot run true as nobody: its supplementary groups could not be looked up");
+	proc_user_dispose(&nobody);
+}
+END_TEST
+
 START_TEST(test_spawn_as_user_chdir_error_names_user)
 {
 	struct run_user nobody = {0};
@@ -947,6 +973,7 @@ static Suite *proc_suite(void)
 	tcase_add_test(tc, test_spawn_as_user_chdir_error_names_user);
 	tcase_add_test(tc, test_run_user_lookup);
 	tcase_add_test(tc, test_spawn_uses_groups_looked_up_with_user);
+	tcase_add_test(tc, test_spawn_refuses_a_user_without_groups);
 	tcase_add_test(tc, test_describe_real_statuses);
 	tcase_add_test(tc, test_changed_start_time_is_not_signalled);
 	tcase_add_test(tc, test_zombie_is_not_running);
