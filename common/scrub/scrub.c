@@ -288,10 +288,13 @@ static void gen_secret(struct gen *g, const uint8_t *sec, size_t n, uint8_t *tmp
 	}
 }
 
-/* Every pattern of every secret into g; scratch holds 4 * maxsecret + 18 bytes. */
+/*
+ * Every pattern of every secret into g; scratch holds 4 * maxsecret + 18 bytes: the shifted
+ * copy, then the encoders' output, last, where an overrun would meet the region's guard page.
+ */
 static void gen_all(const struct scrubber *s, struct gen *g, size_t maxsecret, uint8_t *scratch)
 {
-	uint8_t *tmp = scratch, *shifted = scratch + 3 * maxsecret + 16;
+	uint8_t *shifted = scratch, *tmp = scratch + maxsecret + 2;
 	size_t off = 0;
 
 	while (off < s->secrets_len) {
