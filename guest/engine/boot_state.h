@@ -98,7 +98,7 @@ int boot_state_load(const char *state_dir, struct boot_state *ret, struct err *e
 int boot_state_save(const char *state_dir, struct boot_state *s, struct err *err);
 void boot_state_dispose(struct boot_state *s);
 int boot_state_set(char **field, const char *value);
-/* The state as a JSON document (for --status); the caller frees it. */
+/* The state as a JSON document (for --status), from s's kept document; the caller frees it. */
 char *boot_state_to_json(struct boot_state *s);
 
 /*
