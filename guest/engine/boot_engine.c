@@ -631,9 +631,9 @@ static int refuse_resume(const struct boot_plan *p, const struct boot_options *o
 	                          : ": boot it without --from (or --restart if it is ready)");
 }
 
-/* Directory shape: the platform's one GET http://<ip>:8080/up must answer 200. */
 /*
- * GET /up through the forwarder, as the platform asks it once the boot is ready. The app's
+ * Directory shape: the platform's one GET http://<ip>:8080/up must answer 200, asked here
+ * through the forwarder as the platform asks it once the boot is ready. The app's
  * own part of the answer (the request's round trip less libcurl's set-up; the forwarder's relay
  * of it, tens of microseconds, inside it) is added to *app_us.
  */

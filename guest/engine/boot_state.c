@@ -341,7 +341,7 @@ static void platform_fields(json_object *o, const struct boot_state *s, json_tok
 {
 	bool spec = s->shape && strcmp(s->shape, "spec") == 0;
 	bool failed = s->status && strcmp(s->status, "failed") == 0;
-	json_object *steps = NULL, *resumable = json_object_new_array();
+	json_object *steps, *resumable = json_object_new_array();
 
 	json_object_object_add(o, "version", json_object_new_int(1));
 	if (spec && s->status && strcmp(s->status, "booting") == 0)
@@ -369,8 +369,7 @@ static void platform_fields(json_object *o, const struct boot_state *s, json_tok
 			break;
 	}
 	json_object_object_add(o, "resumable_steps", resumable);
-	if (s->recorded_steps)
-		steps = parse_text(tok, s->recorded_steps);
+	steps = parse_text(tok, s->recorded_steps);
 	if (!steps || !json_object_is_type(steps, json_type_array)) {
 		json_object_put(steps);
 		steps = json_object_new_array();

@@ -130,8 +130,7 @@ int proc_user_lookup(const char *name, struct run_user *ret, struct err *err)
 	ret->home = home;
 	ret->groups = NULL;
 	ret->n_groups = 0;
-	/* Without them the user is still found; a switch to it is refused (proc_user_switchable).
-	 */
+	/* Without them the user is found all the same; proc_user_switchable() refuses a switch. */
 	if (groups_lookup(ret, &gerr) < 0)
 		log_debug("%s", gerr.msg);
 	return 0;
