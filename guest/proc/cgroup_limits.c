@@ -435,14 +435,17 @@ void cgroup_limits_leave(struct cgroup_limits_set *s)
 	}
 }
 
+static int rmdir_errno(const char *path)
+{
+	return rmdir(path) < 0 ? -errno : 0;
+}
+
 void cgroup_limits_remove(const struct cgroup_limits_set *s)
 {
 	for (int c = 0; c < CGROUP_LIMITS_N; c++) {
 		if (s->join_fd[c] < 0 || !s->dir[c] || s->inside[c])
 			continue;
-		/* A process that just exited may keep the cgroup busy for a moment. */
-		for (int i = 0; i < 100 && rmdir(s->dir[c]) < 0 && errno == EBUSY; i++)
-			usleep(10000);
+		(void)cgroup_place_remove_wait(s->dir[c], rmdir_errno);
 	}
 }
 

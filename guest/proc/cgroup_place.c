@@ -14,6 +14,7 @@
 #include <sys/statfs.h>
 
 #include "cleanup.h"
+#include "clock.h"
 #include "file.h"
 
 /*
@@ -216,4 +217,14 @@ long cgroup_place_fs_magic(const char *path)
 	if (statfs(path, &sfs) < 0)
 		return -errno;
 	return (long)sfs.f_type;
+}
+
+int cgroup_place_remove_wait(const char *path, int (*remove)(const char *path))
+{
+	int64_t deadline = (int64_t)clock_now_ms() + 1000;
+	int nap = 1, r;
+
+	while ((r = remove(path)) == -EBUSY && clock_pause_until(deadline, nap))
+		nap = nap < 8 ? nap * 2 : 10;
+	return r == -ENOENT ? 0 : r;
 }

@@ -39,5 +39,11 @@ void cgroup_place_view_dispose(struct cgroup_place_view *v);
 int cgroup_place_own_in(const struct cgroup_place_view *v, const char *controller, char **ret);
 /* statfs()'s f_type of path, or -errno. */
 long cgroup_place_fs_magic(const char *path);
+/*
+ * remove(path) (0 or -errno; a missing path is 0) until it no longer fails with -EBUSY, for
+ * at most a second: a cgroup stays busy for a moment after its last process exited. The
+ * naps grow from 1 ms to 10 ms, so the usual short wait costs a millisecond or two.
+ */
+int cgroup_place_remove_wait(const char *path, int (*remove)(const char *path));
 
 #endif

@@ -855,6 +855,11 @@ static int rmdir_tree(const char *path, int depth)
 	return rmdir(path) < 0 && errno != ENOENT ? -errno : 0;
 }
 
+static int rmdir_tree_top(const char *path)
+{
+	return rmdir_tree(path, 0);
+}
+
 void procset_destroy(struct procset *ps)
 {
 	if (!ps)
@@ -866,15 +871,8 @@ void procset_destroy(struct procset *ps)
 		close(ps->procs_fd);
 		ps->procs_fd = -1;
 	}
-	/* A process that just exited may keep the cgroup busy for a moment. */
-	for (int i = 0; i < 100; i++) {
-		int r = rmdir_tree(ps->path, 0);
+	int r = cgroup_place_remove_wait(ps->path, rmdir_tree_top);
 
-		if (r == 0)
-			return;
-		if (r != -EBUSY)
-			break;
-		sleep_ms(10);
-	}
-	log_debug("remove cgroup %s: %m", ps->path);
+	if (r < 0)
+		log_debug("remove cgroup %s: %s", ps->path, strerror(-r));
 }

@@ -464,6 +464,35 @@ START_TEST(test_procstatus_field)
 }
 END_TEST
 
+/* A remover that is busy the first `busy` calls, then answers `then`. */
+static int remove_calls, remove_busy, remove_then;
+
+static int fake_remove(const char *path)
+{
+	(void)path;
+	return remove_calls++ < remove_busy ? -EBUSY : remove_then;
+}
+
+/* cgroup_place_remove_wait(): retries while busy, for a bounded time; other answers end it. */
+START_TEST(test_remove_wait)
+{
+	remove_calls = 0, remove_busy = 3, remove_then = 0;
+	ck_assert_int_eq(cgroup_place_remove_wait("x", fake_remove), 0);
+	ck_assert_int_eq(remove_calls, 4);
+	/* Gone already counts as removed; another error is returned at once. */
+	remove_calls = 0, remove_busy = 0, remove_then = -ENOENT;
+	ck_assert_int_eq(cgroup_place_remove_wait("x", fake_remove), 0);
+	remove_calls = 0, remove_then = -EACCES;
+	ck_assert_int_eq(cgroup_place_remove_wait("x", fake_remove), -EACCES);
+	ck_assert_int_eq(remove_calls, 1);
+	/* Busy for good: it gives up (after about a second) and says so. */
+	remove_calls = 0, remove_busy = 1 << 30;
+	ck_assert_int_eq(cgroup_place_remove_wait("x", fake_remove), -EBUSY);
+	ck_assert_int_gt(remove_calls, 50);
+	ck_assert_int_lt(remove_calls, 1000);
+}
+END_TEST
+
 static Suite *limits_suite(void)
 {
 	Suite *s = suite_create("cgroup_limits");
@@ -479,6 +508,7 @@ static Suite *limits_suite(void)
 	tcase_add_test(tc, test_enter_once);
 	tcase_add_test(tc, test_enter_threads);
 	tcase_add_test(tc, test_procstatus_field);
+	tcase_add_test(tc, test_remove_wait);
 	tcase_set_timeout(tc, 30);
 	suite_add_tcase(s, tc);
 	return s;
