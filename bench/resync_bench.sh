@@ -82,6 +82,26 @@ cycle() {
 	read -r app engine <"$TMP/times"
 	echo "$total $((t1 - t0)) $((total - (t1 - t0))) $app $engine $((total - app))" >>"$2"
 }
+# The git server's part of a checkout: the two requests a fetch of the new commit makes (the
+# ref advertisement, then the upload-pack POST that wants the commit and has nothing), made
+# with curl from one process, the token in a configuration file (never in argv). curl's
+# time_total of each, from the request's start to the answer's last byte, summed: what any
+# client waits for on this server. Appends its milliseconds to FILE.
+server_fetch() {
+	local body=$TMP/upload-pack-request auth=$TMP/curl-auth line
+	line="want $(git -C "$TMP/server/repos/app.git" rev-parse main) no-progress ofs-delta"
+	{
+		printf '%04x%s\n' $((${#line} + 5)) "$line"
+		printf '00000009done\n'
+	} >"$body"
+	(umask 077 && printf 'header = "Authorization: Basic %s"\n' \
+		"$(printf 'x-access-token:%s' "$TOKEN" | base64 -w0)" >"$auth")
+	curl -sSf -K "$auth" -o /dev/null -w '%{time_total}\n' \
+		"$CLONE_URL/info/refs?service=git-upload-pack" --next -K "$auth" -o /dev/null \
+		-w '%{time_total}\n' -H 'Content-Type: application/x-git-upload-pack-request' \
+		--data-binary "@$body" "$CLONE_URL/git-upload-pack" |
+		awk '{t += $1} END {printf "%d\n", t * 1000}' >>"$1"
+}
 # median of column COL of FILE
 median() { awk -v c="$2" '{print $c}' "$1" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
@@ -91,10 +111,12 @@ cycle "$TMP/ws-warm" /dev/null
 
 : >"$TMP/fresh"
 : >"$TMP/resync"
+: >"$TMP/server-fetch"
 for i in $(seq "$RUNS"); do
 	cycle "$TMP/ws$i" "$TMP/fresh"
 	commit "change $i"
 	cycle "$TMP/ws$i" "$TMP/resync"
+	server_fetch "$TMP/server-fetch"
 	"$CTL" "${C[@]}" stop --app-dir "$TMP/ws$i/app" --grace 1 >/dev/null
 done
 fresh=$(median "$TMP/fresh" 1)
@@ -116,6 +138,9 @@ printf '  of it the app'"'"'s own commands (manifest, then server, new commit)  
 	"$app_ms" $((app_ms * 100 / fresh))
 printf '  of it ours (checkout, channel, engine: engine %d ms)               %6d ms = %d %% of the fresh boot\n' \
 	"$engine" "$ours" $((ours * 100 / fresh))
+# The checkout's fetch waits on the git server as any client does.
+printf '  of the checkout, the git server answering its two requests (curl)  %6d ms\n' \
+	"$(median "$TMP/server-fetch" 1)"
 # What the last re-sync did, from its state.json: each phase's status and time.
 carried=$( (grep -h 'carried over\|not carried' "$TMP/agent.log" || true) | tail -1 | sed 's/^.*: checkout of [^:]*: //')
 python3 - "$TMP/ws$RUNS/.sandbox/state.json" "$EXAMPLE" "$RUNS" "$fresh" "$resync" "$carried" \
