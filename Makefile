@@ -28,6 +28,9 @@ SAN_LDFLAGS := -fsanitize=address,undefined
 endif
 DEP_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(PKGS))
 DEP_LIBS := $(shell $(PKG_CONFIG) --libs $(PKGS))
+# sandbox-ctl links every library but libcurl, which host/forge_curl.c opens when a forge
+# request needs it (most commands never do, and would pay for loading it at every start).
+CTL_LIBS := $(shell $(PKG_CONFIG) --libs $(filter-out libcurl,$(PKGS))) -ldl
 # Debian's libcrypto (RS256 for `sandbox-ctl github-token`): sandbox-ctl only, never the agent.
 HOST_PKGS := libcrypto
 HOST_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(HOST_PKGS))
@@ -75,7 +78,7 @@ $(BUILD)/sandbox-agent: $(BUILD)/guest/cli/main.o $(LIBGUEST) $(LIBCOMMON)
 $(BUILD)/sandbox-app-boot $(BUILD)/sandbox-claude: $(BUILD)/sandbox-agent
 	ln -sf sandbox-agent $@
 $(BUILD)/sandbox-ctl: $(BUILD)/host/main.o $(LIBHOST) $(LIBCOMMON)
-	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(DEP_LIBS) $(HOST_LIBS)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(CTL_LIBS) $(HOST_LIBS)
 
 # Unit tests: one Check binary per module.
 # Their shared helpers (tests/unit/support/) are compiled once into one archive.

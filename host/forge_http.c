@@ -2,7 +2,6 @@
 #include "forge_http.h"
 
 #include <arpa/inet.h>
-#include <curl/curl.h>
 #include <errno.h>
 #include <malloc.h>
 #include <sodium.h>
@@ -10,6 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "forge_curl.h"
 
 #define CONNECT_TIMEOUT_MS 10000
 #define AUTH_PREFIX "Authorization: Bearer "
@@ -50,18 +51,27 @@ static char *wipe_strdup(const char *s)
 
 int forge_http_global_init(struct err *err)
 {
-	CURLcode rc = curl_global_init_mem(CURL_GLOBAL_DEFAULT, malloc, wipe_free, wipe_realloc,
-	                                   wipe_strdup, calloc);
+	const struct forge_curl *cu = forge_curl_get(err);
+	CURLcode rc;
 
+	if (!cu)
+		return -1;
+	rc = cu->global_init_mem(CURL_GLOBAL_DEFAULT, malloc, wipe_free, wipe_realloc, wipe_strdup,
+	                         calloc);
 	if (rc != CURLE_OK)
 		return err_set(err, ERR_FAILED, EIO, "cannot set up libcurl: %s",
-		               curl_easy_strerror(rc));
+		               cu->easy_strerror(rc));
 	return 0;
 }
 
 void forge_http_global_shutdown(void)
 {
-	curl_global_cleanup();
+	struct err ignored;
+	const struct forge_curl *cu = forge_curl_get(&ignored);
+
+	/* Only after a successful forge_http_global_init(), which loaded it. */
+	if (cu)
+		cu->global_cleanup();
 }
 
 static bool host_is_loopback(const char *host)
@@ -83,6 +93,7 @@ static bool host_is_loopback(const char *host)
 
 int forge_http_api_url_check(const char *api_url, struct err *err)
 {
+	const struct forge_curl *cu;
 	CURLU *u;
 	char *scheme = NULL, *host = NULL, *user = NULL, *pass = NULL, *query = NULL, *frag = NULL;
 	int r = 0;
@@ -97,22 +108,25 @@ int forge_http_api_url_check(const char *api_url, struct err *err)
 		if ((unsigned char)*p <= 0x20 || *p == 0x7f)
 			return err_set(err, ERR_REFUSED, EINVAL,
 			               "the API URL contains a space or a control character");
-	u = curl_url();
+	cu = forge_curl_get(err);
+	if (!cu)
+		return -1;
+	u = cu->url();
 	if (!u)
 		return err_oom(err);
-	if (curl_url_set(u, CURLUPART_URL, api_url, 0) != CURLUE_OK ||
-	    curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK ||
-	    curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK) {
+	if (cu->url_set(u, CURLUPART_URL, api_url, 0) != CURLUE_OK ||
+	    cu->url_get(u, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK ||
+	    cu->url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK) {
 		r = err_set(err, ERR_REFUSED, EINVAL,
 		            "the API URL '%.200s' is not a URL (like %s or "
 		            "https://github.example.com/api/v3)",
 		            api_url, FORGE_HTTP_DEFAULT_API);
 		goto out;
 	}
-	curl_url_get(u, CURLUPART_USER, &user, 0);
-	curl_url_get(u, CURLUPART_PASSWORD, &pass, 0);
-	curl_url_get(u, CURLUPART_QUERY, &query, 0);
-	curl_url_get(u, CURLUPART_FRAGMENT, &frag, 0);
+	cu->url_get(u, CURLUPART_USER, &user, 0);
+	cu->url_get(u, CURLUPART_PASSWORD, &pass, 0);
+	cu->url_get(u, CURLUPART_QUERY, &query, 0);
+	cu->url_get(u, CURLUPART_FRAGMENT, &frag, 0);
 	if (user || pass)
 		r = err_set(err, ERR_REFUSED, EINVAL,
 		            "the API URL carries credentials (user@ before the host): the token "
@@ -130,13 +144,13 @@ int forge_http_api_url_check(const char *api_url, struct err *err)
 		            "address), not '%.200s'",
 		            api_url);
 out:
-	curl_free(scheme);
-	curl_free(host);
-	curl_free(user);
-	curl_free(pass);
-	curl_free(query);
-	curl_free(frag);
-	curl_url_cleanup(u);
+	cu->free(scheme);
+	cu->free(host);
+	cu->free(user);
+	cu->free(pass);
+	cu->free(query);
+	cu->free(frag);
+	cu->url_cleanup(u);
 	return r;
 }
 
@@ -155,6 +169,25 @@ int forge_http_url(char *buf, size_t len, const char *api_url, const char *fmt, 
 	m = vsnprintf(buf + n, len - n, fmt, ap);
 	va_end(ap);
 	return m < 0 || (size_t)m >= len - n ? -1 : 0;
+}
+
+char *forge_http_escape(const char *s, struct err *err)
+{
+	const struct forge_curl *cu = forge_curl_get(err);
+	char *q, *copy;
+
+	if (!cu)
+		return NULL;
+	q = cu->easy_escape(NULL, s, 0);
+	if (!q) {
+		err_oom(err);
+		return NULL;
+	}
+	copy = strdup(q);
+	cu->free(q);
+	if (!copy)
+		err_oom(err);
+	return copy;
 }
 
 struct sink {
@@ -234,8 +267,8 @@ static int auth_header(const struct forge_http_req *req, char **ret, struct err 
 	return 0;
 }
 
-static int curl_failed(struct err *err, CURLcode rc, const char *errbuf,
-                       const struct forge_http_req *req, const struct sink *s)
+static int curl_failed(const struct forge_curl *cu, struct err *err, CURLcode rc,
+                       const char *errbuf, const struct forge_http_req *req, const struct sink *s)
 {
 	if (s->over || rc == CURLE_FILESIZE_EXCEEDED)
 		return err_set(err, ERR_FAILED, EFBIG,
@@ -247,24 +280,27 @@ static int curl_failed(struct err *err, CURLcode rc, const char *errbuf,
 		               req->url, req->timeout_ms / 1000);
 	return err_set(err, ERR_FAILED, rc == CURLE_COULDNT_CONNECT ? ECONNREFUSED : EIO,
 	               "%s %s: %s", req->method, req->url,
-	               errbuf[0] ? errbuf : curl_easy_strerror(rc));
+	               errbuf[0] ? errbuf : cu->easy_strerror(rc));
 }
 
 int forge_http_request(const struct forge_http_req *req, struct forge_http_reply *ret,
                        struct err *err)
 {
+	const struct forge_curl *cu = forge_curl_get(err);
 	char errbuf[CURL_ERROR_SIZE] = "", ua[64];
 	struct curl_slist *headers = NULL, *h;
 	struct sink s = {0};
 	char *auth = NULL, *redirect = NULL;
-	CURL *c;
+	CURL *c = NULL;
 	CURLcode rc;
 	int r = 0;
 
 	*ret = (struct forge_http_reply){0};
+	if (!cu)
+		return -1;
 	if (req->token_len && auth_header(req, &auth, err) < 0)
 		return err_ret(err);
-	c = curl_easy_init();
+	c = cu->easy_init();
 	if (!c) {
 		r = err_set(err, ERR_FAILED, ENOMEM, "cannot set up a libcurl handle");
 		goto out;
@@ -278,7 +314,7 @@ int forge_http_request(const struct forge_http_req *req, struct forge_http_reply
 		for (size_t i = 0; i < ELEMENTSOF(lines); i++) {
 			if (!lines[i])
 				continue;
-			h = curl_slist_append(headers, lines[i]);
+			h = cu->slist_append(headers, lines[i]);
 			if (!h) {
 				r = err_oom(err);
 				goto out;
@@ -286,33 +322,33 @@ int forge_http_request(const struct forge_http_req *req, struct forge_http_reply
 			headers = h;
 		}
 	}
-	curl_easy_setopt(c, CURLOPT_URL, req->url);
-	curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
-	curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
-	curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, req->method);
+	cu->easy_setopt(c, CURLOPT_URL, req->url);
+	cu->easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+	cu->easy_setopt(c, CURLOPT_HTTPHEADER, headers);
+	cu->easy_setopt(c, CURLOPT_CUSTOMREQUEST, req->method);
 	if (req->body) {
-		curl_easy_setopt(c, CURLOPT_POSTFIELDS, req->body);
-		curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)req->body_len);
+		cu->easy_setopt(c, CURLOPT_POSTFIELDS, req->body);
+		cu->easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)req->body_len);
 	}
-	curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
-	curl_easy_setopt(c, CURLOPT_PROXY, ""); /* not even one from the environment */
-	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)req->timeout_ms);
-	curl_easy_setopt(
+	cu->easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
+	cu->easy_setopt(c, CURLOPT_PROXY, ""); /* not even one from the environment */
+	cu->easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+	cu->easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)req->timeout_ms);
+	cu->easy_setopt(
 	    c, CURLOPT_CONNECTTIMEOUT_MS,
 	    (long)(req->timeout_ms < CONNECT_TIMEOUT_MS ? req->timeout_ms : CONNECT_TIMEOUT_MS));
-	curl_easy_setopt(c, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)FORGE_HTTP_MAX_REPLY);
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, sink_write);
-	curl_easy_setopt(c, CURLOPT_WRITEDATA, &s);
-	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
-	rc = curl_easy_perform(c);
+	cu->easy_setopt(c, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)FORGE_HTTP_MAX_REPLY);
+	cu->easy_setopt(c, CURLOPT_WRITEFUNCTION, sink_write);
+	cu->easy_setopt(c, CURLOPT_WRITEDATA, &s);
+	cu->easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
+	rc = cu->easy_perform(c);
 	if (rc != CURLE_OK) {
-		r = curl_failed(err, rc, errbuf, req, &s);
+		r = curl_failed(cu, err, rc, errbuf, req, &s);
 		goto out;
 	}
-	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &ret->status);
+	cu->easy_getinfo(c, CURLINFO_RESPONSE_CODE, &ret->status);
 	if (ret->status >= 300 && ret->status < 400) {
-		curl_easy_getinfo(c, CURLINFO_REDIRECT_URL, &redirect);
+		cu->easy_getinfo(c, CURLINFO_REDIRECT_URL, &redirect);
 		r = err_set(err, ERR_FAILED, EXDEV,
 		            "%s %s: the API answered %ld, a redirect to %.300s; redirects are not "
 		            "followed (the token would go along): if the repository was renamed or "
@@ -327,9 +363,9 @@ int forge_http_request(const struct forge_http_req *req, struct forge_http_reply
 	s = (struct sink){0};
 out:
 	sink_dispose(&s);
-	curl_slist_free_all(headers);
+	cu->slist_free_all(headers);
 	if (c)
-		curl_easy_cleanup(c);
+		cu->easy_cleanup(c);
 	if (auth)
 		sodium_free(auth);
 	if (r < 0)

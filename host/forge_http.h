@@ -56,6 +56,12 @@ int forge_http_api_url_check(const char *api_url, struct err *err);
 int forge_http_url(char *buf, size_t len, const char *api_url, const char *fmt, ...) _printf_(4, 5);
 
 /*
+ * s percent-encoded for a URL's path or query (libcurl's escape: everything but RFC 3986's
+ * unreserved characters), in a block to free(); NULL with err set.
+ */
+char *forge_http_escape(const char *s, struct err *err);
+
+/*
  * Send the request and read the answer, whatever its status (the caller words non-2xx with
  * forge_reply_error()). Fails (ERR_FAILED) when nothing usable came back: no connection, the
  * deadline, an answer over FORGE_HTTP_MAX_REPLY, a redirect (its target in the message).

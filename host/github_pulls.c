@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "github_pulls.h"
 
-#include <curl/curl.h>
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -124,17 +123,17 @@ static json_object *find_existing(const struct github_pulls_req *req)
 	snprintf(owner, sizeof(owner), "%.*s", (int)strcspn(req->repository, "/"), req->repository);
 	if (asprintf(&pair, "%s:%s", owner, req->head) < 0)
 		return NULL;
-	q = curl_easy_escape(NULL, pair, 0);
+	q = forge_http_escape(pair, &ignored);
 	free(pair);
 	if (!q)
 		return NULL;
 	if (forge_http_url(url, sizeof(url), api_of(req), "/repos/%s/pulls?head=%s&state=open",
 	                   req->repository, q) < 0 ||
 	    forge_http_request(&hr, &reply, &ignored) < 0) {
-		curl_free(q);
+		free(q);
 		return NULL;
 	}
-	curl_free(q);
+	free(q);
 	if (reply.status == 200 &&
 	    json_strict_parse(reply.body, reply.len, &list, &off, &jerr) == JSON_STRICT_OK &&
 	    json_object_is_type(list, json_type_array) && json_object_array_length(list) > 0 &&

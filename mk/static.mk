@@ -19,10 +19,11 @@ STATIC_DEPS := packaging/static/build-deps.sh
 STATIC_AGENT_MAX := 2000000
 
 # SA_CA_BUNDLE: the static set's libgit2 has no default CA location (build-deps.sh, CA_BUNDLE);
-# git_fetch_global_init() loads this one where a fetch or a push may follow.
+# git_fetch_global_init() loads this one where a fetch or a push may follow. SA_CURL_LINKED:
+# libcurl is linked in, host/forge_curl.c calls it directly (a static binary has no dlopen).
 STATIC_CFLAGS := $(filter-out -O2 -fPIE,$(BASE_CFLAGS)) -Oz -fno-pie \
 	-ffunction-sections -fdata-sections -fno-asynchronous-unwind-tables \
-	-DSA_CA_BUNDLE='"/etc/ssl/certs/ca-certificates.crt"' \
+	-DSA_CA_BUNDLE='"/etc/ssl/certs/ca-certificates.crt"' -DSA_CURL_LINKED \
 	-isystem $(STATIC_PREFIX)/include -isystem $(STATIC_PREFIX)/kernel-include
 # The code, the read-only data and the headers keep their own segments (-z separate-code, the
 # default): the read-only data is not mapped executable, which is worth its padding (up to 8 KB).

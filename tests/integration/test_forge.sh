@@ -203,6 +203,16 @@ check "its expiry, about an hour ahead" [ "$(json "$TMP/gh.spec" 'int((__import_
 check "the clone URL, user and ref" [ "$(json "$TMP/gh.spec" 'd["clone_url"]+" "+d["username"]+" "+d["ref"]')" = "$CLONE_URL x-access-token main" ]
 check "stderr says when it expires" grep -q "a token for t/app, expires at " "$TMP/gh.err"
 
+# The dynamic build opens libcurl when the forge's API is called, never at start (forge_curl.c).
+if ldd "$CTL" >/dev/null 2>&1; then
+	echo "--- libcurl is loaded for the forge's API, not by every command"
+	LD_DEBUG=files "$CTL" --help >/dev/null 2>"$TMP/ld-help.log"
+	check "sandbox-ctl --help runs without loading libcurl" ! grep -q "file=libcurl" "$TMP/ld-help.log"
+	LD_DEBUG=files gh_token --private-key "$TMP/app.pem" --ref main
+	check "github-token exits 0 with libcurl opened on its first request" [ "$RC" -eq 0 ]
+	check "github-token opened libcurl at run time" grep -q "file=libcurl.so.4 .*dynamically loaded" "$TMP/gh.err"
+fi
+
 echo "--- the printed spec checks the app out"
 APP=$TMP/ws3/app
 mkdir -p "$TMP/ws3"

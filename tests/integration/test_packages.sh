@@ -99,6 +99,8 @@ check "authorized_keys is a conffile" grep -qx /etc/sandbox-agent/authorized_key
 check "the authorized_keys.d directory is shipped" test -d "$TMP/x/etc/sandbox-agent/authorized_keys.d"
 check "postinst, prerm and postrm are shipped" \
 	test -x "$TMP/x/DEBIAN/postinst" -a -x "$TMP/x/DEBIAN/prerm" -a -x "$TMP/x/DEBIAN/postrm"
+check "sandbox-ctl depends on libcurl4, which it opens at run time" \
+	bash -c "dpkg-deb -f '$HOST_DEB' Depends | grep -q 'libcurl4 (>= 7.85.0)'"
 if [ $static -eq 1 ]; then
 	check "the guest binary is statically linked" \
 		bash -c "file -b '$TMP/x/usr/sbin/sandbox-agent' | grep -q 'statically linked'"
@@ -187,6 +189,12 @@ check "sandbox-agent --version from /usr/sbin" \
 	test "$(in_root sandbox-agent --version)" = "sandbox-agent $VERSION"
 check "sandbox-ctl --version from /usr/bin" \
 	test "$(in_root sandbox-ctl --version)" = "sandbox-ctl $VERSION"
+# The API URL is parsed by libcurl, which sandbox-ctl opens only then: the package's Depends
+# brought it into the root.
+in_root sandbox-ctl github-token --app-id 1 --installation 1 --repository a/b \
+	--api-url http://github.example --private-key /none >"$TMP/root-curl.log" 2>&1
+check "sandbox-ctl opens libcurl in the installed root (github-token's API URL check)" \
+	grep -q 'must start with https://' "$TMP/root-curl.log"
 check "sandbox-app-boot resolves to /usr/sbin/sandbox-agent" \
 	test "$(in_root readlink -f /usr/bin/sandbox-app-boot)" = /usr/sbin/sandbox-agent
 out=$(in_root sandbox-app-boot --version 2>&1)

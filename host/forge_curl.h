@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * libcurl, loaded when the first forge request needs it. Only a few commands talk to a forge
+ * (publish --pull-request, github-token, a checkout spec with an api_url); every other
+ * sandbox-ctl command would pay for mapping libcurl and the thirty-odd libraries Debian's
+ * build of it pulls in, and never call it: measured on the test machine, an empty program
+ * linked with sandbox-ctl's libraries starts in 21 ms, 11.5 ms without libcurl's. The dynamic
+ * build therefore opens libcurl.so.4 with dlopen() on first use; the static build links it in
+ * (SA_CURL_LINKED) and the table points at it directly. forge_http.c is the only user.
+ */
+#ifndef SA_HOST_FORGE_CURL_H
+#define SA_HOST_FORGE_CURL_H
+
+#include <curl/curl.h>
+
+#include "err.h"
+
+/* The soname opened: libcurl4 (OpenSSL) in Debian 12, the package's Depends. */
+#define FORGE_CURL_SONAME "libcurl.so.4"
+
+/*
+ * The functions forge_http.c calls, each libcurl's of the same name with curl_ in front, typed
+ * from libcurl's own declarations (they differ in const between releases).
+ */
+#define FORGE_CURL_FN(name) __typeof__(curl_##name) *name
+struct forge_curl {
+	FORGE_CURL_FN(global_init_mem);
+	FORGE_CURL_FN(global_cleanup);
+	FORGE_CURL_FN(easy_init);
+	FORGE_CURL_FN(easy_setopt);
+	FORGE_CURL_FN(easy_perform);
+	FORGE_CURL_FN(easy_getinfo);
+	FORGE_CURL_FN(easy_cleanup);
+	FORGE_CURL_FN(easy_strerror);
+	FORGE_CURL_FN(easy_escape);
+	FORGE_CURL_FN(free);
+	FORGE_CURL_FN(slist_append);
+	FORGE_CURL_FN(slist_free_all);
+	FORGE_CURL_FN(url);
+	FORGE_CURL_FN(url_cleanup);
+	FORGE_CURL_FN(url_set);
+	FORGE_CURL_FN(url_get);
+};
+#undef FORGE_CURL_FN
+
+/*
+ * The table, loaded on the first call and kept for the process (a library stays mapped once
+ * opened). NULL with ERR_FAILED when libcurl cannot be opened or lacks a function: the message
+ * names the library and the package that brings it. From one thread (sandbox-ctl has one).
+ */
+const struct forge_curl *forge_curl_get(struct err *err);
+
+#endif
