@@ -139,16 +139,16 @@ printf '  of it the app'"'"'s own commands (manifest, then server, new commit)  
 printf '  of it ours (checkout, channel, engine: engine %d ms)               %6d ms = %d %% of the fresh boot\n' \
 	"$engine" "$ours" $((ours * 100 / fresh))
 # The checkout's fetch waits on the git server as any client does.
-printf '  of the checkout, the git server answering its two requests (curl)  %6d ms\n' \
-	"$(median "$TMP/server-fetch" 1)"
+server=$(median "$TMP/server-fetch" 1)
+printf '  of it the git server answering the checkout'"'"'s two requests (curl)  %6d ms\n' "$server"
 # What the last re-sync did, from its state.json: each phase's status and time.
 carried=$( (grep -h 'carried over\|not carried' "$TMP/agent.log" || true) | tail -1 | sed 's/^.*: checkout of [^:]*: //')
 python3 - "$TMP/ws$RUNS/.sandbox/state.json" "$EXAMPLE" "$RUNS" "$fresh" "$resync" "$carried" \
-	"$app_ms" "$ours" "$engine" <<'PY'
+	"$app_ms" "$ours" "$engine" "$server" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
 example, runs, carried = sys.argv[2], sys.argv[3], sys.argv[6]
-fresh, resync, app_ms, ours, engine = (int(a) for a in sys.argv[4:6] + sys.argv[7:10])
+fresh, resync, app_ms, ours, engine, server = (int(a) for a in sys.argv[4:6] + sys.argv[7:11])
 print("  last re-sync's phases (state.json):", ", ".join(
     "%s %s %s ms" % (s["name"], s["status"], s["duration_ms"]) for s in d["steps"]))
 print("  carry-over:", carried)
@@ -158,7 +158,8 @@ print("figure: examples/%s over the channel: a fresh workspace (checkout from th
 print("figure: the same app re-synced to a new commit while it runs (checkout + boot again) | "
       "%.2f s = %d %% of the fresh boot; skipped: %s; %s; of it the app's own manifest and "
       "server at the new commit (which a re-sync runs again) %d ms = %d %%, ours (checkout, "
-      "channel, engine %d ms) %d ms = %d %% | <= 25 %%"
+      "channel, engine %d ms) %d ms = %d %%, of which the git server's answers to the "
+      "checkout %d ms | <= 25 %%"
       % (resync / 1000, resync * 100 // fresh, ", ".join(skipped) or "none", carried,
-         app_ms, app_ms * 100 // fresh, engine, ours, ours * 100 // fresh))
+         app_ms, app_ms * 100 // fresh, engine, ours, ours * 100 // fresh, server))
 PY
