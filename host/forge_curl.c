@@ -9,24 +9,9 @@
 
 const struct forge_curl *forge_curl_get(struct err *err)
 {
-	static const struct forge_curl linked = {
-	    .global_init_mem = curl_global_init_mem,
-	    .global_cleanup = curl_global_cleanup,
-	    .easy_init = curl_easy_init,
-	    .easy_setopt = curl_easy_setopt,
-	    .easy_perform = curl_easy_perform,
-	    .easy_getinfo = curl_easy_getinfo,
-	    .easy_cleanup = curl_easy_cleanup,
-	    .easy_strerror = curl_easy_strerror,
-	    .easy_escape = curl_easy_escape,
-	    .free = curl_free,
-	    .slist_append = curl_slist_append,
-	    .slist_free_all = curl_slist_free_all,
-	    .url = curl_url,
-	    .url_cleanup = curl_url_cleanup,
-	    .url_set = curl_url_set,
-	    .url_get = curl_url_get,
-	};
+#define LINKED(field) .field = curl_##field,
+	static const struct forge_curl linked = {FORGE_CURL_FUNCTIONS(LINKED)};
+#undef LINKED
 
 	(void)err;
 	return &linked;
@@ -37,19 +22,14 @@ const struct forge_curl *forge_curl_get(struct err *err)
 #include <dlfcn.h>
 #include <string.h>
 
-#define SYMBOL(field) {"curl_" #field, offsetof(struct forge_curl, field)}
+#include "cleanup.h"
+
+#define SYMBOL(field) {"curl_" #field, offsetof(struct forge_curl, field)},
 
 static const struct {
 	const char *name;
 	size_t offset;
-} symbols[] = {
-    SYMBOL(global_init_mem), SYMBOL(global_cleanup), SYMBOL(easy_init),
-    SYMBOL(easy_setopt),     SYMBOL(easy_perform),   SYMBOL(easy_getinfo),
-    SYMBOL(easy_cleanup),    SYMBOL(easy_strerror),  SYMBOL(easy_escape),
-    SYMBOL(free),            SYMBOL(slist_append),   SYMBOL(slist_free_all),
-    SYMBOL(url),             SYMBOL(url_cleanup),    SYMBOL(url_set),
-    SYMBOL(url_get),
-};
+} symbols[] = {FORGE_CURL_FUNCTIONS(SYMBOL)};
 
 const struct forge_curl *forge_curl_get(struct err *err)
 {
@@ -61,9 +41,6 @@ const struct forge_curl *forge_curl_get(struct err *err)
 
 	if (loaded)
 		return &table;
-	_Static_assert(sizeof(symbols) / sizeof(symbols[0]) * sizeof(void (*)(void)) ==
-	                   sizeof(struct forge_curl),
-	               "every field of struct forge_curl has its symbol");
 	lib = dlopen(FORGE_CURL_SONAME, RTLD_NOW | RTLD_LOCAL);
 	if (!lib) {
 		err_set(err, ERR_FAILED, ENOENT,
@@ -72,7 +49,7 @@ const struct forge_curl *forge_curl_get(struct err *err)
 		        FORGE_CURL_SONAME, dlerror());
 		return NULL;
 	}
-	for (size_t i = 0; i < sizeof(symbols) / sizeof(symbols[0]); i++) {
+	for (size_t i = 0; i < ELEMENTSOF(symbols); i++) {
 		void *fn = dlsym(lib, symbols[i].name);
 
 		if (!fn) {

@@ -19,29 +19,33 @@
 #define FORGE_CURL_SONAME "libcurl.so.4"
 
 /*
- * The functions forge_http.c calls, each libcurl's of the same name with curl_ in front, typed
- * from libcurl's own declarations (they differ in const between releases).
+ * The functions forge_http.c calls, each libcurl's of the same name with curl_ in front: one
+ * list for the table's fields and forge_curl.c's symbol names.
  */
-#define FORGE_CURL_FN(name) __typeof__(curl_##name) *name
+#define FORGE_CURL_FUNCTIONS(X)                                                                    \
+	X(global_init_mem)                                                                         \
+	X(global_cleanup)                                                                          \
+	X(easy_init)                                                                               \
+	X(easy_setopt)                                                                             \
+	X(easy_perform)                                                                            \
+	X(easy_getinfo)                                                                            \
+	X(easy_cleanup)                                                                            \
+	X(easy_strerror)                                                                           \
+	X(easy_escape)                                                                             \
+	X(free)                                                                                    \
+	X(slist_append)                                                                            \
+	X(slist_free_all)                                                                          \
+	X(url)                                                                                     \
+	X(url_cleanup)                                                                             \
+	X(url_set)                                                                                 \
+	X(url_get)
+
+/* Each field typed from libcurl's own declaration (they differ in const between releases). */
+#define FORGE_CURL_FIELD(name) __typeof__(curl_##name) *name;
 struct forge_curl {
-	FORGE_CURL_FN(global_init_mem);
-	FORGE_CURL_FN(global_cleanup);
-	FORGE_CURL_FN(easy_init);
-	FORGE_CURL_FN(easy_setopt);
-	FORGE_CURL_FN(easy_perform);
-	FORGE_CURL_FN(easy_getinfo);
-	FORGE_CURL_FN(easy_cleanup);
-	FORGE_CURL_FN(easy_strerror);
-	FORGE_CURL_FN(easy_escape);
-	FORGE_CURL_FN(free);
-	FORGE_CURL_FN(slist_append);
-	FORGE_CURL_FN(slist_free_all);
-	FORGE_CURL_FN(url);
-	FORGE_CURL_FN(url_cleanup);
-	FORGE_CURL_FN(url_set);
-	FORGE_CURL_FN(url_get);
+	FORGE_CURL_FUNCTIONS(FORGE_CURL_FIELD)
 };
-#undef FORGE_CURL_FN
+#undef FORGE_CURL_FIELD
 
 /*
  * The table, loaded on the first call and kept for the process (a library stays mapped once
