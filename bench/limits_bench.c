@@ -2,9 +2,8 @@
 /*
  * What a boot's limits cost the engine: making the process set and setting its three limits
  * (cgroup v2, or v1 beside it), one read of the kernel's counters (done at most every 200 ms
- * while a step runs), and one walk of a directory for the disk budget (done at most once per
- * boot: not while the filesystems' own use is within the budget, and after the first only when
- * their counters say the budget may be passed). Means over RUNS.
+ * while a step runs), and one walk of a directory for the disk budget (done once per boot,
+ * then only when the filesystem's counters say the budget may be passed). Means over RUNS.
  * Needs root. Usage: limits_bench [DIR-to-walk (default /usr/share)] [RUNS (default 20)]
  */
 #include <stdio.h>

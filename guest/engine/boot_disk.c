@@ -184,12 +184,6 @@ int boot_disk_budget_check(struct boot_disk_budget *b, bool final, uint64_t *ret
 		return 1;
 	}
 	if (!b->known) {
-		/*
-		 * Everything below the workspace is part of its filesystems' use: while that is
-		 * within the budget, so is the workspace, and no walk is needed yet.
-		 */
-		if (fs_used(b) <= b->max)
-			return 0;
 		if (walk(b) < 0)
 			return boot_disk_budget_check(b, final, ret_used);
 	} else {

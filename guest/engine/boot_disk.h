@@ -23,10 +23,8 @@
 int boot_disk_usage(const char *dir, uint64_t *ret, struct err *err);
 
 /*
- * A workspace's disk budget, checked cheaply: while its filesystems hold no more than the
- * budget in all (statvfs), the workspace, which is part of them, cannot be over it, and is not
- * walked. Past that a walk (boot_disk_usage) gives the use once, then the filesystems' own
- * counters (statvfs) say how much was written since; only when that
+ * A workspace's disk budget, checked cheaply: a walk (boot_disk_usage) gives the use once, then
+ * the filesystems' own counters (statfs) say how much was written since; only when that
  * estimate passes the budget is the workspace walked again to be sure, at most every second
  * and never more than a twentieth of the time (a filesystem shared with other writers makes the
  * estimate high, never low, unless files outside are deleted meanwhile).
