@@ -97,7 +97,7 @@ server_fetch() {
 	(umask 077 && printf 'header = "Authorization: Basic %s"\n' \
 		"$(printf 'x-access-token:%s' "$TOKEN" | base64 -w0)" >"$auth")
 	curl -sSf -K "$auth" -o /dev/null -w '%{time_total}\n' \
-		"$CLONE_URL/info/refs?service=git-upload-pack" --next -K "$auth" -o /dev/null \
+		"$CLONE_URL/info/refs?service=git-upload-pack" --next -f -K "$auth" -o /dev/null \
 		-w '%{time_total}\n' -H 'Content-Type: application/x-git-upload-pack-request' \
 		--data-binary "@$body" "$CLONE_URL/git-upload-pack" |
 		awk '{t += $1} END {printf "%d\n", t * 1000}' >>"$1"

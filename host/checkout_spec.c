@@ -140,8 +140,10 @@ int checkout_spec_load(const char *path, struct checkout_spec *sp, struct err *e
 	if (git_fetch_url_check(sp->clone_url, sp->token_len > 0, err) < 0 ||
 	    (sp->ref && sp->ref[0] && git_fetch_ref_check(sp->ref, err) < 0))
 		return err_ret(err);
+	/* Checked with libcurl's URL parser: loading libcurl may fail, which is not the spec's. */
 	if (sp->api_url && forge_http_api_url_check(sp->api_url, err) < 0)
-		return err_wrap(err, "the checkout spec's api_url");
+		return err->cls == ERR_REFUSED ? err_wrap(err, "the checkout spec's api_url")
+		                               : err_ret(err);
 	return 0;
 }
 

@@ -74,7 +74,7 @@ static int options_check(struct ctl *ctl, const struct token_opts *o)
 	    github_pulls_repository_check(o->repository, &ctl->err) < 0 ||
 	    forge_http_api_url_check(o->api_url, &ctl->err) < 0 ||
 	    (o->ref && git_fetch_ref_check(o->ref, &ctl->err) < 0))
-		return CTL_EXIT_REFUSED;
+		return output_exit_of(&ctl->err); /* refused; failed when libcurl did not load */
 	if (!o->installation[0] || strlen(o->installation) > 20 ||
 	    strspn(o->installation, "0123456789") != strlen(o->installation))
 		return cmd_usage(

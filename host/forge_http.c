@@ -3,7 +3,6 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
-#include <malloc.h>
 #include <sodium.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -15,63 +14,14 @@
 #define CONNECT_TIMEOUT_MS 10000
 #define AUTH_PREFIX "Authorization: Bearer "
 
-/* curl's allocator: every block is wiped before it goes back to malloc (sizes from glibc). */
-static void wipe_free(void *p)
-{
-	if (p)
-		sodium_memzero(p, malloc_usable_size(p));
-	free(p);
-}
-
-static void *wipe_realloc(void *p, size_t n)
-{
-	size_t old;
-	void *q;
-
-	if (!p)
-		return malloc(n);
-	q = malloc(n ? n : 1);
-	if (!q)
-		return NULL;
-	old = malloc_usable_size(p);
-	memcpy(q, p, old < n ? old : n);
-	wipe_free(p);
-	return q;
-}
-
-static char *wipe_strdup(const char *s)
-{
-	size_t n = strlen(s) + 1;
-	char *p = malloc(n);
-
-	if (p)
-		memcpy(p, s, n);
-	return p;
-}
-
 int forge_http_global_init(struct err *err)
 {
-	const struct forge_curl *cu = forge_curl_get(err);
-	CURLcode rc;
-
-	if (!cu)
-		return -1;
-	rc = cu->global_init_mem(CURL_GLOBAL_DEFAULT, malloc, wipe_free, wipe_realloc, wipe_strdup,
-	                         calloc);
-	if (rc != CURLE_OK)
-		return err_set(err, ERR_FAILED, EIO, "cannot set up libcurl: %s",
-		               cu->easy_strerror(rc));
-	return 0;
+	return forge_curl_get(err) ? 0 : -1;
 }
 
 void forge_http_global_shutdown(void)
 {
-	struct err ignored;
-	const struct forge_curl *cu = forge_curl_get(&ignored);
-
-	/* Only after a successful forge_http_global_init(), which loaded it. */
-	if (cu)
-		cu->global_cleanup();
+	forge_curl_cleanup();
 }
 
 static bool host_is_loopback(const char *host)

@@ -39,9 +39,10 @@ struct forge_http_reply {
 };
 
 /*
- * Set up libcurl for this process with an allocator that wipes every block it frees (curl
- * copies the Authorization header). Once, from the command, before any other curl use;
- * forge_http_global_shutdown() pairs with a successful call.
+ * Load libcurl and set it up for this process with an allocator that wipes every block it
+ * frees (curl copies the Authorization header): forge_curl.h. The other functions here do it
+ * themselves when it was not done, so no libcurl call comes before that allocator; a command
+ * calls this first to fail early, and forge_http_global_shutdown() at its end.
  */
 int forge_http_global_init(struct err *err);
 void forge_http_global_shutdown(void);

@@ -445,7 +445,11 @@ void cgroup_limits_remove(const struct cgroup_limits_set *s)
 	for (int c = 0; c < CGROUP_LIMITS_N; c++) {
 		if (s->join_fd[c] < 0 || !s->dir[c] || s->inside[c])
 			continue;
-		(void)cgroup_place_remove_wait(s->dir[c], rmdir_errno);
+		int r = cgroup_place_remove_wait(s->dir[c], rmdir_errno);
+
+		if (r < 0)
+			log_debug("remove the %s limit's cgroup %s: %s", nouns[c], s->dir[c],
+			          strerror(-r));
 	}
 }
 

@@ -219,12 +219,12 @@ long cgroup_place_fs_magic(const char *path)
 	return (long)sfs.f_type;
 }
 
-int cgroup_place_remove_wait(const char *path, int (*remove)(const char *path))
+int cgroup_place_remove_wait(const char *path, int (*remove_fn)(const char *path))
 {
 	int64_t deadline = (int64_t)clock_now_ms() + 1000;
 	int nap = 1, r;
 
-	while ((r = remove(path)) == -EBUSY && clock_pause_until(deadline, nap))
+	while ((r = remove_fn(path)) == -EBUSY && clock_pause_until(deadline, nap))
 		nap = nap < 8 ? nap * 2 : 10;
 	return r == -ENOENT ? 0 : r;
 }

@@ -40,10 +40,10 @@ int cgroup_place_own_in(const struct cgroup_place_view *v, const char *controlle
 /* statfs()'s f_type of path, or -errno. */
 long cgroup_place_fs_magic(const char *path);
 /*
- * remove(path) (0 or -errno; a missing path is 0) until it no longer fails with -EBUSY, for
+ * remove_fn(path) (0 or -errno; a missing path is 0) until it no longer fails with -EBUSY, for
  * at most a second: a cgroup stays busy for a moment after its last process exited. The
  * naps grow from 1 ms to 10 ms, so the usual short wait costs a millisecond or two.
  */
-int cgroup_place_remove_wait(const char *path, int (*remove)(const char *path));
+int cgroup_place_remove_wait(const char *path, int (*remove_fn)(const char *path));
 
 #endif

@@ -207,10 +207,26 @@ check "stderr says when it expires" grep -q "a token for t/app, expires at " "$T
 if ldd "$CTL" >/dev/null 2>&1; then
 	echo "--- libcurl is loaded for the forge's API, not by every command"
 	LD_DEBUG=files "$CTL" --help >/dev/null 2>"$TMP/ld-help.log"
+	check "the loader's trace names what it loads (libc)" grep -q "file=libc.so.6" "$TMP/ld-help.log"
 	check "sandbox-ctl --help runs without loading libcurl" ! grep -q "file=libcurl" "$TMP/ld-help.log"
-	LD_DEBUG=files gh_token --private-key "$TMP/app.pem" --ref main
-	check "github-token exits 0 with libcurl opened on its first request" [ "$RC" -eq 0 ]
-	check "github-token opened libcurl at run time" grep -q "file=libcurl.so.4 .*dynamically loaded" "$TMP/gh.err"
+	# (sandbox-ctl itself under LD_DEBUG, not the helper, whose cat would trace too)
+	LD_DEBUG=files "$CTL" --timeout 30 github-token --app-id 12345 --installation 678 \
+		--repository t/app --api-url "$API" --clone-url "$CLONE_URL" \
+		--private-key "$TMP/app.pem" --ref main >"$TMP/gh-ld.spec" 2>"$TMP/gh-ld.err"
+	check "github-token exits 0 with libcurl opened at run time" [ $? -eq 0 ]
+	check "github-token opened libcurl with dlopen" grep -q "file=libcurl.so.4 .*dynamically loaded" "$TMP/gh-ld.err"
+	# A libcurl.so.4 without curl's functions, found first: a clear error, nothing sent.
+	mkdir -p "$TMP/fakecurl"
+	gcc -shared -fPIC -o "$TMP/fakecurl/libcurl.so.4" -x c - <<<'int not_curl;' ||
+		die "cannot build a stand-in libcurl.so.4"
+	before=$(wc -l <"$FORGE/requests.jsonl")
+	LD_LIBRARY_PATH=$TMP/fakecurl "$CTL" --timeout 30 github-token --app-id 12345 \
+		--installation 678 --repository t/app --api-url "$API" --clone-url "$CLONE_URL" \
+		--private-key "$TMP/app.pem" --ref main >/dev/null 2>"$TMP/gh.err"
+	check "a libcurl.so.4 without curl's functions: exit 1 (failed, not refused)" [ $? -eq 1 ]
+	check "it names the library, the missing function and the package" \
+		grep -q "libcurl.so.4 has no curl_[a-z_]*: libcurl 7.85 or later is needed (Debian's libcurl4)" "$TMP/gh.err"
+	check "nothing reached the API" [ "$(wc -l <"$FORGE/requests.jsonl")" -eq "$before" ]
 fi
 
 echo "--- the printed spec checks the app out"
