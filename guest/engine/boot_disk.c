@@ -110,18 +110,26 @@ void boot_disk_budget_init(struct boot_disk_budget *b, const char *workspace, co
 		b->dirs[b->n++] = state_dir;
 }
 
-/* The bytes in use on the filesystems of the directories (each counted once). */
+/*
+ * The bytes in use on the filesystems of the directories, each counted once. A filesystem is
+ * told by its device number: two filesystems may share an f_fsid (tmpfs reports 0 on older
+ * kernels, cloned images share a UUID), which would drop one; one filesystem with two device
+ * numbers (btrfs subvolumes) is counted twice, which errs high.
+ */
 static uint64_t fs_used(const struct boot_disk_budget *b)
 {
-	unsigned long seen[2] = {0};
+	dev_t seen = 0;
 	uint64_t sum = 0;
 
 	for (size_t i = 0; i < b->n; i++) {
 		struct statvfs sv;
+		struct stat st;
 
-		if (statvfs(b->dirs[i], &sv) < 0 || (i == 1 && sv.f_fsid == seen[0]))
+		if (stat(b->dirs[i], &st) < 0 || statvfs(b->dirs[i], &sv) < 0 ||
+		    (i == 1 && st.st_dev == seen))
 			continue;
-		seen[i] = sv.f_fsid;
+		if (i == 0)
+			seen = st.st_dev;
 		sum += (uint64_t)(sv.f_blocks - sv.f_bfree) * sv.f_frsize;
 	}
 	return sum;

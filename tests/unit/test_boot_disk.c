@@ -88,6 +88,36 @@ START_TEST(test_too_deep_fails_closed)
 }
 END_TEST
 
+/*
+ * A state directory on another filesystem than the workspace: what is written there shows in
+ * the counters (each filesystem counted, told apart by device), and the budget sees it.
+ */
+START_TEST(test_state_dir_on_another_filesystem)
+{
+	char state[64] = "/dev/shm/test_boot_disk_state.XXXXXX", cmd[128];
+	struct boot_disk_budget b;
+	struct stat ws, sd;
+	uint64_t used = 0;
+	int d;
+
+	if (!mkdtemp(state))
+		return; /* no /dev/shm here: nothing to compare */
+	ck_assert_int_eq(stat(tmpdir, &ws), 0);
+	ck_assert_int_eq(stat(state, &sd), 0);
+	if (ws.st_dev != sd.st_dev) {
+		boot_disk_budget_init(&b, tmpdir, state, 4 << 20);
+		ck_assert_int_eq(boot_disk_budget_check(&b, true, &used), 0);
+		d = open(state, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		write_bytes(d, "log", 8 << 20);
+		close(d);
+		ck_assert_int_eq(boot_disk_budget_check(&b, true, &used), 1);
+		ck_assert_uint_ge(used, 8 << 20);
+	}
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", state);
+	ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("boot_disk");
@@ -98,6 +128,7 @@ int main(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_usage_counts_files);
 	tcase_add_test(tc, test_too_deep_fails_closed);
+	tcase_add_test(tc, test_state_dir_on_another_filesystem);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
