@@ -21,13 +21,19 @@ STATIC_AGENT_MAX := 2000000
 # SA_CA_BUNDLE: the static set's libgit2 has no default CA location (build-deps.sh, CA_BUNDLE);
 # git_fetch_global_init() loads this one where a fetch or a push may follow. SA_CURL_LINKED:
 # libcurl is linked in, host/forge_curl.c calls it directly (a static binary has no dlopen).
-STATIC_CFLAGS := $(filter-out -O2 -fPIE,$(BASE_CFLAGS)) -Oz -fno-pie \
+STATIC_CFLAGS := $(filter-out -O2 -fPIE,$(BASE_CFLAGS)) -Oz -fno-pie -flto \
 	-ffunction-sections -fdata-sections -fno-asynchronous-unwind-tables \
 	-DSA_CA_BUNDLE='"/etc/ssl/certs/ca-certificates.crt"' -DSA_CURL_LINKED \
 	-isystem $(STATIC_PREFIX)/include -isystem $(STATIC_PREFIX)/kernel-include
+# -flto: our objects (not the dependencies') are optimized together at the link, which inlines
+# and drops across files: about 8 KB less in each binary. The link is given the same code
+# generation flags (gcc takes them from the objects, the list says which ones matter).
 # The code, the read-only data and the headers keep their own segments (-z separate-code, the
 # default): the read-only data is not mapped executable, which is worth its padding (up to 8 KB).
-STATIC_LDFLAGS := -static -no-pie -Wl,--gc-sections -Wl,-z,relro,-z,now -Wl,-z,noexecstack
+STATIC_LTO_FLAGS := -flto=auto -Oz -fno-pie -ffunction-sections -fdata-sections \
+	-fno-asynchronous-unwind-tables -fstack-protector-strong
+STATIC_LDFLAGS := $(STATIC_LTO_FLAGS) -static -no-pie -Wl,--gc-sections -Wl,-z,relro,-z,now \
+	-Wl,-z,noexecstack
 # -L .../lib/musl: the set's libc.a (musl built -Os, see build-deps.sh) is found before the one
 # musl-gcc's specs name; a set without it links the system's.
 STATIC_LIBS := -L$(STATIC_PREFIX)/lib/musl -L$(STATIC_PREFIX)/lib -Wl,--start-group -lgit2 \
@@ -84,6 +90,8 @@ $(S_HOST_OBJ): STATIC_CFLAGS += -DSA_NO_LIBCRYPTO
 $(S_LIBCOMMON): $(S_COMMON_OBJ)
 $(S_LIBGUEST): $(S_GUEST_OBJ)
 $(S_LIBHOST): $(S_HOST_OBJ)
+# gcc-ar: the archive's index must see the symbols in the objects' LTO code.
+$(S_LIBCOMMON) $(S_LIBGUEST) $(S_LIBHOST): AR := gcc-ar
 $(S_LIBCOMMON) $(S_LIBGUEST) $(S_LIBHOST):
 	$(archive_recipe)
 

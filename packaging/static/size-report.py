@@ -14,6 +14,7 @@ import collections
 import re
 import sys
 
+LTO_NAME = "our-objects-lto"  # guest or host, common and main, optimized together
 SKIP = (".debug", ".comment", ".note", ".bss", ".tbss", ".gnu.warning")
 
 
@@ -57,6 +58,10 @@ def main():
         if sec.startswith(SKIP) or size == 0:
             continue
         name = path.split("/")[-1]
+        # Our objects are optimized together at the link (-flto): the linker sees gcc's
+        # partitions of them (cc*.ltrans0.ltrans.o, ...), not our archives.
+        if re.search(r"\.ltrans\d*\.ltrans\.o$", name):
+            name = LTO_NAME
         if only:
             if only not in name:
                 continue

@@ -166,7 +166,7 @@ static void check_curl_fetch(const char *url, const char *cafile)
 	curl_easy_setopt(curl, CURLOPT_URL, url);
 	curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, errbuf);
 	curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, body_append);
-	curl_easy_setopt(curl, CURLOPT_WRITEDATA, body);
+	curl_easy_setopt(curl, CURLOPT_WRITEDATA, (void *)body);
 	curl_easy_setopt(curl, CURLOPT_TIMEOUT, 20L);
 	curl_easy_setopt(curl, CURLOPT_NOPROXY, "*");
 	if (cafile)
