@@ -57,7 +57,12 @@ C=(--connect "unix:$TMP/agent.sock" --timeout 300)
 "$CTL" "${C[@]}" --accept-new-guest-key hello >/dev/null
 
 spec() { printf '{"repository":"b/app","ref":"%s","clone_url":"%s","username":"x-access-token","token":"%s"}' "$1" "$CLONE_URL" "$TOKEN"; }
-ms() { echo $(($(date +%s%N) / 1000000)); }
+# now_ms VAR: the wall clock in milliseconds, read by bash itself (EPOCHREALTIME): a `date` forked
+# between the checkout and the boot would add its own 5-15 ms to every re-sync measured here.
+now_ms() {
+	local us=${EPOCHREALTIME//[!0-9]/}
+	printf -v "$1" '%d' $((10#$us / 1000))
+}
 # push a new commit to the server's branch
 commit() {
 	echo "$1" >>"$SRC/CHANGES"
@@ -66,16 +71,17 @@ commit() {
 }
 # checkout + boot of WORKSPACE; appends "total checkout boot" (milliseconds) to FILE
 cycle() {
-	local app=$1/app t0 t1
+	local app=$1/app t0 t1 t2
 	mkdir -p "$1"
-	t0=$(ms)
+	now_ms t0
 	spec main | "$CTL" "${C[@]}" checkout --spec - --app-dir "$app" >"$TMP/checkout.out"
-	t1=$(ms)
+	now_ms t1
 	"$CTL" "${C[@]}" boot --shared-user --app-dir "$app" --wait >"$TMP/boot.out" 2>&1 || {
 		cat "$TMP/boot.out" >&2
 		return 1
 	}
-	local total=$(($(ms) - t0))
+	now_ms t2
+	local total=$((t2 - t0))
 	# the app's own time in the boot (its commands from exec to exit) and the engine's
 	python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); print(d.get("app_ms") or 0, d.get("engine_ms") or 0)' \
 		"$1/.sandbox/state.json" >"$TMP/times"
