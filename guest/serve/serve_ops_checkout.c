@@ -150,7 +150,6 @@ static int pack_end(struct conn *c, struct stream *st, struct pack_op *op)
 	    checkout_stage_checkout(op->stage, &commit, &err) < 0 ||
 	    checkout_stage_swap(op->stage, &res, &err) < 0)
 		return pack_fail(c, st, op, &err);
-	pack_op_release(op);
 	git_oid_tostr(hex, sizeof(hex), &res.commit);
 	log_info("connection %" PRIu64 ": commit %s checked out into %s (%zu objects, %zu bytes)",
 	         c->id, hex, op->target.app_dir, stats.objects, stats.bytes);
@@ -161,6 +160,11 @@ static int pack_end(struct conn *c, struct stream *st, struct pack_op *op)
 	json_object_object_add(o, "objects", json_object_new_int64((int64_t)stats.objects));
 	json_object_object_add(o, "bytes", json_object_new_int64((int64_t)stats.bytes));
 	reply_add_carry(o, &res.carry);
+	/*
+	 * The answer first: the stage is released with the finished stream (pack_op_free), which
+	 * removes the old tree while the host goes on; its next request waits for that only if it
+	 * comes sooner. The app's lock is held until then.
+	 */
 	return serve_stream_ok(c, st, o);
 }
 

@@ -71,6 +71,8 @@ void checkout_stage_free(struct checkout_stage *s)
 		close(s->stage_fd);
 	if (!s->swapped)
 		dir_swap_stage_discard(&s->sw);
+	else
+		dir_swap_old_remove(&s->sw);
 	dir_swap_dispose(&s->sw);
 	free(s->clone_url);
 	free(s);
@@ -408,12 +410,17 @@ int checkout_stage_swap(struct checkout_stage *s, struct checkout_result *ret, s
 		               s->sw.new_path);
 	res.commit = s->commit;
 	carry_from_old_tree(s, &res.carry);
-	r = dir_swap_exchange(&s->sw, &res.method, &res.old_tree_left, err);
+	r = dir_swap_exchange(&s->sw, &res.method, err);
 	if (r < 0)
 		return r;
 	s->swapped = true;
 	*ret = res;
 	return 0;
+}
+
+bool checkout_stage_old_remove(struct checkout_stage *s)
+{
+	return dir_swap_old_remove(&s->sw);
 }
 
 int checkout_stage_fetch(const struct checkout_target *t, const struct git_fetch_spec *spec,
@@ -436,6 +443,7 @@ int checkout_stage_fetch(const struct checkout_target *t, const struct git_fetch
 	r = checkout_stage_swap(s, ret, err);
 	if (r < 0)
 		return r;
+	ret->old_tree_left = checkout_stage_old_remove(s);
 	if (ret_fetch)
 		*ret_fetch = fr;
 	return 0;

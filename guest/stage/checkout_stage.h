@@ -71,8 +71,8 @@ enum checkout_swap_method {
 struct checkout_result {
 	git_oid commit;
 	int method;         /* enum checkout_swap_method */
-	bool old_tree_left; /* the old tree could not be removed yet; checkout_stage_recover()
-	                       retries */
+	bool old_tree_left; /* checkout_stage_fetch(): the old tree could not be removed yet;
+	                       checkout_stage_recover() retries */
 	struct tree_carry_report carry; /* what moved from the old tree (tree_carry.h) */
 };
 
@@ -103,11 +103,17 @@ const char *checkout_stage_path(const struct checkout_stage *s);
 int checkout_stage_checkout(struct checkout_stage *s, const git_oid *commit, struct err *err);
 /*
  * Carry what the old tree built from unchanged lockfiles into the stage (tree_carry.h; its
- * decisions in ret->carry and the log), swap the checked-out stage in as the app directory and
- * remove the old tree.
+ * decisions in ret->carry and the log) and swap the checked-out stage in as the app directory.
+ * The old tree waits beside it (.app.checkout-old) until checkout_stage_old_remove() or
+ * checkout_stage_free(), so a caller can answer before removing it.
  */
 int checkout_stage_swap(struct checkout_stage *s, struct checkout_result *ret, struct err *err);
-/* Release; a stage that was not swapped in is removed. Accepts NULL. */
+/* Remove the old tree a swap left: true when it could not be removed yet (recovery retries). */
+bool checkout_stage_old_remove(struct checkout_stage *s);
+/*
+ * Release: a stage that was not swapped in is removed, the old tree of one that was too.
+ * Accepts NULL.
+ */
 void checkout_stage_free(struct checkout_stage *s);
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct checkout_stage *, checkout_stage_free)
 #define _cleanup_checkout_stage_ _cleanup_(checkout_stage_freep)

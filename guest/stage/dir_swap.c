@@ -230,10 +230,9 @@ undo:
 	return r;
 }
 
-int dir_swap_exchange(struct dir_swap *s, int *ret_method, bool *ret_old_left, struct err *err)
+int dir_swap_exchange(struct dir_swap *s, int *ret_method, struct err *err)
 {
 	struct stat st;
-	bool old_left = false;
 	int method, r;
 
 	call_hook(s, "before-swap");
@@ -266,16 +265,22 @@ int dir_swap_exchange(struct dir_swap *s, int *ret_method, bool *ret_old_left, s
 	call_hook(s, "after-swap");
 
 	/* After an exchange the stage's name holds the old tree: give it the old tree's name. */
+	s->old_tree = method == DIR_SWAP_FIRST ? NULL : s->old_name;
 	if (method == DIR_SWAP_EXCHANGE &&
 	    rename2(s->parent_fd, s->new_name, s->parent_fd, s->old_name, RENAME_NOREPLACE) < 0) {
 		log_debug("renaming the old tree of %s: %m", s->dir);
-		old_left = remove_left(s, s->new_name);
+		s->old_tree = s->new_name;
 	}
-	if (method != DIR_SWAP_FIRST && remove_left(s, s->old_name))
-		old_left = true;
-	if (ret_method)
-		*ret_method = method;
-	if (ret_old_left)
-		*ret_old_left = old_left;
+	*ret_method = method;
 	return 0;
+}
+
+bool dir_swap_old_remove(struct dir_swap *s)
+{
+	const char *name = s->old_tree;
+
+	if (!name)
+		return false;
+	s->old_tree = NULL;
+	return remove_left(s, name);
 }

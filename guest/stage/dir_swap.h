@@ -55,7 +55,9 @@ struct dir_swap {
 	char *old_name; /* ".app.checkout-old" */
 	char *new_path; /* "/workspace/.app.checkout-new" */
 	int parent_fd;
-	unsigned flags; /* enum dir_swap_flags */
+	const char *old_tree; /* after a swap: new_name or old_name, where the old tree waits for
+	                         dir_swap_old_remove(); NULL: none */
+	unsigned flags;       /* enum dir_swap_flags */
 	dir_swap_hook_fn hook;
 	void *hook_userdata;
 };
@@ -90,11 +92,16 @@ int dir_swap_stage_create(struct dir_swap *s, mode_t want, mode_t mode_bits, mod
 void dir_swap_stage_discard(struct dir_swap *s);
 
 /*
- * Swap the (complete, flushed) stage in as the directory and remove the old tree. *ret_method
- * says how; *ret_old_left is set when the old tree could not be removed yet (the next recovery
- * retries). Any failure before the swap leaves the directory as it was.
+ * Swap the (complete, flushed) stage in as the directory. *ret_method says how. The old tree is
+ * left beside it (at old_name) for dir_swap_old_remove(), so a caller can answer first and
+ * remove it after. Any failure before the swap leaves the directory as it was.
  */
-int dir_swap_exchange(struct dir_swap *s, int *ret_method, bool *ret_old_left, struct err *err);
+int dir_swap_exchange(struct dir_swap *s, int *ret_method, struct err *err);
+/*
+ * Remove the old tree a swap left, if any: true when it could not be removed yet (the next
+ * recovery retries; a failure is only logged).
+ */
+bool dir_swap_old_remove(struct dir_swap *s);
 
 /* Trees are removed with fs_safe_tree_remove_at() (fs_safe.h): never through a link. */
 

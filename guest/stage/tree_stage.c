@@ -412,10 +412,11 @@ int tree_stage_finish(struct tree_stage *s, uint64_t entries, uint64_t bytes,
 		return err_errno(err, "giving %s to the run user", s->sw.new_path);
 	if (syncfs(s->stage_fd) < 0)
 		return err_errno(err, "flushing %s to disk", s->sw.new_path);
-	r = dir_swap_exchange(&s->sw, &res.method, &res.old_tree_left, err);
+	r = dir_swap_exchange(&s->sw, &res.method, err);
 	if (r < 0)
 		return r;
 	s->swapped = true;
+	res.old_tree_left = dir_swap_old_remove(&s->sw);
 	res.entries = s->entries;
 	res.bytes = s->bytes;
 	if (ret)

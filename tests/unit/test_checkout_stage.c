@@ -300,6 +300,49 @@ START_TEST(test_first_checkout_from_pack)
 }
 END_TEST
 
+/*
+ * checkout_stage_swap() leaves the old tree beside the app directory, so the daemon can answer
+ * before removing it; checkout_stage_old_remove() and checkout_stage_free() remove it.
+ */
+START_TEST(test_old_tree_removed_after_swap)
+{
+	struct checkout_target t = target();
+	struct git_fetch_spec spec = file_spec(NULL);
+	struct checkout_result res;
+
+	t.clone_url = file_url;
+	spec.ref = ts_id(&ids, "c1");
+	checkout_ok(&t, &spec, &res);
+	for (int by_free = 0; by_free < 2; by_free++) {
+		_cleanup_checkout_stage_ struct checkout_stage *s = NULL;
+		struct git_fetch_result fr;
+		struct err e;
+
+		ck_assert_int_eq(sh("echo scratch > '%s/untracked.txt'", app), 0);
+		spec.ref = by_free ? ts_id(&ids, "c1") : "main";
+		ck_assert_msg(checkout_stage_begin(&t, &s, &e) == 0, "%s", e.msg);
+		ck_assert_msg(git_fetch_ref(checkout_stage_repo(s), &spec, &fr, &e) == 0, "%s",
+		              e.msg);
+		ck_assert_msg(checkout_stage_checkout(s, &fr.commit, &e) == 0, "%s", e.msg);
+		ck_assert_msg(checkout_stage_swap(s, &res, &e) == 0, "%s", e.msg);
+		ck_assert_int_eq(res.method, CHECKOUT_SWAP_EXCHANGE);
+		/* Swapped: the new tree in place, the old one (with its scratch file) beside it. */
+		ck_assert(whole_at(app, by_free ? ts_id(&ids, "c1") : ts_id(&ids, "c4")));
+		ck_assert_int_ne(access(tpath("ws/app/untracked.txt"), F_OK), 0);
+		ck_assert_int_eq(access(tpath("ws/.app.checkout-old/untracked.txt"), F_OK), 0);
+		if (by_free) {
+			checkout_stage_free(TAKE_PTR(s));
+		} else {
+			ck_assert(!checkout_stage_old_remove(s));
+			ck_assert(!leftovers());
+			/* Once: nothing is left for a second call, or for the release. */
+			ck_assert(!checkout_stage_old_remove(s));
+		}
+		ck_assert(!leftovers());
+	}
+}
+END_TEST
+
 START_TEST(test_swap_over_old_tree)
 {
 	struct checkout_target t = target();
@@ -696,6 +739,7 @@ static Suite *checkout_stage_suite(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_first_checkout_from_pack);
 	tcase_add_test(tc, test_swap_over_old_tree);
+	tcase_add_test(tc, test_old_tree_removed_after_swap);
 	tcase_add_test(tc, test_killed_exchange_staged);
 	tcase_add_test(tc, test_killed_exchange_fsynced);
 	tcase_add_test(tc, test_killed_exchange_before_swap);
