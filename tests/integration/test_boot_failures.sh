@@ -35,8 +35,17 @@ check "the model credential is in no log" ! grep -rqF sk-ant-test-0123456789abcd
 check "the server's log has the request lines" grep -q 'request: "GET /up' "$TMP/ok/.sandbox/logs/server.log"
 "$BOOT" --status "$app" >"$TMP/status.json"
 check "--status says ready" grep -q '"status":"ready"' "$TMP/status.json"
+# The second boot stops the first one's server while it gives the checkout to the run user:
+# both must be done before it goes on.
+touch "$app/added-by-root"
 pyapp_boot "$app"
 check "a second boot of a running app succeeds" [ "$RC" -eq 0 ]
+check "the first boot's server is gone" [ ! -e "/proc/$srv" ]
+srv2=$(procs_in "$app" | head -1)
+check "a new server runs as the sandbox user" [ -n "$srv2" ] && [ "$srv2" != "$srv" ] &&
+	[ "$(stat -c %U "/proc/$srv2")" = sandbox ]
+check "a file root added since the first boot is given to the run user" \
+	[ "$(stat -c %U "$app/added-by-root")" = sandbox ]
 token2=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["mcp_token"])' "$rt" 2>/dev/null)
 check "the app reused its key on the second boot" [ "$token" = "$token2" ]
 pyapp_boot "$app" --restart
@@ -240,6 +249,26 @@ touch "$TMP/home/projects/other/notes"
 "$BOOT" --discard "$TMP/home/projects/app" 2>"$TMP/err"
 check "exit 2" [ $? -eq 2 ]
 check "nothing was removed" [ -f "$TMP/home/projects/other/notes" ]
+
+echo "--- a second boot that cannot give the checkout to the run user still stops the first"
+app=$(pyapp_make nochown)
+pyapp_boot "$app"
+check "the first boot succeeds" [ "$RC" -eq 0 ]
+srv=$(procs_in "$app" | head -1)
+touch "$app/immutable"
+if chattr +i "$app/immutable" 2>/dev/null; then
+	pyapp_boot "$app"
+	chattr -i "$app/immutable"
+	check "exit 1" [ "$RC" -eq 1 ]
+	check "cause last: the checkout could not be given to the run user" \
+		grep -q 'cannot give the checkout to sandbox' "$ERR"
+	check "the first boot's server was stopped" [ -n "$srv" ] && [ ! -e "/proc/$srv" ]
+	check "no process left" no_procs_in "$app"
+	check "the state says failed" grep -q '"status":"failed"' "$TMP/nochown/.sandbox/state.json"
+else
+	echo "  (not checked: chattr +i is refused on this filesystem)"
+fi
+stop_boot "$app"
 
 echo "--- a symlink in the checkout never leads a root chown elsewhere"
 mkdir -p "$TMP/victim"
