@@ -276,7 +276,7 @@ static int publish_run(struct ctl *ctl, struct checkout_spec *sp, const struct p
 	json_object_object_add(author, "email", json_object_new_string(pr->email));
 	if (pr->message)
 		json_object_object_add(req, "message", json_object_new_string(pr->message));
-	if (git_pack_receiver_new(repo, &recv, &ctl->err) < 0)
+	if (git_pack_receiver_new(repo, 0, &recv, &ctl->err) < 0)
 		return output_exit_of(&ctl->err);
 	git_pack_receiver_set_limits(recv, &(struct git_pack_limits){
 	                                       .max_bytes = PUBLISH_MAX_PACK_BYTES,

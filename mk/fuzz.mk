@@ -62,6 +62,7 @@ fuzz-run: fuzz
 		if [ -d tests/fuzz/corpus/$$short ]; then cp -n tests/fuzz/corpus/$$short/* "$$corpus"/ 2>/dev/null; fi; \
 		before=$$(ls "$$art" | wc -l); \
 		echo "=== $$name: $(FUZZ_SECONDS) s over $$corpus ($$(ls "$$corpus" | wc -l) inputs)"; \
+		LSAN_OPTIONS=suppressions=$(CURDIR)/tests/fuzz/lsan.supp:print_suppressions=0 \
 		"$$bin" -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 \
 			-print_final_stats=1 -artifact_prefix="$$art/" "$$corpus" >"$$log" 2>&1; \
 		rc=$$?; \

@@ -361,7 +361,8 @@ static int scan_append(struct pack_scan *sc, const uint8_t *buf, size_t len, str
 	return 0;
 }
 
-int git_pack_receiver_new(git_repository *repo, struct git_pack_receiver **ret, struct err *err)
+int git_pack_receiver_new(git_repository *repo, unsigned flags, struct git_pack_receiver **ret,
+                          struct err *err)
 {
 	_cleanup_free_ struct git_pack_receiver *r = NULL;
 	_cleanup_git_odb_ git_odb *odb = NULL;
@@ -385,7 +386,7 @@ int git_pack_receiver_new(git_repository *repo, struct git_pack_receiver **ret, 
 	if ((size_t)snprintf(dir, sizeof(dir), "%sobjects/pack", git_repository_path(repo)) >=
 	    sizeof(dir))
 		return err_set(err, ERR_FAILED, ENAMETOOLONG, "the repository path is too long");
-	rc = git_indexer_new(&r->idx, dir, 0, odb, &o);
+	rc = git_indexer_new(&r->idx, dir, 0, flags & GIT_PACK_INTO_EMPTY ? NULL : odb, &o);
 	if (rc < 0)
 		return git_fetch_err(err, rc, "starting to index a pack");
 	*ret = TAKE_PTR(r);
@@ -427,8 +428,12 @@ int git_pack_receiver_append(struct git_pack_receiver *r, const void *buf, size_
 		return err_ret(err);
 	}
 	rc = git_indexer_append(r->idx, buf, len, &r->stats);
-	if (rc < 0)
-		return git_fetch_err(err, rc, "indexing the received pack");
+	if (rc < 0) {
+		/* libgit2's refusal is for good too: the indexer is not fed again. */
+		git_fetch_err(&r->refused, rc, "indexing the received pack");
+		*err = r->refused;
+		return err_ret(err);
+	}
 	r->bytes += len;
 	return 0;
 }

@@ -53,8 +53,21 @@ struct git_pack_limits {
 #define GIT_PACK_MAX_OBJECTS 10000000ULL        /* ten million */
 #define GIT_PACK_MAX_OBJECT_SIZE (512ULL << 20) /* 512 MiB */
 
-/* Start receiving a pack stream into repo (bare or not), with the default limits. */
-int git_pack_receiver_new(git_repository *repo, struct git_pack_receiver **ret, struct err *err);
+enum git_pack_receive_flags {
+	/*
+	 * repo holds no objects yet (a checkout's stage): every object the pack's objects name
+	 * must be in the pack itself. libgit2 then does not ask the repository for each of them,
+	 * which rescans its pack directory at every miss (six system calls an object name).
+	 */
+	GIT_PACK_INTO_EMPTY = 1 << 0,
+};
+
+/*
+ * Start receiving a pack stream into repo (bare or not), with the default limits. flags:
+ * enum git_pack_receive_flags.
+ */
+int git_pack_receiver_new(git_repository *repo, unsigned flags, struct git_pack_receiver **ret,
+                          struct err *err);
 /* Replace the limits (before the first byte). */
 void git_pack_receiver_set_limits(struct git_pack_receiver *r, const struct git_pack_limits *l);
 /*

@@ -235,7 +235,8 @@ int serve_ops_checkout_pack(struct conn *c, struct stream *st, const struct msg 
 	t.clone_url = url && url[0] ? url : NULL;
 	serve_target_owner(c->srv, &t.uid, &t.gid);
 	if (checkout_stage_begin(&t, &op->stage, &err) < 0 ||
-	    git_pack_receiver_new(checkout_stage_repo(op->stage), &op->recv, &err) < 0)
+	    git_pack_receiver_new(checkout_stage_repo(op->stage), GIT_PACK_INTO_EMPTY, &op->recv,
+	                          &err) < 0)
 		return pack_fail(c, st, op, &err);
 	log_debug("connection %" PRIu64 ": checkout.pack of %s into %s", c->id, commit,
 	          op->target.app_dir);

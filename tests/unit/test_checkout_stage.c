@@ -258,7 +258,9 @@ START_TEST(test_first_checkout_from_pack)
 	/* Guest side: the stage receives the pack and checks the commit out. */
 	ck_assert_msg(checkout_stage_begin(&t, &s, &e) == 0, "%s", e.msg);
 	ck_assert_str_eq(checkout_stage_path(s), tpath("ws/.app.checkout-new"));
-	ck_assert_msg(git_pack_receiver_new(checkout_stage_repo(s), &r, &e) == 0, "%s", e.msg);
+	ck_assert_msg(git_pack_receiver_new(checkout_stage_repo(s), GIT_PACK_INTO_EMPTY, &r, &e) ==
+	                  0,
+	              "%s", e.msg);
 	ck_assert_msg(git_pack_receiver_append(r, data, len, &e) == 0, "%s", e.msg);
 	ck_assert_msg(git_pack_receiver_finish(r, &fr.tip, fr.local_ref, &commit, NULL, &e) == 0,
 	              "%s", e.msg);
@@ -274,6 +276,10 @@ START_TEST(test_first_checkout_from_pack)
 	assert_same_as_git(app, ts_id(&ids, "c4"));
 	ck_assert(!leftovers());
 	ck_assert_str_eq(sh_out(GIT " -C '%s' config remote.origin.url", app), http_url);
+	ck_assert_str_eq(sh_out(GIT " -C '%s' config remote.origin.fetch", app),
+	                 "+refs/heads/*:refs/remotes/origin/*");
+	ck_assert_str_eq(sh_out(GIT " -C '%s' config core.protectNTFS", app), "true");
+	ck_assert_str_eq(sh_out(GIT " -C '%s' config core.protectHFS", app), "true");
 	ck_assert_str_eq(sh_out(GIT " -C '%s' rev-parse refs/remotes/origin/main", app),
 	                 ts_id(&ids, "c4"));
 	ck_assert_int_eq(sh(GIT " -C '%s' fsck --full --no-dangling >/dev/null 2>&1", app), 0);

@@ -729,14 +729,14 @@ static int to_membuf(void *userdata, const void *buf, size_t len)
 	return 0;
 }
 
-static int receive(git_repository *repo, const struct membuf *m, size_t upto, size_t chunk,
-                   const git_oid *tip, const char *ref, git_oid *ret_commit,
-                   struct git_pack_stats *st, struct err *e)
+static int receive_flags(git_repository *repo, unsigned flags, const struct membuf *m, size_t upto,
+                         size_t chunk, const git_oid *tip, const char *ref, git_oid *ret_commit,
+                         struct git_pack_stats *st, struct err *e)
 {
 	_cleanup_git_pack_receiver_ struct git_pack_receiver *r = NULL;
 	int rc;
 
-	rc = git_pack_receiver_new(repo, &r, e);
+	rc = git_pack_receiver_new(repo, flags, &r, e);
 	if (rc < 0)
 		return rc;
 	for (size_t off = 0; off < upto; off += chunk) {
@@ -746,6 +746,13 @@ static int receive(git_repository *repo, const struct membuf *m, size_t upto, si
 			return rc;
 	}
 	return git_pack_receiver_finish(r, tip, ref, ret_commit, st, e);
+}
+
+static int receive(git_repository *repo, const struct membuf *m, size_t upto, size_t chunk,
+                   const git_oid *tip, const char *ref, git_oid *ret_commit,
+                   struct git_pack_stats *st, struct err *e)
+{
+	return receive_flags(repo, 0, m, upto, chunk, tip, ref, ret_commit, st, e);
 }
 
 static void tree_of(git_repository *repo, const git_oid *commit, git_oid *ret)
@@ -842,9 +849,19 @@ START_TEST(test_pack_tag_and_have)
 	assert_oid(&commit, ts_id(&ids, "c4"));
 	fsck(tpath("guest"));
 
-	/* The same partial pack cannot stand alone. */
+	/* The same partial pack cannot stand alone, whether the repository is asked or not. */
 	ck_assert_int_lt(
 	    receive(empty, &delta, delta.len, 4096, &main_res.tip, NULL, &commit, NULL, &e), 0);
+	ck_assert_int_lt(receive_flags(empty, GIT_PACK_INTO_EMPTY, &delta, delta.len, 4096,
+	                               &main_res.tip, NULL, &commit, NULL, &e),
+	                 0);
+	/* Taken as into an empty repository, a whole pack stands alone (as a checkout's stage takes
+	 * it); into guest, which has c2, the partial one needed the repository's objects. */
+	ck_assert_msg(receive_flags(empty, GIT_PACK_INTO_EMPTY, &full, full.len, 4096, &v1.tip,
+	                            NULL, &commit, NULL, &e) == 0,
+	              "%s", e.msg);
+	assert_oid(&commit, ts_id(&ids, "c2"));
+	fsck(tpath("empty"));
 	free(full.data);
 	free(delta.data);
 }

@@ -61,7 +61,7 @@ static int receive(const char *buf, size_t len, struct err *e)
 	_cleanup_git_pack_receiver_ struct git_pack_receiver *r = NULL;
 	git_oid none = {{0}};
 
-	ck_assert_msg(git_pack_receiver_new(repo, &r, e) == 0, "%s", e->msg);
+	ck_assert_msg(git_pack_receiver_new(repo, 0, &r, e) == 0, "%s", e->msg);
 	if (git_pack_receiver_append(r, buf, len, e) < 0)
 		return -1;
 	/* Not refused while arriving: libgit2 resolves it here (the attack). */
@@ -164,7 +164,7 @@ START_TEST(test_endless_pack_refused_at_byte_limit)
 
 	/* Valid blobs, one after another, under a header that promises a million. */
 	memset(data, 'x', sizeof(data));
-	ck_assert_msg(git_pack_receiver_new(repo, &r, &e) == 0, "%s", e.msg);
+	ck_assert_msg(git_pack_receiver_new(repo, 0, &r, &e) == 0, "%s", e.msg);
 	git_pack_receiver_set_limits(r, &lim);
 	n = pack_header(obj, 1000000);
 	ck_assert_int_eq(git_pack_receiver_append(r, obj, n, &e), 0);
@@ -186,6 +186,32 @@ START_TEST(test_endless_pack_refused_at_byte_limit)
 }
 END_TEST
 
+/*
+ * A stream libgit2's indexer refuses (an object whose size runs past what it can hold: found
+ * by fuzzing, tests/fuzz/corpus/git_pack/indexer-refusal) stays refused: the indexer is not
+ * fed again, whatever comes next.
+ */
+START_TEST(test_indexer_refusal_for_good)
+{
+	static const uint8_t bad[] = {'P',  'A',  'C',  'K',  0,    0,    0,    2,    0,   0, 0, 2,
+	                              0x6d, 0xb0, 0x80, 0x20, 0x78, 0xda, 0xed, 0x09, 0,   0, 0, 0,
+	                              0,    0,    0,    0xc1, 0x01, 0x01, 'y',  'n',  'c', 0, 0, 0};
+	_cleanup_git_pack_receiver_ struct git_pack_receiver *r = NULL;
+	struct err e;
+
+	for (unsigned flags = 0; flags <= GIT_PACK_INTO_EMPTY; flags += GIT_PACK_INTO_EMPTY) {
+		ck_assert_msg(git_pack_receiver_new(repo, flags, &r, &e) == 0, "%s", e.msg);
+		ck_assert_int_eq(git_pack_receiver_append(r, bad, 6, &e), 0);
+		ck_assert_int_lt(git_pack_receiver_append(r, bad + 6, sizeof(bad) - 6, &e), 0);
+		ck_assert_msg(strstr(e.msg, "indexing the received pack"), "%s", e.msg);
+		err_clear(&e);
+		ck_assert_int_lt(git_pack_receiver_append(r, "PACK", 4, &e), 0);
+		ck_assert_msg(strstr(e.msg, "indexing the received pack"), "%s", e.msg);
+		git_pack_receiver_free(TAKE_PTR(r));
+	}
+}
+END_TEST
+
 static Suite *git_pack_suite(void)
 {
 	Suite *s = suite_create("git_pack");
@@ -197,6 +223,7 @@ static Suite *git_pack_suite(void)
 	tcase_add_test(tc, test_count_bomb_refused);
 	tcase_add_test(tc, test_declared_size_and_zlib_bomb_refused);
 	tcase_add_test(tc, test_endless_pack_refused_at_byte_limit);
+	tcase_add_test(tc, test_indexer_refusal_for_good);
 	suite_add_tcase(s, tc);
 	return s;
 }

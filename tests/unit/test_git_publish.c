@@ -111,7 +111,7 @@ static void publish(const char *branch, git_oid *ret_commit, int *ret_push, stru
 	              "%s", e.msg);
 	sh("git clone -q --bare src host.git%s", "");
 	ck_assert_int_eq(git_repository_open(&host, tpath("host.git")), 0);
-	ck_assert_msg(git_pack_receiver_new(host, &r, &e) == 0, "%s", e.msg);
+	ck_assert_msg(git_pack_receiver_new(host, 0, &r, &e) == 0, "%s", e.msg);
 	ck_assert_msg(git_pack_write(app, &commit, &base, 1, to_receiver, r, NULL, &e) == 0, "%s",
 	              e.msg);
 	ck_assert_msg(git_pack_receiver_finish(r, &commit, NULL, &got, NULL, &e) == 0, "%s", e.msg);
