@@ -78,9 +78,16 @@ void checkout_stage_free(struct checkout_stage *s)
 	free(s);
 }
 
-static int stage_config(git_repository *repo, struct err *err)
+/*
+ * The stage's own settings, written in one go (a config transaction: one rewrite of the file,
+ * not one per key): the NTFS and HFS+ spellings of ".git" refused too (libgit2 checks paths
+ * with these), and origin at clone_url (NULL: none) with git's default fetch refspec. The
+ * URL as given: no insteadOf rewriting (which also leaks in libgit2 1.5).
+ */
+static int stage_config(git_repository *repo, const char *clone_url, struct err *err)
 {
 	_cleanup_git_config_ git_config *cfg = NULL;
+	git_transaction *tx = NULL;
 	int symlinks = 1;
 	int rc;
 
@@ -95,10 +102,19 @@ static int stage_config(git_repository *repo, struct err *err)
 	}
 	if (!symlinks)
 		log_debug("the stage's filesystem has no symbolic links: links become files");
-	/* Refuse the NTFS and HFS+ spellings of ".git" too (libgit2 checks paths with these). */
-	rc = git_config_set_bool(cfg, "core.protectNTFS", 1);
+	rc = git_config_lock(&tx, cfg);
+	if (rc >= 0)
+		rc = git_config_set_bool(cfg, "core.protectNTFS", 1);
 	if (rc >= 0)
 		rc = git_config_set_bool(cfg, "core.protectHFS", 1);
+	if (rc >= 0 && clone_url)
+		rc = git_config_set_string(cfg, "remote.origin.url", clone_url);
+	if (rc >= 0 && clone_url)
+		rc = git_config_set_string(cfg, "remote.origin.fetch",
+		                           "+refs/heads/*:refs/remotes/origin/*");
+	if (rc >= 0)
+		rc = git_transaction_commit(tx);
+	git_transaction_free(tx);
 	if (rc < 0)
 		return git_fetch_err(err, rc, "writing the stage's config");
 	return 0;
@@ -135,7 +151,7 @@ int checkout_stage_begin(const struct checkout_target *t, struct checkout_stage 
 	r = git_fetch_repo_init(s->sw.new_path, false, &s->repo, err);
 	if (r < 0)
 		return r;
-	r = stage_config(s->repo, err);
+	r = stage_config(s->repo, s->clone_url, err);
 	if (r < 0)
 		return r;
 	*ret = TAKE_PTR(s);
@@ -317,7 +333,6 @@ out:
 
 int checkout_stage_checkout(struct checkout_stage *s, const git_oid *commit, struct err *err)
 {
-	_cleanup_git_remote_ git_remote *origin = NULL;
 	git_checkout_options co;
 	int r;
 
@@ -346,20 +361,6 @@ int checkout_stage_checkout(struct checkout_stage *s, const git_oid *commit, str
 		git_fetch_err(err, r, "libgit2");
 		return err_wrap(err, "checking out %s into %s", git_oid_tostr_s(commit),
 		                s->sw.new_path);
-	}
-	if (s->clone_url) {
-		git_remote_create_options ro;
-
-		/* The URL as given: no insteadOf rewriting (which also leaks in libgit2 1.5). */
-		r = git_remote_create_options_init(&ro, GIT_REMOTE_CREATE_OPTIONS_VERSION);
-		if (r < 0)
-			return git_fetch_err(err, r, "initializing libgit2 options");
-		ro.repository = s->repo;
-		ro.name = "origin";
-		ro.flags = GIT_REMOTE_CREATE_SKIP_INSTEADOF;
-		r = git_remote_create_with_opts(&origin, s->clone_url, &ro);
-		if (r < 0)
-			return git_fetch_err(err, r, "setting origin");
 	}
 	/* Done with libgit2: no descriptor of it stays open across the hand-over and the swap. */
 	git_repository_free(s->repo);
