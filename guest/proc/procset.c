@@ -628,10 +628,15 @@ static int collect(const struct procset *ps, struct member_list *m, struct err *
 		}
 	}
 	/*
-	 * A cgroup holds its members' descendants already (only root could move one out):
-	 * walking every process is needed for recorded groups and the fallback's roots.
+	 * A cgroup2 set is its cgroup: it holds its members' descendants, and only root can move
+	 * a process out (the move needs write access to the common ancestor's cgroup.procs),
+	 * while root can leave a process group as easily, so the recorded groups add nothing
+	 * there and /proc is not walked (every process's stat read, each time the set is looked
+	 * at). In cgroup v1 a process may move to any cgroup whose tasks file it can write: the
+	 * groups are walked too. Without a cgroup the groups and the roots are the set.
 	 */
-	if (ps->n_groups || (ps->backend == PROCSET_NO_CGROUP && ps->n_roots)) {
+	if ((ps->n_groups && ps->backend != PROCSET_CGROUP2) ||
+	    (ps->backend == PROCSET_NO_CGROUP && ps->n_roots)) {
 		r = walk_members(ps, m);
 		if (r < 0) {
 			errno = -r;

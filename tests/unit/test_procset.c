@@ -493,6 +493,50 @@ START_TEST(test_members_of_nested_cgroup_are_found)
 }
 END_TEST
 
+/*
+ * A member that root moves out of the set's cgroup, its process group recorded: a cgroup2 set
+ * is its cgroup (only root can move a process out, and root can leave a group as easily, so
+ * /proc is not walked for the groups); a cgroup v1 set still finds it by its group.
+ */
+START_TEST(test_recorded_group_outside_cgroup)
+{
+	enum procset_backend b = backends[_i];
+	struct procset *ps;
+	char root_procs[4200], buf[64] = "", pidbuf[16];
+	const char *path, *tail;
+	int out[2], fd;
+	pid_t pid;
+
+	if (b == PROCSET_NO_CGROUP)
+		return;
+	ps = make_set(b, "moved");
+	if (!ps)
+		return;
+	ck_assert_int_eq(pipe2(out, O_CLOEXEC), 0);
+	pid = spawn_in(ps, "echo ready; exec sleep 60", out[1]);
+	close(out[1]);
+	ck_assert(read_until(out[0], "ready\n", buf, sizeof(buf)));
+	ck_assert(has_pid(ps, pid));
+	/* To the hierarchy's root cgroup, which every process may be in. */
+	path = procset_cgroup_path(ps);
+	tail = strstr(path, "/sandbox-app-runtime/");
+	ck_assert_ptr_nonnull(tail);
+	snprintf(root_procs, sizeof(root_procs), "%.*s/cgroup.procs", (int)(tail - path), path);
+	fd = open(root_procs, O_WRONLY | O_CLOEXEC);
+	ck_assert_int_ge(fd, 0);
+	snprintf(pidbuf, sizeof(pidbuf), "%d", (int)pid);
+	ck_assert_int_eq(write(fd, pidbuf, strlen(pidbuf)), (ssize_t)strlen(pidbuf));
+	close(fd);
+	ck_assert(!in_cgroup(pid, path));
+	ck_assert_int_eq(has_pid(ps, pid), b == PROCSET_CGROUP1);
+	ck_assert_int_eq(proc_signal(pid, proc_start_time(pid), SIGKILL), 0);
+	ck_assert_int_eq(WTERMSIG(wait_status(pid)), SIGKILL);
+	procset_destroy(ps);
+	procset_free(ps);
+	close(out[0]);
+}
+END_TEST
+
 static Suite *procset_suite(void)
 {
 	Suite *s = suite_create("procset");
@@ -504,6 +548,7 @@ static Suite *procset_suite(void)
 	tcase_add_loop_test(tc, test_term_ignored_gets_kill_after_grace, 0, nb);
 	tcase_add_loop_test(tc, test_reopen_from_recorded_path, 0, nb);
 	tcase_add_loop_test(tc, test_members_of_nested_cgroup_are_found, 0, nb);
+	tcase_add_loop_test(tc, test_recorded_group_outside_cgroup, 0, nb);
 	tcase_add_test(tc, test_recycled_group_or_root_is_not_signalled);
 	tcase_add_test(tc, test_stop_spares_self_and_exclude_not_our_group);
 	tcase_add_test(tc, test_open_refuses_foreign_paths);
