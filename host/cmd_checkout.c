@@ -158,11 +158,12 @@ static int host_fetch(struct ctl *ctl, struct checkout_spec *sp, const char *app
 		r = output_exit_of(&ctl->err);
 	if (r == 0)
 		r = pack_flush(&ps, true);
-	if (r == 0)
-		r = reply_wait(s, ps.stream, ret, &ctl->err);
 	free(ps.buf);
+	/* The pack is sent: the private repository goes while the agent applies it. */
 	git_repository_free(TAKE_PTR(repo));
 	checkout_spec_tmp_remove(tmpl);
+	if (r == 0)
+		r = reply_wait(s, ps.stream, ret, &ctl->err);
 	return r;
 }
 

@@ -57,7 +57,7 @@ void connect_session_close(struct session *s)
 
 	if (!s)
 		return;
-	if (s->ch && channel_close(s->ch, CLOSE_WAIT_MS, &e) == 0) {
+	if (s->ch && channel_close(s->ch, CLOSE_WAIT_MS, &e) == 0 && s->open_streams) {
 		/* Let the guest finish: its close says it saw everything we sent. */
 		int64_t deadline = frame_io_deadline(CLOSE_WAIT_MS);
 		for (;;) {
@@ -92,6 +92,7 @@ uint32_t connect_session_new_stream(struct session *s)
 	uint32_t id = s->next_stream;
 
 	s->next_stream += 2;
+	s->open_streams++;
 	return id;
 }
 
@@ -175,6 +176,9 @@ int connect_session_recv(struct session *s, struct msg *ret, int64_t deadline, s
 			return fail(err, CTL_EXIT_CONNECT, "the connection to the agent broke");
 		}
 		if (m.stream != 0) {
+			/* The guest's end of one of our streams (odd ids; its own are even). */
+			if ((m.stream & 1) && (m.flags & MSG_F_END) && s->open_streams)
+				s->open_streams--;
 			*ret = m;
 			return 1;
 		}

@@ -66,14 +66,19 @@ struct session {
 	struct json_object *guest_hello; /* the guest's hello message */
 	char *instance;
 	enum session_pin pin;
-	uint32_t next_stream; /* the next odd id */
+	uint32_t next_stream;  /* the next odd id */
+	unsigned open_streams; /* ours the guest has not ended yet (connect_session_close) */
 	int timeout_ms;
 	struct output *out;
 };
 
 /* Connect, authenticate, exchange hellos. */
 int connect_session_open(const struct session_options *o, struct session **ret, struct err *err);
-/* Send close, wait briefly for the guest's, and free everything. */
+/*
+ * Send close and free everything. While a stream of ours is still open on the guest's side, wait
+ * briefly for the guest's close first (it says the guest saw everything we sent); once the
+ * guest has ended every stream we opened, it has, and the close is not waited for.
+ */
 void connect_session_close(struct session *s);
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct session *, connect_session_close)
 #define _cleanup_session_ _cleanup_(connect_session_closep)
