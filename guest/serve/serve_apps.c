@@ -193,7 +193,13 @@ int serve_apps_set(struct serve *srv, const char *app_dir, const char *state_dir
 
 	for (size_t i = 0; i < srv->n_apps; i++) {
 		if (strcmp(srv->apps[i].app_dir, app_dir) == 0) {
-			char *dup = strdup(state_dir);
+			char *dup;
+
+			/* Known as it is (every boot of an app after its first): nothing to write.
+			 */
+			if (strcmp(srv->apps[i].state_dir, state_dir) == 0)
+				return 0;
+			dup = strdup(state_dir);
 			if (!dup)
 				return -ENOMEM;
 			free(srv->apps[i].state_dir);

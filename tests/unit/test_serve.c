@@ -794,6 +794,23 @@ START_TEST(test_reconnect_and_restart)
 	client_free(&c);
 	client_free(&c2);
 
+	/* A second boot of the app it knows does not write its list of apps again. */
+	{
+		char apps[600];
+		struct stat before, after;
+
+		snprintf(apps, sizeof(apps), "%s/state/apps.json", tmp);
+		ck_assert_int_eq(stat(apps, &before), 0);
+		connect_ok(&c, host_key);
+		st = client_send(&c, MSG_BOOT_START, MSG_F_END, NEW_STREAM, app_req(), NULL, 0);
+		ck_assert_int_ge(client_wait_type(&c, st, MSG_BOOT_RESULT, 0, CLIENT_TIMEOUT_MS),
+		                 0);
+		ck_assert_int_eq(stat(apps, &after), 0);
+		ck_assert_uint_eq(before.st_ino, after.st_ino);
+		ck_assert_str_eq(status_of(&c, NULL), "ready");
+		client_free(&c);
+	}
+
 	kill_daemon();
 	start_daemon();
 	connect_ok(&c, host_key);
