@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -770,9 +771,22 @@ int procset_stop(struct procset *ps, unsigned grace_ms, pid_t exclude, struct er
 	size_t n_termed = 0;
 	uint64_t start = clock_now_ms(), term_until = start + grace_ms, kill_until = 0;
 	unsigned nap = 1;
-	bool killing = false;
+	bool killing = false, relooked = false;
 	struct spared sp;
+	/*
+	 * A cgroup2's cgroup.events turns readable (POLLPRI) when "populated" changes: the naps
+	 * between looks end as the last member exits, not up to a nap later.
+	 */
+	_cleanup_close_ int events_fd = -1;
 
+	if (ps->backend == PROCSET_CGROUP2) {
+		_cleanup_free_ char *events = NULL;
+
+		if (asprintf(&events, "%s/cgroup.events", ps->path) < 0)
+			events = NULL;
+		else
+			events_fd = open(events, O_RDONLY | O_CLOEXEC);
+	}
 	spared_init(&sp, exclude);
 	for (;;) {
 		struct member_list m = {0};
@@ -833,7 +847,24 @@ int procset_stop(struct procset *ps, unsigned grace_ms, pid_t exclude, struct er
 		free(m.v);
 		now = clock_now_ms();
 		uint64_t until = killing ? kill_until : term_until;
-		sleep_ms(until > now && until - now < nap ? (unsigned)(until - now) : nap);
+		unsigned wait = until > now && until - now < nap ? (unsigned)(until - now) : nap;
+		if (events_fd >= 0) {
+			struct pollfd pfd = {.fd = events_fd, .events = POLLPRI};
+			char buf[64] = "";
+			ssize_t n;
+
+			/* Read first: poll wakes for changes after the last read. Emptied
+			 * already: look again at once (once a stop, so it cannot spin). */
+			n = pread(events_fd, buf, sizeof(buf) - 1, 0);
+			if (n > 0 && strstr(buf, "populated 0") && !relooked) {
+				relooked = true;
+				continue;
+			}
+			if (poll(&pfd, 1, (int)wait) < 0 && errno != EINTR)
+				sleep_ms(wait);
+		} else {
+			sleep_ms(wait);
+		}
 		if (nap < 20)
 			nap *= 2;
 	}
