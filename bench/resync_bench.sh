@@ -140,17 +140,19 @@ printf '  fresh boot (new workspace: checkout + setup + manifest + server)   %6d
 	"$fresh" "$(median "$TMP/fresh" 2)" "$(median "$TMP/fresh" 3)"
 printf '  re-sync to a new commit (checkout + boot again, app running)       %6d ms (checkout %d, boot %d)\n' \
 	"$resync" "$(median "$TMP/resync" 2)" "$(median "$TMP/resync" 3)"
-printf '  re-sync / fresh boot                                               %6d %%  (goal <= 25 %%)\n' \
-	$((resync * 100 / fresh))
+# Tenths of a percent: a floor to whole percents would print 25 for 25.9.
+pct() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.1f", a * 100 / b}'; }
+printf '  re-sync / fresh boot                                               %6s %%  (goal <= 25 %%)\n' \
+	"$(pct "$resync" "$fresh")"
 # What a re-sync cannot skip: the app's own manifest and server at the new commit (the boot
 # contract runs both again on a changed checkout, one after the other). The rest is ours.
 app_ms=$(median "$TMP/resync" 4)
 ours=$(median "$TMP/resync" 6)
 engine=$(median "$TMP/resync" 5)
-printf '  of it the app'"'"'s own commands (manifest, then server, new commit)  %6d ms = %d %% of the fresh boot\n' \
-	"$app_ms" $((app_ms * 100 / fresh))
-printf '  of it ours (checkout, channel, engine: engine %d ms)               %6d ms = %d %% of the fresh boot\n' \
-	"$engine" "$ours" $((ours * 100 / fresh))
+printf '  of it the app'"'"'s own commands (manifest, then server, new commit)  %6d ms = %s %% of the fresh boot\n' \
+	"$app_ms" "$(pct "$app_ms" "$fresh")"
+printf '  of it ours (checkout, channel, engine: engine %d ms)               %6d ms = %s %% of the fresh boot\n' \
+	"$engine" "$ours" "$(pct "$ours" "$fresh")"
 # The checkout's fetch waits on the git server as any client does.
 server=$(median "$TMP/server-fetch" 1)
 printf '  of it the git server answering the checkout'"'"'s two requests (curl)  %6d ms\n' "$server"
@@ -170,10 +172,10 @@ print("figure: examples/%s over the channel: a fresh workspace (checkout from th
       "setup, manifest, server; median of %s) | %.1f s | " % (example, runs, fresh / 1000))
 print("figure: the same app re-synced to a new commit while it runs (checkout + boot again; "
       "the fresh boot's writes synced to disk first) | "
-      "%.2f s = %d %% of the fresh boot; skipped: %s; %s; of it the app's own manifest and "
-      "server at the new commit (which a re-sync runs again) %d ms = %d %%, ours (checkout, "
-      "channel, engine %d ms) %d ms = %d %%, of which the git server's answers to the "
+      "%.2f s = %.1f %% of the fresh boot; skipped: %s; %s; of it the app's own manifest and "
+      "server at the new commit (which a re-sync runs again) %d ms = %.1f %%, ours (checkout, "
+      "channel, engine %d ms) %d ms = %.1f %%, of which the git server's answers to the "
       "checkout %d ms | <= 25 %%"
-      % (resync / 1000, resync * 100 // fresh, ", ".join(skipped) or "none", carried,
-         app_ms, app_ms * 100 // fresh, engine, ours, ours * 100 // fresh, server))
+      % (resync / 1000, resync * 100 / fresh, ", ".join(skipped) or "none", carried,
+         app_ms, app_ms * 100 / fresh, engine, ours, ours * 100 / fresh, server))
 PY
