@@ -187,30 +187,17 @@ static int prepare_directories(const struct boot_plan *p, struct err *err)
 	for (size_t i = 0; p->directories && p->directories[i]; i++)
 		if (dir_for_user(p, p->directories[i], err) < 0)
 			return -1;
+	/* The checkout belongs to the run user, so the app can write tmp/, log/ and its db. */
+	if (p->user.uid != (uid_t)-1 && geteuid() == 0 &&
+	    fs_safe_tree_chown(p->app_dir, p->user.uid, p->user.gid, err) < 0)
+		return err_wrap(err, "cannot give the checkout to %s", p->user.name);
 	return 0;
 }
 
-/*
- * Stop what a previous boot of this app left running (a second boot, --restart, a re-sync),
- * and give the checkout to the run user, so the app can write tmp/, log/ and its db. The
- * supervisor the last state names (its start time checked) is told first, so its server's way
- * out overlaps our walk of the checkout (the old server runs in the old tree, or leaves the new
- * one as it found it); boot_engine_stop() then does the rest and is waited for whatever the
- * walk says.
- */
-static int stop_previous(const struct boot_plan *p, const struct boot_state *prev, struct err *err)
+/* Stop what a previous boot of this app left running (a second boot, --restart). */
+static int stop_previous(const struct boot_plan *p, struct err *err)
 {
-	struct err stop_err;
-	int r = 0;
-
-	if (prev->supervisor_pid > 1 && prev->supervisor_start)
-		(void)proc_signal(prev->supervisor_pid, prev->supervisor_start, SIGTERM);
-	if (p->user.uid != (uid_t)-1 && geteuid() == 0 &&
-	    fs_safe_tree_chown(p->app_dir, p->user.uid, p->user.gid, err) < 0)
-		r = err_wrap(err, "cannot give the checkout to %s", p->user.name);
-	if (boot_engine_stop(p->state_dir, p->grace_ms, r < 0 ? &stop_err : err) < 0 && r == 0)
-		r = -1;
-	return r;
+	return boot_engine_stop(p->state_dir, p->grace_ms, err);
 }
 
 /* `bin/rails -T -A`, listed once per boot, for the steps' if_task. */
@@ -888,9 +875,7 @@ int boot_engine_run(struct boot_plan *p, const struct boot_options *o,
 	} else if (o->restart) {
 		from = p->n_steps;
 	}
-	/* From here on the boot's wall time is ours or the app's (engine_ms, app_ms). */
-	st.started_ms = clock_realtime_ms();
-	if (stop_previous(p, &prev, err) < 0)
+	if (stop_previous(p, err) < 0)
 		goto out;
 	unlink(p->runtime_path);
 	file_stage_remove(p->runtime_path); /* left by a boot that died while its server started */
@@ -904,6 +889,7 @@ int boot_engine_run(struct boot_plan *p, const struct boot_options *o,
 	boot_state_set(&st.recorded_steps, p->recorded_steps);
 	boot_state_set(&st.resumed_from, o->from_step);
 	st.restarted = o->restart;
+	st.started_ms = clock_realtime_ms();
 	if (boot_state_phase_add(&st, "preflight", NULL) < 0 ||
 	    boot_state_phase_add(&st, "toolchain", NULL) < 0) {
 		err_oom(err);

@@ -35,8 +35,7 @@ check "the model credential is in no log" ! grep -rqF sk-ant-test-0123456789abcd
 check "the server's log has the request lines" grep -q 'request: "GET /up' "$TMP/ok/.sandbox/logs/server.log"
 "$BOOT" --status "$app" >"$TMP/status.json"
 check "--status says ready" grep -q '"status":"ready"' "$TMP/status.json"
-# The second boot stops the first one's server while it gives the checkout to the run user:
-# both must be done before it goes on.
+# The second boot stops the first one's server, then gives the checkout to the run user.
 touch "$app/added-by-root"
 pyapp_boot "$app"
 check "a second boot of a running app succeeds" [ "$RC" -eq 0 ]
@@ -264,7 +263,11 @@ if chattr +i "$app/immutable" 2>/dev/null; then
 		grep -q 'cannot give the checkout to sandbox' "$ERR"
 	check "the first boot's server was stopped" [ -n "$srv" ] && [ ! -e "/proc/$srv" ]
 	check "no process left" no_procs_in "$app"
-	check "the state says failed" grep -q '"status":"failed"' "$TMP/nochown/.sandbox/state.json"
+	check "the state says failed, for this app, at preflight" python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+sys.exit(not (d["status"] == "failed" and d["app_dir"] == sys.argv[2] and d["boot_id"]
+              and d["failed_step"] == "preflight"))' "$TMP/nochown/.sandbox/state.json" "$app"
 else
 	echo "  (not checked: chattr +i is refused on this filesystem)"
 fi
