@@ -57,7 +57,8 @@ void connect_session_close(struct session *s)
 
 	if (!s)
 		return;
-	if (s->ch && channel_close(s->ch, CLOSE_WAIT_MS, &e) == 0 && s->open_streams) {
+	if (s->ch && channel_close(s->ch, CLOSE_WAIT_MS, &e) == 0 &&
+	    (s->open_streams || s->one_shot)) {
 		/* Let the guest finish: its close says it saw everything we sent. */
 		int64_t deadline = frame_io_deadline(CLOSE_WAIT_MS);
 		for (;;) {
@@ -358,8 +359,11 @@ static int say_hello(struct session *s, int64_t deadline, struct err *err)
 	}
 	{
 		json_object *d = NULL;
-		if (json_object_object_get_ex(s->guest_hello, "daemon", &d) &&
-		    strcmp(json_object_get_string(d), "one-shot") == 0)
+		/* A hostile guest's "daemon": null or 1 is not one-shot (nor a crash). */
+		s->one_shot = json_object_object_get_ex(s->guest_hello, "daemon", &d) &&
+		              json_object_is_type(d, json_type_string) &&
+		              strcmp(json_object_get_string(d), "one-shot") == 0;
+		if (s->one_shot)
 			output_note(
 			    s->out,
 			    "the guest runs no sandbox-agent daemon: this command was served "
