@@ -72,9 +72,12 @@ static void apps_save(struct serve *srv)
 	text = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
 	if (asprintf(&path, "%s/%s", srv->cfg->state_dir, APPS_FILE) < 0) {
 		path = NULL;
+		srv->apps_unsaved = true;
 		return;
 	}
-	if (file_write_atomic(path, text, strlen(text), 0600, (uid_t)-1, (gid_t)-1, &err) < 0)
+	srv->apps_unsaved =
+	    file_write_atomic(path, text, strlen(text), 0600, (uid_t)-1, (gid_t)-1, &err) < 0;
+	if (srv->apps_unsaved)
 		log_warn("cannot remember the apps: %s", err.msg);
 }
 
@@ -195,9 +198,9 @@ int serve_apps_set(struct serve *srv, const char *app_dir, const char *state_dir
 		if (strcmp(srv->apps[i].app_dir, app_dir) == 0) {
 			char *dup;
 
-			/* Known as it is (every boot of an app after its first): nothing to write.
-			 */
-			if (strcmp(srv->apps[i].state_dir, state_dir) == 0)
+			/* Known as it is (every boot of an app after its first) and on disk:
+			 * nothing to write. */
+			if (strcmp(srv->apps[i].state_dir, state_dir) == 0 && !srv->apps_unsaved)
 				return 0;
 			dup = strdup(state_dir);
 			if (!dup)

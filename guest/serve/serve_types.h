@@ -174,7 +174,8 @@ struct serve {
 	struct job *jobs;
 	struct app_entry *apps;
 	size_t n_apps;
-	char **clean_env; /* the daemon's environment, without systemd's variables */
+	bool apps_unsaved; /* the last write of apps.json failed: the next set writes again */
+	char **clean_env;  /* the daemon's environment, without systemd's variables */
 	char instance[256];
 	bool quit;
 };
