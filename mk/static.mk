@@ -31,7 +31,7 @@ STATIC_CFLAGS := $(filter-out -O2 -fPIE,$(BASE_CFLAGS)) -Oz -fno-pie -flto \
 # The code, the read-only data and the headers keep their own segments (-z separate-code, the
 # default): the read-only data is not mapped executable, which is worth its padding (up to 8 KB).
 STATIC_LTO_FLAGS := -flto=auto -Oz -fno-pie -ffunction-sections -fdata-sections \
-	-fno-asynchronous-unwind-tables -fstack-protector-strong
+	-fno-asynchronous-unwind-tables -fstack-protector-strong -Werror=lto-type-mismatch -Werror=odr
 STATIC_LDFLAGS := $(STATIC_LTO_FLAGS) -static -no-pie -Wl,--gc-sections -Wl,-z,relro,-z,now \
 	-Wl,-z,noexecstack
 # -L .../lib/musl: the set's libc.a (musl built -Os, see build-deps.sh) is found before the one

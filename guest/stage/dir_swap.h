@@ -93,8 +93,9 @@ void dir_swap_stage_discard(struct dir_swap *s);
 
 /*
  * Swap the (complete, flushed) stage in as the directory. *ret_method says how. The old tree is
- * left beside it (at old_name) for dir_swap_old_remove(), so a caller can answer first and
- * remove it after. Any failure before the swap leaves the directory as it was.
+ * left beside it (at old_name, or at new_name when renaming it there failed) for
+ * dir_swap_old_remove(), so a caller can answer first and remove it after. Any failure before
+ * the swap leaves the directory as it was.
  */
 int dir_swap_exchange(struct dir_swap *s, int *ret_method, struct err *err);
 /*

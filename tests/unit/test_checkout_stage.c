@@ -271,7 +271,6 @@ START_TEST(test_first_checkout_from_pack)
 	checkout_stage_free(TAKE_PTR(s));
 
 	ck_assert_int_eq(res.method, CHECKOUT_SWAP_FIRST);
-	ck_assert(!res.old_tree_left);
 	ck_assert(whole_at(app, ts_id(&ids, "c4")));
 	assert_same_as_git(app, ts_id(&ids, "c4"));
 	ck_assert(!leftovers());
