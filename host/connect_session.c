@@ -58,7 +58,7 @@ void connect_session_close(struct session *s)
 	if (!s)
 		return;
 	if (s->ch && channel_close(s->ch, CLOSE_WAIT_MS, &e) == 0 &&
-	    (s->open_streams || s->one_shot)) {
+	    (s->open_streams || s->one_shot || !s->direct_socket)) {
 		/* Let the guest finish: its close says it saw everything we sent. */
 		int64_t deadline = frame_io_deadline(CLOSE_WAIT_MS);
 		for (;;) {
@@ -408,6 +408,7 @@ int connect_session_open(const struct session_options *o, struct session **ret, 
 		return CTL_EXIT_REFUSED;
 	}
 	r = connect_open(&addr, deadline, &s->stream, err);
+	s->direct_socket = r == 0 && (addr.kind == CONNECT_UNIX || addr.kind == CONNECT_VSOCK);
 	if (r < 0 && fallback.argv) {
 		if (s->out)
 			output_detail(s->out, "%s; trying %s", err->msg, fallback.argv[0]);

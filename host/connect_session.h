@@ -69,6 +69,7 @@ struct session {
 	uint32_t next_stream;  /* the next odd id */
 	unsigned open_streams; /* ours the guest has not ended yet (connect_session_close) */
 	bool one_shot; /* the guest's hello: no daemon, a sandbox-agent of this session's own */
+	bool direct_socket; /* unix or vsock straight to the agent: our leaving fails its writes */
 	int timeout_ms;
 	struct output *out;
 };
@@ -78,10 +79,12 @@ int connect_session_open(const struct session_options *o, struct session **ret, 
 /*
  * Send close and free everything. While a stream of ours is still open on the guest's side, wait
  * briefly for the guest's close first (it says the guest saw everything we sent); once the
- * guest has ended every stream we opened, it has, and the close is not waited for, except by a
- * one-shot guest: the sandbox-agent serving this session alone may still be finishing (a
- * checkout's old tree removed after its answer, with the app's lock held), and an exec
- * transport ends it soon after we leave.
+ * guest has ended every stream we opened, it has, and the close is not waited for where the
+ * guest sees us leave at once: a unix or vsock socket straight to a daemon. Over a serial port
+ * (its close, unread, would block the single-threaded daemon's next write for its whole send
+ * timeout) or an exec transport, and with a one-shot guest (the sandbox-agent serving this
+ * session alone may still be finishing, a checkout's old tree removed after its answer with the
+ * app's lock held), it still is.
  */
 void connect_session_close(struct session *s);
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct session *, connect_session_close)
