@@ -342,22 +342,35 @@ START_TEST(test_stop_spares_self_and_exclude_not_our_group)
 }
 END_TEST
 
+/* A `sleep 60` spawned into the set, its group recorded, once it said it runs; *ret_out is the
+ * read end of its output, for the caller to close. */
+static pid_t spawn_sleeper(struct procset *ps, int *ret_out)
+{
+	char buf[64] = "";
+	int out[2];
+	pid_t pid;
+
+	ck_assert_int_eq(pipe2(out, O_CLOEXEC), 0);
+	pid = spawn_in(ps, "echo ready; exec sleep 60", out[1]);
+	close(out[1]);
+	ck_assert(read_until(out[0], "ready\n", buf, sizeof(buf)));
+	*ret_out = out[0];
+	return pid;
+}
+
 START_TEST(test_reopen_from_recorded_path)
 {
 	enum procset_backend b = backends[_i];
 	struct procset *ps = make_set(b, "reopen"), *again = NULL;
-	char buf[64] = "", *path;
-	int out[2];
+	char *path;
+	int out;
 	pid_t pid;
 	uint64_t start;
 	struct err e;
 
 	if (!ps)
 		return;
-	ck_assert_int_eq(pipe2(out, O_CLOEXEC), 0);
-	pid = spawn_in(ps, "echo ready; exec sleep 60", out[1]);
-	close(out[1]);
-	ck_assert(read_until(out[0], "ready\n", buf, sizeof(buf)));
+	pid = spawn_sleeper(ps, &out);
 	start = proc_start_time(pid);
 	path = strdup(procset_cgroup_path(ps));
 	procset_free(ps); /* a later `--stop` starts from state.json */
@@ -375,7 +388,7 @@ START_TEST(test_reopen_from_recorded_path)
 	procset_destroy(again);
 	procset_free(again);
 	free(path);
-	close(out[0]);
+	close(out);
 }
 END_TEST
 
@@ -502,9 +515,9 @@ START_TEST(test_recorded_group_outside_cgroup)
 {
 	enum procset_backend b = backends[_i];
 	struct procset *ps;
-	char root_procs[4200], buf[64] = "", pidbuf[16];
+	char root_procs[4200], pidbuf[16];
 	const char *path, *tail;
-	int out[2], fd;
+	int out, fd;
 	pid_t pid;
 
 	if (b == PROCSET_NO_CGROUP)
@@ -512,10 +525,7 @@ START_TEST(test_recorded_group_outside_cgroup)
 	ps = make_set(b, "moved");
 	if (!ps)
 		return;
-	ck_assert_int_eq(pipe2(out, O_CLOEXEC), 0);
-	pid = spawn_in(ps, "echo ready; exec sleep 60", out[1]);
-	close(out[1]);
-	ck_assert(read_until(out[0], "ready\n", buf, sizeof(buf)));
+	pid = spawn_sleeper(ps, &out);
 	ck_assert(has_pid(ps, pid));
 	/* To the hierarchy's root cgroup, which every process may be in. */
 	path = procset_cgroup_path(ps);
@@ -533,7 +543,7 @@ START_TEST(test_recorded_group_outside_cgroup)
 	ck_assert_int_eq(WTERMSIG(wait_status(pid)), SIGKILL);
 	procset_destroy(ps);
 	procset_free(ps);
-	close(out[0]);
+	close(out);
 }
 END_TEST
 
