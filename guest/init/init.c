@@ -89,6 +89,40 @@ int init_mount_basics(const char *root, struct err *err)
 	return 0;
 }
 
+/*
+ * The kernel starts with fs.protected_hardlinks and protected_symlinks off (systemd turns them
+ * on at boot; without it nobody does). Off, the app's user could hard-link a file of root's into
+ * a tree the agent later gives to that user, or plant a link in a sticky directory that a
+ * root process follows. Turned on here, as systemd does, with protected_fifos and
+ * protected_regular; a value already higher stays. Where /proc/sys is read-only (a container:
+ * the host's values apply) it is no error.
+ */
+void init_protect_links(const char *root)
+{
+	static const char *const names[] = {"protected_hardlinks", "protected_symlinks",
+	                                    "protected_fifos", "protected_regular"};
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		char path[4096], v[16] = "";
+		_cleanup_close_ int fd = -1;
+		ssize_t n;
+
+		snprintf(path, sizeof(path), "%s/proc/sys/fs/%s", root, names[i]);
+		fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+		if (fd < 0) {
+			log_debug("init: %s: %s (left as it is)", path, strerror(errno));
+			continue;
+		}
+		n = read(fd, v, sizeof(v) - 1);
+		if (n > 0 && v[0] != '0')
+			continue;
+		if (pwrite(fd, "1\n", 2, 0) != 2)
+			log_debug("init: cannot turn %s on: %s", path, strerror(errno));
+		else
+			log_debug("init: fs.%s = 1", names[i]);
+	}
+}
+
 static void handled_signals(sigset_t *set)
 {
 	sigemptyset(set);
@@ -279,6 +313,8 @@ int init_cli_main(int argc, char **argv)
 	setenv("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", 0);
 	if (do_mount && opts.pid1 && init_mount_basics("", &err) < 0)
 		fprintf(stderr, "sandbox-agent init: %s (carrying on)\n", err.msg);
+	if (opts.pid1)
+		init_protect_links("");
 
 	_cleanup_free_ char **dargv = calloc((size_t)(argc - i) + 3, sizeof(char *));
 	if (!dargv) {

@@ -28,6 +28,13 @@ struct init_opts {
 int init_mount_basics(const char *root, struct err *err);
 
 /*
+ * Turn fs.protected_hardlinks, protected_symlinks, protected_fifos and protected_regular on
+ * under ROOT/proc/sys/fs where they are 0 (a higher value stays; a file that is missing or
+ * read-only is left as it is). As PID 1 only: it changes the whole kernel's behaviour.
+ */
+void init_protect_links(const char *root);
+
+/*
  * Run the loop: block the signals init handles, start the daemon, and serve until the daemon is
  * gone (it exited, or a stop signal ended it). *ret_status gets the exit code init should end
  * with: the daemon's exit code, or 128 + the signal that ended it. As PID 1 (opts->pid1) this

@@ -231,6 +231,55 @@ START_TEST(test_mount_basics)
 }
 END_TEST
 
+static void write_at(const char *rel, const char *text)
+{
+	char path[512];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, rel);
+	f = fopen(path, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+static void read_at(const char *rel, char *buf, size_t len)
+{
+	char path[512];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, rel);
+	f = fopen(path, "r");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_ptr_nonnull(fgets(buf, (int)len, f));
+	fclose(f);
+}
+
+/* Under a root of regular files standing in for /proc/sys/fs: a 0 becomes 1, a 2 stays, a
+ * missing file (protected_regular) is no error. */
+START_TEST(test_protect_links)
+{
+	char path[512], v[16];
+
+	for (const char *d = "proc\0proc/sys\0proc/sys/fs\0"; *d; d += strlen(d) + 1) {
+		snprintf(path, sizeof(path), "%s/%s", dir, d);
+		ck_assert_int_eq(mkdir(path, 0755), 0);
+	}
+	write_at("proc/sys/fs/protected_hardlinks", "0\n");
+	write_at("proc/sys/fs/protected_symlinks", "0\n");
+	write_at("proc/sys/fs/protected_fifos", "2\n");
+	init_protect_links(dir);
+	read_at("proc/sys/fs/protected_hardlinks", v, sizeof(v));
+	ck_assert_str_eq(v, "1\n");
+	read_at("proc/sys/fs/protected_symlinks", v, sizeof(v));
+	ck_assert_str_eq(v, "1\n");
+	read_at("proc/sys/fs/protected_fifos", v, sizeof(v));
+	ck_assert_str_eq(v, "2\n");
+	snprintf(path, sizeof(path), "%s/proc/sys/fs/protected_regular", dir);
+	ck_assert_int_eq(access(path, F_OK), -1);
+}
+END_TEST
+
 static Suite *init_suite(void)
 {
 	Suite *s = suite_create("init");
@@ -243,6 +292,7 @@ static Suite *init_suite(void)
 	tcase_add_test(tc, test_stop_kills_after_grace);
 	tcase_add_test(tc, test_daemon_exit_status);
 	tcase_add_test(tc, test_mount_basics);
+	tcase_add_test(tc, test_protect_links);
 	suite_add_tcase(s, tc);
 	return s;
 }
