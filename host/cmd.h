@@ -39,6 +39,16 @@ int cmd_verify(struct ctl *ctl, int argc, char **argv);
 int cmd_github_token(struct ctl *ctl, int argc, char **argv);
 int cmd_session(struct ctl *ctl, int argc, char **argv);
 
+/*
+ * The checkout of cmd_checkout, for a command that goes on in the same session (boot
+ * --checkout): the spec at spec_path fetched on the host (or by the guest with guest) and
+ * placed in app_dir. The session it opened is left in *ret_session (the caller's to close,
+ * also on failure); *ret is the checkout's result ({commit, ref, method, app_dir, agent}).
+ * Returns the exit code, with the reason in ctl->err.
+ */
+int cmd_checkout_run(struct ctl *ctl, const char *spec_path, const char *app_dir, bool guest,
+                     struct session **ret_session, struct json_object **ret);
+
 /* A usage error of a command: sets ctl->err and returns CTL_EXIT_REFUSED. */
 int cmd_usage(struct ctl *ctl, const char *usage, const char *fmt, ...) _printf_(3, 4);
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * sandbox-ctl boot [--app-dir DIR | --spec FILE] [--from STEP] [--restart] [--pass-env NAME]
- *                  [--with-token] [--wait] [--deadline S] [--shared-user]
+ * sandbox-ctl boot [--app-dir DIR | --spec FILE] [--checkout FILE|-] [--from STEP] [--restart]
+ *                  [--pass-env NAME] [--with-token] [--wait] [--deadline S] [--shared-user]
  *
  * Starts a boot in the agent (docs/protocol.md §7.4) and shows its phases on stderr as they
  * happen: on a terminal one live line per phase, rewritten in place with the phase's latest
@@ -10,6 +10,11 @@
  * "reason": ...}, and exits 0, 1 or 2 as sandbox-app-boot does; without --wait it returns as
  * soon as the agent reports the boot running. Either way the boot runs in the agent, not in
  * this connection: an interrupt (or a dropped connection) leaves it running.
+ *
+ * With --checkout, the checkout spec's commit is first placed in the app directory as
+ * `sandbox-ctl checkout` does (cmd_checkout_run, the host fetching), and the boot follows in
+ * the same session: one process and one handshake for a re-sync instead of two. A checkout
+ * that fails boots nothing; the result carries the checkout's own as "checkout".
  */
 #include "cmd.h"
 
@@ -23,8 +28,8 @@
 #include "strv.h"
 
 #define USAGE                                                                                      \
-	"boot [--app-dir DIR | --spec FILE] [--from STEP] [--restart] [--pass-env NAME] "          \
-	"[--with-token] [--wait] [--deadline S] [--shared-user]"
+	"boot [--app-dir DIR | --spec FILE] [--checkout FILE|-] [--from STEP] [--restart] "        \
+	"[--pass-env NAME] [--with-token] [--wait] [--deadline S] [--shared-user]"
 #define DEADLINE_DEFAULT_MS (600 * 1000) /* the engine's own default */
 #define DEADLINE_SLACK_MS (60 * 1000)    /* the agent reports its own deadline; then we give up */
 #define DEADLINE_MAX_MS (7LL * 24 * 3600 * 1000)
@@ -297,13 +302,21 @@ static int read_spec(const char *path, struct json_object **ret, struct err *err
 int cmd_boot(struct ctl *ctl, int argc, char **argv)
 {
 	static const struct option opts[] = {
-	    {"app-dir", required_argument, NULL, 'a'},  {"spec", required_argument, NULL, 's'},
-	    {"from", required_argument, NULL, 'f'},     {"restart", no_argument, NULL, 'r'},
-	    {"pass-env", required_argument, NULL, 'p'}, {"with-token", no_argument, NULL, 't'},
-	    {"wait", no_argument, NULL, 'w'},           {"deadline", required_argument, NULL, 'd'},
-	    {"shared-user", no_argument, NULL, 'u'},    {0},
+	    {"app-dir", required_argument, NULL, 'a'},
+	    {"spec", required_argument, NULL, 's'},
+	    {"from", required_argument, NULL, 'f'},
+	    {"restart", no_argument, NULL, 'r'},
+	    {"pass-env", required_argument, NULL, 'p'},
+	    {"with-token", no_argument, NULL, 't'},
+	    {"wait", no_argument, NULL, 'w'},
+	    {"deadline", required_argument, NULL, 'd'},
+	    {"shared-user", no_argument, NULL, 'u'},
+	    {"checkout", required_argument, NULL, 'c'},
+	    {0},
 	};
 	_cleanup_session_ struct session *s = NULL;
+	_cleanup_json_ struct json_object *checkout_result = NULL;
+	const char *checkout = NULL;
 	_cleanup_json_ struct json_object *req = json_object_new_object();
 	_cleanup_json_ struct json_object *pass_env = json_object_new_array();
 	const char *app_dir = NULL, *spec = NULL;
@@ -321,6 +334,9 @@ int cmd_boot(struct ctl *ctl, int argc, char **argv)
 			break;
 		case 's':
 			spec = optarg;
+			break;
+		case 'c':
+			checkout = optarg;
 			break;
 		case 'f':
 			json_object_object_add(req, "from", json_object_new_string(optarg));
@@ -358,6 +374,12 @@ int cmd_boot(struct ctl *ctl, int argc, char **argv)
 		return cmd_usage(ctl, USAGE, "unexpected argument '%s'", argv[optind]);
 	if (app_dir && spec)
 		return cmd_usage(ctl, USAGE, "give --app-dir or --spec, not both");
+	if (checkout && spec)
+		return cmd_usage(ctl, USAGE,
+		                 "--checkout places a commit in --app-dir; a spec names its own "
+		                 "checkout: give one of them");
+	if (checkout && app_dir && app_dir[0] != '/')
+		return cmd_usage(ctl, USAGE, "--app-dir must be an absolute path in the guest");
 	if (spec) {
 		struct json_object *obj = NULL;
 		if (read_spec(spec, &obj, &ctl->err) < 0)
@@ -373,9 +395,18 @@ int cmd_boot(struct ctl *ctl, int argc, char **argv)
 	if (deadline_ms > 0)
 		json_object_object_add(req, "timeout",
 		                       json_object_new_int64((deadline_ms + 999) / 1000));
-	r = connect_session_open(&ctl->so, &s, &ctl->err);
-	if (r != 0)
-		return r;
+	if (checkout) {
+		r = cmd_checkout_run(ctl, checkout, app_dir ?: CTL_DEFAULT_APP_DIR, false, &s,
+		                     &checkout_result);
+		if (r != 0) {
+			err_wrap(&ctl->err, "the checkout failed, nothing was booted");
+			return r;
+		}
+	} else {
+		r = connect_session_open(&ctl->so, &s, &ctl->err);
+		if (r != 0)
+			return r;
+	}
 	if (!connect_session_has_capability(s, "boot")) {
 		err_set(&ctl->err, ERR_REFUSED, EOPNOTSUPP, "the agent does not run boots");
 		return CTL_EXIT_REFUSED;
@@ -384,6 +415,9 @@ int cmd_boot(struct ctl *ctl, int argc, char **argv)
 	r = connect_session_send(s, MSG_BOOT_START, MSG_F_END, stream, req, NULL, 0, &ctl->err);
 	if (r != 0)
 		return r;
-	return follow(ctl, s, stream, wait,
-	              (deadline_ms > 0 ? deadline_ms : DEADLINE_DEFAULT_MS) + DEADLINE_SLACK_MS);
+	r = follow(ctl, s, stream, wait,
+	           (deadline_ms > 0 ? deadline_ms : DEADLINE_DEFAULT_MS) + DEADLINE_SLACK_MS);
+	if (checkout_result && json_object_is_type(ctl->result, json_type_object))
+		json_object_object_add(ctl->result, "checkout", TAKE_PTR(checkout_result));
+	return r;
 }

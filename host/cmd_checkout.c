@@ -105,7 +105,7 @@ static int fetch_failed(struct err *err)
 }
 
 static int host_fetch(struct ctl *ctl, struct checkout_spec *sp, const char *app_dir,
-                      json_object **ret)
+                      struct session **sp_out, json_object **ret)
 {
 	struct git_fetch_spec fs = {.clone_url = sp->clone_url,
 	                            .ref = sp->ref,
@@ -113,8 +113,8 @@ static int host_fetch(struct ctl *ctl, struct checkout_spec *sp, const char *app
 	                            .token = sp->token,
 	                            .token_len = sp->token_len};
 	_cleanup_git_repository_ git_repository *repo = NULL;
-	_cleanup_session_ struct session *s = NULL;
 	_cleanup_json_ json_object *begin = json_object_new_object();
+	struct session *s = NULL;
 	char tmpl[] = "/tmp/sandbox-ctl-checkout.XXXXXX";
 	struct git_fetch_result res;
 	struct pack_send ps = {0};
@@ -135,7 +135,8 @@ static int host_fetch(struct ctl *ctl, struct checkout_spec *sp, const char *app
 			r = fetch_failed(&ctl->err);
 	}
 	if (r == 0)
-		r = connect_session_open(&ctl->so, &s, &ctl->err);
+		r = connect_session_open(&ctl->so, sp_out, &ctl->err);
+	s = *sp_out;
 	if (r == 0 && !connect_session_has_capability(s, "checkout")) {
 		err_set(&ctl->err, ERR_REFUSED, EOPNOTSUPP, "the agent does not take checkouts");
 		r = CTL_EXIT_REFUSED;
@@ -170,12 +171,12 @@ static int host_fetch(struct ctl *ctl, struct checkout_spec *sp, const char *app
 /* ---- guest fetch: the token as a fetch secret, checkout.fetch ---- */
 
 static int guest_fetch(struct ctl *ctl, struct checkout_spec *sp, const char *app_dir,
-                       json_object **ret)
+                       struct session **sp_out, json_object **ret)
 {
-	_cleanup_session_ struct session *s = NULL;
 	_cleanup_json_ json_object *put = json_object_new_object();
 	_cleanup_json_ json_object *req = json_object_new_object();
 	json_object *reply = NULL;
+	struct session *s;
 	int r;
 
 	if (!sp->token) {
@@ -183,7 +184,8 @@ static int guest_fetch(struct ctl *ctl, struct checkout_spec *sp, const char *ap
 		        "--guest-fetch needs the token in the spec");
 		return CTL_EXIT_REFUSED;
 	}
-	r = connect_session_open(&ctl->so, &s, &ctl->err);
+	r = connect_session_open(&ctl->so, sp_out, &ctl->err);
+	s = *sp_out;
 	if (r == 0 && (!connect_session_has_capability(s, "checkout") ||
 	               !connect_session_has_capability(s, "secrets"))) {
 		err_set(&ctl->err, ERR_REFUSED, EOPNOTSUPP, "the agent does not take checkouts");
@@ -214,6 +216,45 @@ static int guest_fetch(struct ctl *ctl, struct checkout_spec *sp, const char *ap
 	return r;
 }
 
+int cmd_checkout_run(struct ctl *ctl, const char *spec_path, const char *app_dir, bool guest,
+                     struct session **ret_session, struct json_object **ret)
+{
+	struct git_fetch_global_opts gopts = {0};
+	struct checkout_spec sp = {0};
+	json_object *reply = NULL;
+	int r;
+
+	/* libgit2 before the spec, whose ref it checks: one initialization (a CA bundle parsed). */
+	if (!guest && git_fetch_global_init(&gopts, &ctl->err) < 0)
+		return output_exit_of(&ctl->err);
+	if (checkout_spec_load(spec_path, &sp, &ctl->err) < 0)
+		r = output_exit_of(&ctl->err);
+	else if (guest)
+		r = guest_fetch(ctl, &sp, app_dir, ret_session, &reply);
+	else
+		r = host_fetch(ctl, &sp, app_dir, ret_session, &reply);
+	if (!guest)
+		git_fetch_global_shutdown();
+	if (r == 0) {
+		json_object *out = json_object_new_object();
+		json_object *v;
+
+		json_object_object_add(
+		    out, "commit",
+		    json_object_object_get_ex(reply, "commit", &v) ? json_object_get(v) : NULL);
+		json_object_object_add(out, "ref", json_object_new_string(sp.ref ? sp.ref : ""));
+		json_object_object_add(
+		    out, "method", json_object_new_string(guest ? "guest-fetch" : "host-fetch"));
+		json_object_object_add(out, "app_dir", json_object_new_string(app_dir));
+		json_object_object_add(out, "agent", reply);
+		*ret = out;
+	} else {
+		json_object_put(reply);
+	}
+	checkout_spec_dispose(&sp);
+	return r;
+}
+
 int cmd_checkout(struct ctl *ctl, int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -222,12 +263,10 @@ int cmd_checkout(struct ctl *ctl, int argc, char **argv)
 	    {"guest-fetch", no_argument, NULL, 'g'},
 	    {0},
 	};
+	_cleanup_session_ struct session *s = NULL;
 	const char *spec_path = NULL, *app_dir = CTL_DEFAULT_APP_DIR;
-	struct git_fetch_global_opts gopts = {0};
-	struct checkout_spec sp = {0};
-	json_object *reply = NULL;
 	bool guest = false;
-	int c, r;
+	int c;
 
 	optind = 0;
 	opterr = 0;
@@ -247,33 +286,5 @@ int cmd_checkout(struct ctl *ctl, int argc, char **argv)
 		return cmd_usage(ctl, USAGE, "give the spec: --spec FILE, or --spec - for stdin");
 	if (app_dir[0] != '/')
 		return cmd_usage(ctl, USAGE, "--app-dir must be an absolute path in the guest");
-	/* libgit2 before the spec, whose ref it checks: one initialization (a CA bundle parsed). */
-	if (!guest && git_fetch_global_init(&gopts, &ctl->err) < 0)
-		return output_exit_of(&ctl->err);
-	if (checkout_spec_load(spec_path, &sp, &ctl->err) < 0)
-		r = output_exit_of(&ctl->err);
-	else if (guest)
-		r = guest_fetch(ctl, &sp, app_dir, &reply);
-	else
-		r = host_fetch(ctl, &sp, app_dir, &reply);
-	if (!guest)
-		git_fetch_global_shutdown();
-	if (r == 0) {
-		json_object *out = json_object_new_object();
-		json_object *v;
-
-		json_object_object_add(
-		    out, "commit",
-		    json_object_object_get_ex(reply, "commit", &v) ? json_object_get(v) : NULL);
-		json_object_object_add(out, "ref", json_object_new_string(sp.ref ? sp.ref : ""));
-		json_object_object_add(
-		    out, "method", json_object_new_string(guest ? "guest-fetch" : "host-fetch"));
-		json_object_object_add(out, "app_dir", json_object_new_string(app_dir));
-		json_object_object_add(out, "agent", reply);
-		ctl->result = out;
-	} else {
-		json_object_put(reply);
-	}
-	checkout_spec_dispose(&sp);
-	return r;
+	return cmd_checkout_run(ctl, spec_path, app_dir, guest, &s, &ctl->result);
 }

@@ -61,12 +61,14 @@ const struct cmd_info cmd_help_commands[] = {
         .name = "boot",
         .fn = cmd_boot,
         .connects = true,
-        .synopsis = "boot [--app-dir DIR | --spec FILE] [--from STEP] [--restart] "
-                    "[--pass-env NAME]\n"
-                    "            [--with-token] [--wait] [--deadline S]",
+        .synopsis = "boot [--app-dir DIR | --spec FILE] [--checkout FILE|-] [--from STEP] "
+                    "[--restart]\n"
+                    "            [--pass-env NAME] [--with-token] [--wait] [--deadline S]",
         .summary = "boot the app in the agent; with --wait, until ready or failed",
         .options = APP_DIR_OPT
         "  --spec FILE          a spec file (the spec shape; it names its app_dir)\n"
+        "  --checkout FILE|-    first check out this checkout spec's commit, as\n"
+        "                       `checkout --spec` does, in the same session\n"
         "  --from STEP          resume a failed boot at STEP\n"
         "  --restart            run manifest and start again (a changed checkout)\n"
         "  --pass-env NAME      only these boot secrets reach the boot (repeatable)\n"
@@ -74,8 +76,8 @@ const struct cmd_info cmd_help_commands[] = {
         "  --wait               wait for the result: exit 0 ready, 1 failed, 2 refused\n"
         "  --deadline S         the boot's deadline in the agent (600)\n",
         .example = "sandbox-ctl --incus sbx-42 boot --wait --deadline 300 > result.json",
-        .value_options = (const char *const[]){"--app-dir", "--spec", "--from", "--pass-env",
-                                               "--deadline", NULL},
+        .value_options = (const char *const[]){"--app-dir", "--spec", "--checkout", "--from",
+                                               "--pass-env", "--deadline", NULL},
         .flag_options = (const char *const[]){"--restart", "--with-token", "--wait", NULL},
     },
     {

@@ -8,7 +8,9 @@
 # process's command line and environment is sampled for the token (raw, base64 of
 # user:token, URL-encoded); afterwards the workspaces' git files, the daemon's state and logs
 # and sandbox-ctl's output are searched too. A wrong token fails with exit 1, a clear message,
-# and the app directory untouched.
+# and the app directory untouched. Then the running app is re-synced to a new commit by one
+# `sandbox-ctl boot --checkout` (one connection for both); with a wrong token that boots
+# nothing and leaves the running app alone.
 . "$(dirname "$0")/lib.sh"
 need_root
 CTL=$BUILD/sandbox-ctl
@@ -97,4 +99,39 @@ check "boot --wait exits 0" [ "$RC" -eq 0 ]
 [ "$RC" -eq 0 ] || cat "$ERR" "$TMP/agent.log"
 check "status ready" [ "$(json "$OUT" 'd["status"]')" = ready ]
 check "/up answers through the forwarder" [ "$(http_status "http://127.0.0.1:$LISTEN_PORT/up")" = 200 ]
+
+echo "--- boot --checkout: a re-sync in one call"
+echo "# re-synced" >>"$SRC/server.py"
+(cd "$SRC" && git -c user.name=t -c user.email=t@example.com commit -qam resync &&
+	git push -q "$SRV/repos/app.git" main)
+COMMIT2=$(git -C "$SRC" rev-parse HEAD)
+sessions() { grep -c ') accepted, session' "$TMP/agent.log"; }
+STATE1=$TMP/ws1/.sandbox/state.json
+server0=$(json "$STATE1" 'd["server_pid"]')
+before=$(sessions)
+spec "$TOKEN" main | "$CTL" --timeout 60 --connect "$A" boot --checkout - --app-dir "$APP1" --wait \
+	--deadline 60 >"$OUT" 2>"$ERR"
+RC=$?
+check "boot --checkout --wait exits 0" [ "$RC" -eq 0 ]
+[ "$RC" -eq 0 ] || cat "$ERR" "$TMP/agent.log"
+check "status ready" [ "$(json "$OUT" 'd["status"]')" = ready ]
+check "the result carries the checkout's commit" [ "$(json "$OUT" 'd["checkout"]["commit"]')" = "$COMMIT2" ]
+check "the app directory is at the new commit" [ "$(git -c safe.directory="*" -C "$APP1" rev-parse HEAD)" = "$COMMIT2" ]
+check "the server was started again" [ "$(json "$STATE1" 'd["server_pid"]')" != "$server0" ]
+check "/up answers" [ "$(http_status "http://127.0.0.1:$LISTEN_PORT/up")" = 200 ]
+check "one session for the checkout and the boot" [ "$(($(sessions) - before))" -eq 1 ]
+check "nothing of the token in its output" bash -c "! grep -qaF -e '$TOKEN' -e '$B64' -e '$URLENC' '$OUT' '$ERR'"
+server=$(json "$STATE1" 'd["server_pid"]')
+find "$APP1" -printf '%p %s %T@\n' | sort >"$TMP/before"
+spec "wrong-token-0123456789" main | "$CTL" --connect "$A" boot --checkout - --app-dir "$APP1" --wait >"$OUT" 2>"$ERR"
+RC=$?
+check "boot --checkout with a wrong token exits 1" [ "$RC" -eq 1 ]
+check "it says the checkout failed and nothing was booted" grep -q "the checkout failed, nothing was booted: .*authentication failed" "$ERR"
+[ "$RC" -eq 1 ] || cat "$ERR"
+find "$APP1" -printf '%p %s %T@\n' | sort >"$TMP/after"
+check "the app directory is unchanged" cmp -s "$TMP/before" "$TMP/after"
+check "the running server was left alone" [ "$(json "$STATE1" 'd["server_pid"]')" = "$server" ]
+check "and still answers" [ "$(http_status "http://127.0.0.1:$LISTEN_PORT/up")" = 200 ]
+"$CTL" --connect "$A" boot --checkout - --spec "$TMP/nospec.json" </dev/null >"$OUT" 2>"$ERR"
+check "--checkout with --spec is a usage error (exit 2)" [ $? -eq 2 ]
 finish
