@@ -214,6 +214,10 @@ static void unix_pair(int sv[2])
 	if (lfd < 0 || bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(lfd, 1) < 0)
 		die("unix socket");
 	sv[0] = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	/* The sender's buffer as sandbox-ctl sets it (host/connect_unix.c): the same transport. */
+	if (sv[0] >= 0)
+		(void)setsockopt(sv[0], SOL_SOCKET, SO_SNDBUF, &(int){4 * 1024 * 1024},
+		                 sizeof(int));
 	if (sv[0] < 0 || connect(sv[0], (struct sockaddr *)&sa, sizeof(sa)) < 0)
 		die("connect");
 	sv[1] = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
