@@ -70,11 +70,12 @@ struct chown_walk {
 
 /*
  * Give one entry of DFD that is not the run user's to it. The entry is opened (O_PATH, not
- * following a link) and judged and changed through that descriptor, never by its name again:
- * an app of the same user that swaps the name for a hard link to another user's file between
- * the look and the change gets nothing. A regular file with more than one link that is not the
- * user's is left alone (a link the user made to a file of someone else's). *st becomes what the
- * descriptor holds. 0 (also for an entry gone meanwhile), or -1 with w->err.
+ * following a link; a device or FIFO is not opened for I/O) and judged and changed through that
+ * descriptor, never by its name again: an app of the same user that swaps the name for a hard
+ * link to another user's file between the look and the change gets nothing. Anything but a
+ * directory with more than one link that is not the user's is left alone (a link the user made
+ * to a file, FIFO or device node of someone else's). *st becomes what the descriptor holds. 0
+ * (also for an entry gone meanwhile), or -1 with w->err.
  */
 static int chown_entry(struct chown_walk *w, int dfd, const char *name, struct stat *st)
 {
@@ -82,9 +83,11 @@ static int chown_entry(struct chown_walk *w, int dfd, const char *name, struct s
 
 	if (fd < 0 && errno == ENOENT)
 		return 0;
-	if (fd < 0 || fstat(fd, st) < 0)
+	if (fd < 0)
 		return err_errno(w->err, "cannot open %s below %s", name, w->root);
-	if (S_ISREG(st->st_mode) && st->st_nlink > 1 && st->st_uid != w->uid)
+	if (fstat(fd, st) < 0)
+		return err_errno(w->err, "cannot stat %s below %s", name, w->root);
+	if (!S_ISDIR(st->st_mode) && st->st_nlink > 1 && st->st_uid != w->uid)
 		return 0;
 	if (fchownat(fd, "", w->uid, w->gid, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
 		return err_errno(w->err, "cannot give %s below %s to uid %u", name, w->root,
@@ -121,7 +124,6 @@ static int chown_below(struct chown_walk *w, int fd, unsigned depth)
 		if ((st.st_uid != w->uid || st.st_gid != w->gid) &&
 		    (r = chown_entry(w, dirfd(d), de->d_name, &st)) < 0)
 			break;
-		r = 0;
 		if (S_ISDIR(st.st_mode)) {
 			int sub = open_dir_at(dirfd(d), de->d_name);
 			if (sub < 0) {

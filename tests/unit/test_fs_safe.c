@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fs_safe_tree_chown(): a tree of root's given to another uid (root only; skipped otherwise).
- * Files, directories and links below it change owner; a link's target outside does not; a
- * regular file with a second link that belongs to someone else stays theirs (a hard link the
+ * Files, directories, FIFOs and links below it change owner; a link's target outside does not;
+ * a file or FIFO with a second link that belongs to someone else stays theirs (a hard link the
  * user could have made to a file it does not own); what is the user's already is not touched.
  * And with a process swapping a file of root's and such a link back and forth (rename with
  * RENAME_EXCHANGE) while walks run, the other user's file is never given away: each entry is
@@ -82,6 +82,12 @@ START_TEST(test_tree_chown)
 	touch("app/sub/deep");
 	ck_assert_int_eq(symlink(p("outside/roots"), p("app/link")), 0);
 	ck_assert_int_eq(link(p("outside/others"), p("app/sub/others-link")), 0);
+	/* a FIFO: given away without being opened (an open would block) */
+	ck_assert_int_eq(mkfifo(p("app/fifo"), 0644), 0);
+	/* a second link to another user's FIFO: not a regular file, still not given away */
+	ck_assert_int_eq(mkfifo(p("outside/others-fifo"), 0644), 0);
+	ck_assert_int_eq(chown(p("outside/others-fifo"), OTHER, OTHER), 0);
+	ck_assert_int_eq(link(p("outside/others-fifo"), p("app/sub/others-fifo-link")), 0);
 	touch("app/mine");
 	ck_assert_int_eq(chown(p("app/mine"), UID, GID), 0);
 	ck_assert_int_eq(lstat(p("app/mine"), &st), 0);
@@ -93,6 +99,8 @@ START_TEST(test_tree_chown)
 	ck_assert_int_eq(owner("app/file"), UID);
 	ck_assert_int_eq(owner("app/sub/deep"), UID);
 	ck_assert_int_eq(owner("app/link"), UID);
+	ck_assert_int_eq(owner("app/fifo"), UID);
+	ck_assert_int_eq(owner("app/sub/others-fifo-link"), OTHER);
 	ck_assert_int_eq(lstat(p("app/file"), &st), 0);
 	ck_assert_int_eq(st.st_gid, GID);
 	/* through the link: not followed */
