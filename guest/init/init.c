@@ -102,22 +102,28 @@ void init_protect_links(const char *root)
 	static const char *const names[] = {"protected_hardlinks", "protected_symlinks",
 	                                    "protected_fifos", "protected_regular"};
 
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+	for (size_t i = 0; i < ELEMENTSOF(names); i++) {
 		char path[4096], v[16] = "";
 		_cleanup_close_ int fd = -1;
 		ssize_t n;
 
 		snprintf(path, sizeof(path), "%s/proc/sys/fs/%s", root, names[i]);
 		fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
-		if (fd < 0) {
+		if (fd < 0 && (errno == EROFS || errno == EACCES || errno == EPERM)) {
 			log_debug("init: %s: %s (left as it is)", path, strerror(errno));
+			continue;
+		}
+		if (fd < 0) {
+			/* No /proc (--no-mount, and the initramfs mounted none): say so. */
+			log_warn("init: cannot turn fs.%s on: %s: %s", names[i], path,
+			         strerror(errno));
 			continue;
 		}
 		n = read(fd, v, sizeof(v) - 1);
 		if (n > 0 && v[0] != '0')
 			continue;
 		if (pwrite(fd, "1\n", 2, 0) != 2)
-			log_debug("init: cannot turn %s on: %s", path, strerror(errno));
+			log_warn("init: cannot turn fs.%s on: %s", names[i], strerror(errno));
 		else
 			log_debug("init: fs.%s = 1", names[i]);
 	}
