@@ -215,7 +215,8 @@ static void unix_pair(int sv[2])
 		die("unix socket");
 	sv[0] = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	/* The sender's buffer as sandbox-ctl sets it (host/connect_unix.c): the same transport. */
-	if (sv[0] >= 0)
+	if (sv[0] >= 0 &&
+	    setsockopt(sv[0], SOL_SOCKET, SO_SNDBUFFORCE, &(int){4 * 1024 * 1024}, sizeof(int)) < 0)
 		(void)setsockopt(sv[0], SOL_SOCKET, SO_SNDBUF, &(int){4 * 1024 * 1024},
 		                 sizeof(int));
 	if (sv[0] < 0 || connect(sv[0], (struct sockaddr *)&sa, sizeof(sa)) < 0)
