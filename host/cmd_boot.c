@@ -409,15 +409,21 @@ int cmd_boot(struct ctl *ctl, int argc, char **argv)
 	}
 	if (!connect_session_has_capability(s, "boot")) {
 		err_set(&ctl->err, ERR_REFUSED, EOPNOTSUPP, "the agent does not run boots");
-		return CTL_EXIT_REFUSED;
+		r = CTL_EXIT_REFUSED;
+	} else {
+		stream = connect_session_new_stream(s);
+		r = connect_session_send(s, MSG_BOOT_START, MSG_F_END, stream, req, NULL, 0,
+		                         &ctl->err);
+		if (r == 0)
+			r = follow(ctl, s, stream, wait,
+			           (deadline_ms > 0 ? deadline_ms : DEADLINE_DEFAULT_MS) +
+			               DEADLINE_SLACK_MS);
 	}
-	stream = connect_session_new_stream(s);
-	r = connect_session_send(s, MSG_BOOT_START, MSG_F_END, stream, req, NULL, 0, &ctl->err);
-	if (r != 0)
-		return r;
-	r = follow(ctl, s, stream, wait,
-	           (deadline_ms > 0 ? deadline_ms : DEADLINE_DEFAULT_MS) + DEADLINE_SLACK_MS);
 	if (checkout_result && json_object_is_type(ctl->result, json_type_object))
 		json_object_object_add(ctl->result, "checkout", TAKE_PTR(checkout_result));
+	else if (checkout_result && r != 0)
+		/* No result of the boot's to carry it: the reason says the checkout is in place. */
+		err_wrap(&ctl->err, "%s holds the new commit; booting it",
+		         app_dir ?: CTL_DEFAULT_APP_DIR);
 	return r;
 }
