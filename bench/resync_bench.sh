@@ -8,6 +8,8 @@
 #            running server is stopped, setup runs again with caches and databases kept),
 #            after a sync (the fresh boot's writes on the disk, as they are by the time an
 #            agent's change is re-synced)
+# Both as a controller does them with one `sandbox-ctl boot --checkout`; after each re-sync,
+# one more by two calls (`checkout`, then `boot`) is timed beside it.
 # The app is examples/$EXAMPLE: node-app (the default: npm ci against the shared download
 # cache) or rails-app (bundle install from the system gems, db:prepare). Prints medians of RUNS
 # (default 5). AGENT and CTL name the binaries (build/: the dynamic build; `make figures` runs
@@ -141,6 +143,9 @@ for i in $(seq "$RUNS"); do
 	# checkout's syncfs() would write them out on the re-sync's clock (15-18 ms here).
 	sync
 	cycle "$TMP/ws$i" "$TMP/resync"
+	# what this re-sync did (the two-call one below would overwrite both)
+	cp "$TMP/ws$i/.sandbox/state.json" "$TMP/resync-state.json"
+	(grep -h 'carried over\|not carried' "$TMP/agent.log" || true) | tail -1 >"$TMP/resync-carry"
 	server_fetch "$TMP/server-fetch"
 	# the same re-sync as a controller that calls checkout, then boot
 	commit "change $i, two calls"
@@ -175,8 +180,8 @@ printf '  of it ours (checkout, channel, engine: engine %d ms)               %6d
 server=$(median "$TMP/server-fetch" 1)
 printf '  of it the git server answering the checkout'"'"'s two requests (curl)  %6d ms\n' "$server"
 # What the last re-sync did, from its state.json: each phase's status and time.
-carried=$( (grep -h 'carried over\|not carried' "$TMP/agent.log" || true) | tail -1 | sed 's/^.*: checkout of [^:]*: //')
-python3 - "$TMP/ws$RUNS/.sandbox/state.json" "$EXAMPLE" "$RUNS" "$fresh" "$resync" "$carried" \
+carried=$(sed 's/^.*: checkout of [^:]*: //' "$TMP/resync-carry")
+python3 - "$TMP/resync-state.json" "$EXAMPLE" "$RUNS" "$fresh" "$resync" "$carried" \
 	"$app_ms" "$ours" "$engine" "$server" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
