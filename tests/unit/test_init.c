@@ -6,6 +6,7 @@
  */
 #include <check.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +18,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cleanup.h"
+#include "file.h"
 #include "init.h"
 
 static char dir[] = "/tmp/test-init.XXXXXX";
@@ -233,26 +236,24 @@ END_TEST
 
 static void write_at(const char *rel, const char *text)
 {
+	struct err err = {0};
 	char path[512];
-	FILE *f;
 
 	snprintf(path, sizeof(path), "%s/%s", dir, rel);
-	f = fopen(path, "w");
-	ck_assert_ptr_nonnull(f);
-	fputs(text, f);
-	fclose(f);
+	ck_assert_int_eq(
+	    file_write_replace(path, text, strlen(text), 0644, (uid_t)-1, (gid_t)-1, &err), 0);
 }
 
 static void read_at(const char *rel, char *buf, size_t len)
 {
+	_cleanup_free_ char *text = NULL;
+	struct err err = {0};
 	char path[512];
-	FILE *f;
+	size_t n;
 
 	snprintf(path, sizeof(path), "%s/%s", dir, rel);
-	f = fopen(path, "r");
-	ck_assert_ptr_nonnull(f);
-	ck_assert_ptr_nonnull(fgets(buf, (int)len, f));
-	fclose(f);
+	ck_assert_int_eq(file_read_capped(AT_FDCWD, path, 64, 0, &text, &n, &err), 0);
+	snprintf(buf, len, "%s", text);
 }
 
 /* Under a root of regular files standing in for /proc/sys/fs: a 0 becomes 1, a 2 stays, a
