@@ -1020,6 +1020,33 @@ out:
 	return r;
 }
 
+/*
+ * A supervisor that state.json does not name: an engine killed after the supervisor started
+ * and before the save that records it leaves one running (outside a cgroup2 set, holding the
+ * forwarder's port), which nothing else would stop. supervisor.json names it, as the
+ * supervisor wrote it when it started; it gets TERM if that very process (pid and start time)
+ * still runs.
+ */
+static void stop_unrecorded_supervisor(const char *state_dir, const struct boot_state *st,
+                                       unsigned grace_ms)
+{
+	_cleanup_free_ char *path = NULL;
+	uint64_t start = 0;
+	pid_t pid = 0;
+	struct err e;
+
+	if (asprintf(&path, "%s/supervisor.json", state_dir) < 0)
+		return;
+	err_clear(&e);
+	if (supervisor_read_identity(path, &pid, &start, &e) < 0)
+		return;
+	if ((pid == st->supervisor_pid && start == st->supervisor_start) || !proc_is(pid, start))
+		return;
+	log_info("stopping supervisor %d, which supervisor.json names and state.json does not",
+	         (int)pid);
+	proc_signal_wait(pid, start, SIGTERM, grace_ms + 3000);
+}
+
 int boot_engine_stop(const char *state_dir, unsigned grace_ms, struct err *err)
 {
 	_cleanup_procset_ struct procset *procs = NULL;
@@ -1046,6 +1073,7 @@ int boot_engine_stop(const char *state_dir, unsigned grace_ms, struct err *err)
 	 */
 	if (st.supervisor_pid > 1 && st.supervisor_start)
 		proc_signal_wait(st.supervisor_pid, st.supervisor_start, SIGTERM, grace_ms + 3000);
+	stop_unrecorded_supervisor(state_dir, &st, grace_ms);
 	r = procset_open(st.cgroup ? st.cgroup : "", &procs, err);
 	if (r < 0 && err->code == ENOENT) {
 		/*

@@ -222,13 +222,12 @@ static bool json_process_alive(struct json_object *o, const char *pid_key, const
 	return proc_is((pid_t)json_object_get_int(pid), (uint64_t)json_object_get_int64(start));
 }
 
-int supervisor_read_status(const char *status_path, int *ret_exited, char *buf, size_t len,
-                           struct err *err)
+/* supervisor.json as a JSON object in *ret; -1 with err. */
+static int status_read(const char *status_path, struct json_object **ret, struct err *err)
 {
 	_cleanup_free_ char *text = NULL;
-	_cleanup_json_ struct json_object *o = NULL;
-	struct json_object *state = NULL, *status = NULL;
 	enum json_tokener_error jerr = json_tokener_success;
+	struct json_object *o;
 	size_t n = 0;
 	int r;
 
@@ -237,9 +236,42 @@ int supervisor_read_status(const char *status_path, int *ret_exited, char *buf, 
 	if (r < 0)
 		return r;
 	o = json_tokener_parse_verbose(text, &jerr);
-	if (!o || !json_object_is_type(o, json_type_object))
+	if (!o || !json_object_is_type(o, json_type_object)) {
+		json_object_put(o);
 		return err_set(err, ERR_FAILED, EINVAL, "%s is not a JSON object%s%s", status_path,
 		               o ? "" : ": ", o ? "" : json_tokener_error_desc(jerr));
+	}
+	*ret = o;
+	return 0;
+}
+
+int supervisor_read_identity(const char *status_path, pid_t *ret_pid, uint64_t *ret_start,
+                             struct err *err)
+{
+	_cleanup_json_ struct json_object *o = NULL;
+	struct json_object *pid = NULL, *start = NULL;
+
+	if (status_read(status_path, &o, err) < 0)
+		return -1;
+	if (!json_object_object_get_ex(o, "supervisor_pid", &pid) ||
+	    !json_object_object_get_ex(o, "supervisor_start", &start) ||
+	    !json_object_is_type(pid, json_type_int) ||
+	    !json_object_is_type(start, json_type_int) || json_object_get_int64(pid) <= 1 ||
+	    json_object_get_int64(pid) > INT32_MAX || json_object_get_int64(start) <= 0)
+		return err_set(err, ERR_FAILED, EINVAL, "%s names no supervisor", status_path);
+	*ret_pid = (pid_t)json_object_get_int64(pid);
+	*ret_start = (uint64_t)json_object_get_int64(start);
+	return 0;
+}
+
+int supervisor_read_status(const char *status_path, int *ret_exited, char *buf, size_t len,
+                           struct err *err)
+{
+	_cleanup_json_ struct json_object *o = NULL;
+	struct json_object *state = NULL, *status = NULL;
+
+	if (status_read(status_path, &o, err) < 0)
+		return -1;
 	if (!json_object_object_get_ex(o, "state", &state) ||
 	    !json_object_is_type(state, json_type_string))
 		return err_set(err, ERR_FAILED, EINVAL, "%s has no state", status_path);

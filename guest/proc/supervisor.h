@@ -86,4 +86,13 @@ int supervisor_start(const struct supervisor_spec *spec, struct supervisor_info 
 int supervisor_read_status(const char *status_path, int *ret_exited, char *buf, size_t len,
                            struct err *err);
 
+/*
+ * The supervisor supervisor.json names (its pid and start time, as it wrote them when it
+ * started): for a stop that finds none in state.json, whose save after the supervisor's start
+ * never happened (the engine was killed in between). -1 with err when the file is missing,
+ * malformed, or names none; the caller checks that the process is still that one (proc_is).
+ */
+int supervisor_read_identity(const char *status_path, pid_t *ret_pid, uint64_t *ret_start,
+                             struct err *err);
+
 #endif

@@ -230,6 +230,25 @@ check "the killed boot left it" [ -e "$staged" ]
 check "--stop removes it" [ ! -e "$staged" ]
 check "and stops the server" [ -z "$(pgrep -f 'sleep 8890')" ]
 
+echo "--- a boot killed before it recorded its supervisor: --stop finds it by supervisor.json"
+app=$(pyapp_make unrecorded)
+pyapp_boot "$app"
+check "boots" [ "$RC" -eq 0 ]
+sd=$(dirname "$app")/.sandbox
+sup=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["supervisor_pid"])' "$sd/supervisor.json")
+check "its supervisor runs" [ -n "$sup" ] && [ -d "/proc/$sup" ]
+# The state as a boot killed between the supervisor's start and the save that names it leaves it.
+python3 -c 'import json,sys
+d = json.load(open(sys.argv[1]))
+d["supervisor_pid"] = d["supervisor_start"] = 0
+json.dump(d, open(sys.argv[1], "w"))' "$sd/state.json"
+"$BOOT" --stop --grace 1000 "$app" >/dev/null 2>&1
+# gone, or a zombie its parent (PID 1 here) has yet to reap
+gone() { [ ! -d "/proc/$1" ] || [ "$(cut -d' ' -f3 "/proc/$1/stat" 2>/dev/null)" = Z ]; }
+check "--stop stops the supervisor state.json does not name" gone "$sup"
+check "and the forwarder's port is free" bash -c "! (exec 3<>/dev/tcp/127.0.0.1/$LISTEN_PORT) 2>/dev/null"
+check "nothing of the app is left" no_procs_in "$app"
+
 echo "--- two apps with the same session id"
 app1=$(pyapp_make twin1)
 app2=$(pyapp_make twin2)
