@@ -386,8 +386,8 @@ int cmd_boot(struct ctl *ctl, int argc, char **argv)
 			return output_exit_of(&ctl->err);
 		json_object_object_add(req, "spec", obj);
 	} else {
-		json_object_object_add(req, "app_dir",
-		                       json_object_new_string(app_dir ?: CTL_DEFAULT_APP_DIR));
+		app_dir = app_dir ?: CTL_DEFAULT_APP_DIR;
+		json_object_object_add(req, "app_dir", json_object_new_string(app_dir));
 	}
 	/* Absent: every boot secret reaches the boot; named: only those (docs/protocol.md §7.7). */
 	if (json_object_array_length(pass_env) > 0)
@@ -396,8 +396,7 @@ int cmd_boot(struct ctl *ctl, int argc, char **argv)
 		json_object_object_add(req, "timeout",
 		                       json_object_new_int64((deadline_ms + 999) / 1000));
 	if (checkout) {
-		r = cmd_checkout_run(ctl, checkout, app_dir ?: CTL_DEFAULT_APP_DIR, false, &s,
-		                     &checkout_result);
+		r = cmd_checkout_run(ctl, checkout, app_dir, false, &s, &checkout_result);
 		if (r != 0) {
 			err_wrap(&ctl->err, "the checkout failed, nothing was booted");
 			return r;
@@ -423,7 +422,6 @@ int cmd_boot(struct ctl *ctl, int argc, char **argv)
 		json_object_object_add(ctl->result, "checkout", TAKE_PTR(checkout_result));
 	else if (checkout_result && r != 0)
 		/* No result of the boot's to carry it: the reason says the checkout is in place. */
-		err_wrap(&ctl->err, "%s holds the new commit; booting it",
-		         app_dir ?: CTL_DEFAULT_APP_DIR);
+		err_wrap(&ctl->err, "%s holds the new commit; booting it", app_dir);
 	return r;
 }

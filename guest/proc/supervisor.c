@@ -210,16 +210,29 @@ static void status_write(struct sup *s, bool final)
 		log_debug("supervisor: %s", e.msg);
 }
 
-/* The process named by the pid and start-time keys still runs (true when unknown). */
-static bool json_process_alive(struct json_object *o, const char *pid_key, const char *start_key)
+/* The integers under the pid and start-time keys; false when either is missing or not one. */
+static bool json_identity(struct json_object *o, const char *pid_key, const char *start_key,
+                          int64_t *ret_pid, int64_t *ret_start)
 {
 	struct json_object *pid = NULL, *start = NULL;
 
 	if (!json_object_object_get_ex(o, pid_key, &pid) ||
 	    !json_object_object_get_ex(o, start_key, &start) ||
 	    !json_object_is_type(pid, json_type_int) || !json_object_is_type(start, json_type_int))
+		return false;
+	*ret_pid = json_object_get_int64(pid);
+	*ret_start = json_object_get_int64(start);
+	return true;
+}
+
+/* The process named by the pid and start-time keys still runs (true when unknown). */
+static bool json_process_alive(struct json_object *o, const char *pid_key, const char *start_key)
+{
+	int64_t pid, start;
+
+	if (!json_identity(o, pid_key, start_key, &pid, &start))
 		return true;
-	return proc_is((pid_t)json_object_get_int(pid), (uint64_t)json_object_get_int64(start));
+	return proc_is((pid_t)pid, (uint64_t)start);
 }
 
 /* supervisor.json as a JSON object in *ret; -1 with err. */
@@ -249,18 +262,15 @@ int supervisor_read_identity(const char *status_path, pid_t *ret_pid, uint64_t *
                              struct err *err)
 {
 	_cleanup_json_ struct json_object *o = NULL;
-	struct json_object *pid = NULL, *start = NULL;
+	int64_t pid, start;
 
 	if (status_read(status_path, &o, err) < 0)
 		return -1;
-	if (!json_object_object_get_ex(o, "supervisor_pid", &pid) ||
-	    !json_object_object_get_ex(o, "supervisor_start", &start) ||
-	    !json_object_is_type(pid, json_type_int) ||
-	    !json_object_is_type(start, json_type_int) || json_object_get_int64(pid) <= 1 ||
-	    json_object_get_int64(pid) > INT32_MAX || json_object_get_int64(start) <= 0)
+	if (!json_identity(o, "supervisor_pid", "supervisor_start", &pid, &start) || pid <= 1 ||
+	    pid > INT32_MAX || start <= 0)
 		return err_set(err, ERR_FAILED, EINVAL, "%s names no supervisor", status_path);
-	*ret_pid = (pid_t)json_object_get_int64(pid);
-	*ret_start = (uint64_t)json_object_get_int64(start);
+	*ret_pid = (pid_t)pid;
+	*ret_start = (uint64_t)start;
 	return 0;
 }
 
