@@ -365,12 +365,42 @@ static void log_rescrub(const struct boot_plan *p, const char *path)
 		(void)file_write_replace(path, clean, clean_len, 0600, (uid_t)-1, (gid_t)-1, &e);
 }
 
-static int run_manifest(const struct step_context *ctx, char *const *env, struct boot_state *st,
+/* The supervisor forked beside the manifest (supervisor.h, supervisor_prepare()). */
+struct early_supervisor {
+	const struct supervisor_spec *spec;
+	struct supervisor_pending *pending;
+	struct procset *procs;
+};
+
+static void early_supervisor_prepare(void *userdata)
+{
+	struct early_supervisor *es = userdata;
+	struct err e;
+
+	/* Without it the server's start forks the supervisor then, and reports what fails. */
+	if (supervisor_prepare(es->spec, es->pending, &e) < 0) {
+		log_debug("the supervisor is started after the manifest: %s", e.msg);
+		return;
+	}
+	/* Not one of the manifest's leftovers, which are stopped when it ends. */
+	if (es->procs)
+		procset_add_root(es->procs, es->pending->pid, es->pending->start);
+}
+
+static int run_manifest(const struct step_context *boot_ctx, char *const *env,
+                        const struct supervisor_spec *sup_spec,
+                        struct supervisor_pending *sup_pending, struct boot_state *st,
                         struct manifest *ret, struct boot_result *res, struct err *err)
 {
-	const struct boot_plan *p = ctx->plan;
+	const struct boot_plan *p = boot_ctx->plan;
 	const struct plan_step *s = &p->manifest;
+	struct early_supervisor es = {
+	    .spec = sup_spec, .pending = sup_pending, .procs = boot_ctx->procs};
+	struct step_context manifest_ctx = *boot_ctx;
+	const struct step_context *ctx = &manifest_ctx;
 
+	manifest_ctx.spawned = early_supervisor_prepare;
+	manifest_ctx.spawned_userdata = &es;
 	save_state(p, st, "booting", "manifest");
 	if (unlink(p->manifest_scratch) < 0 && errno != ENOENT) {
 		result_fail_at(res, "manifest", s->log_path);
@@ -689,22 +719,23 @@ static int check_start_url(const struct boot_plan *p, unsigned port, int64_t *ap
  * The server started (under the supervisor) and answering; runtime.json written and synced
  * meanwhile, while the server starts, into runtime (committed by the caller once ready).
  */
-static int run_start(const struct step_context *ctx, char *const *env, unsigned port,
-                     const struct manifest *m, struct boot_state *st, struct file_stage *runtime,
-                     struct boot_result *res, struct err *err)
+/* What the supervisor is given (its status file's path in *ret_status_path, to free). */
+static int start_spec_init(const struct step_context *ctx, char *const *env, unsigned port,
+                           struct supervisor_spec *ret, char **ret_status_path, struct err *err)
 {
 	const struct boot_plan *p = ctx->plan;
-	_cleanup_free_ char *status_path = NULL;
-	struct supervisor_info info = {0};
-	uint64_t started_at;
-	int64_t app_us;
-	int rc;
-	struct supervisor_spec spec = {
+
+	if (asprintf(ret_status_path, "%s/supervisor.json", p->state_dir) < 0) {
+		*ret_status_path = NULL;
+		return err_oom(err);
+	}
+	*ret = (struct supervisor_spec){
 	    .command = p->start.command,
 	    .cwd = p->app_dir,
 	    .env = env,
 	    .user = &p->user,
 	    .log_path = p->start.log_path,
+	    .status_path = *ret_status_path,
 	    .scrub = p->scrub,
 	    .cgroup_path = procset_cgroup_path(ctx->procs),
 	    .listen_addr = p->listen_addr,
@@ -713,10 +744,26 @@ static int run_start(const struct step_context *ctx, char *const *env, unsigned 
 	    .log_max_bytes = BOOT_LOG_MAX_BYTES,
 	    .grace_ms = p->grace_ms,
 	};
+	return 0;
+}
 
-	if (asprintf(&status_path, "%s/supervisor.json", p->state_dir) < 0)
-		return err_oom(err);
-	spec.status_path = status_path;
+/*
+ * The server started (under the supervisor: the one prepared beside the manifest, or one
+ * started now) and answering; runtime.json written and synced meanwhile, while the server
+ * starts, into runtime (committed by the caller once ready).
+ */
+static int run_start(const struct step_context *ctx, const struct supervisor_spec *spec,
+                     struct supervisor_pending *pending, unsigned port, const struct manifest *m,
+                     struct boot_state *st, struct file_stage *runtime, struct boot_result *res,
+                     struct err *err)
+{
+	const struct boot_plan *p = ctx->plan;
+	char *const *env = spec->env;
+	struct supervisor_info info = {0};
+	uint64_t started_at;
+	int64_t app_us;
+	int rc;
+
 	/* Saved once the supervisor is up (a few ms), with its identity and the server's. */
 	mark_state_phase(st, "booting", "start", "start");
 	result_fail_at(res, "start", p->start.log_path);
@@ -729,7 +776,9 @@ static int run_start(const struct step_context *ctx, char *const *env, unsigned 
 		if (fd >= 0 && asprintf(&header, "$ %s\n", p->start.command) >= 0)
 			file_write_all(fd, header, strlen(header));
 	}
-	if (supervisor_start(&spec, &info, err) < 0)
+	rc = pending->fd >= 0 ? supervisor_launch(pending, m->mcp_token, &info, err)
+	                      : supervisor_start(spec, &info, err);
+	if (rc < 0)
 		return err_wrap(err, "cannot start the server");
 	st->supervisor_pid = info.supervisor_pid;
 	st->supervisor_start = info.supervisor_start;
@@ -820,6 +869,9 @@ int boot_engine_run(struct boot_plan *p, const struct boot_options *o,
 	_cleanup_procset_ struct procset *procs = NULL;
 	_cleanup_close_ int lock = -1;
 	_cleanup_strv_ char **port_env = NULL;
+	_cleanup_free_ char *sup_status_path = NULL;
+	struct supervisor_spec sup_spec;
+	struct supervisor_pending sup_pending = SUPERVISOR_PENDING_INIT;
 	struct boot_state prev = {0}, st = {0};
 	struct err prev_err;
 	int prev_r;
@@ -978,10 +1030,12 @@ int boot_engine_run(struct boot_plan *p, const struct boot_options *o,
 	res->port = port;
 	if (child_env_with_port(p->env, port, &port_env, err) < 0)
 		goto out;
-	if (run_manifest(&ctx, port_env, &st, &m, res, err) < 0)
+	if (start_spec_init(&ctx, port_env, port, &sup_spec, &sup_status_path, err) < 0)
+		goto out;
+	if (run_manifest(&ctx, port_env, &sup_spec, &sup_pending, &st, &m, res, err) < 0)
 		goto out;
 	snprintf(res->mcp_path, sizeof(res->mcp_path), "%s", m.mcp_path);
-	if (run_start(&ctx, port_env, port, &m, &st, &runtime, res, err) < 0)
+	if (run_start(&ctx, &sup_spec, &sup_pending, port, &m, &st, &runtime, res, err) < 0)
 		goto out;
 	if (file_stage_commit(&runtime, err) < 0) {
 		result_fail_at(res, "start", NULL);
@@ -992,6 +1046,8 @@ int boot_engine_run(struct boot_plan *p, const struct boot_options *o,
 	observe(&ctx, "ready", "ready", p->runtime_path);
 	r = 0;
 out:
+	/* A supervisor prepared for a server that will not start; before the limits go. */
+	supervisor_dismiss(&sup_pending);
 	if (r < 0) {
 		struct err stop_err;
 		res->log_from = log_marks_of(&marks, res->log_path);

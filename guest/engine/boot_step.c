@@ -201,6 +201,9 @@ static int step_execute(const struct step_context *ctx, const char *name, const 
 		procset_add_group(ctx->procs, pid, proc_start_time(pid));
 	pidfd = pidfd_open_compat(pid);
 	boot_step_observe(p, ctx->obs, name, "started", command);
+	/* Its output pipe's write end is closed above: nothing forked here holds it. */
+	if (ctx->spawned)
+		ctx->spawned(ctx->spawned_userdata);
 
 	while (!(exited && eof)) {
 		struct pollfd pfd[3];

@@ -34,6 +34,9 @@ struct step_context {
 	const char **limit_hit; /* set to "memory", "pids" or "disk" when a step ran into it */
 	struct boot_disk_budget *disk; /* the workspace's disk budget, or NULL */
 	int64_t *command_ms; /* out, or NULL: how long the last step's command ran (exec to exit) */
+	/* Called once the step's command runs (exec'd), or NULL: work to do beside it. */
+	void (*spawned)(void *userdata);
+	void *spawned_userdata;
 };
 
 /*

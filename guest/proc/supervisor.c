@@ -2,18 +2,21 @@
 /*
  * The supervisor process (supervisor.h says what it does and how long it lives).
  *
- * supervisor_start() forks; the child calls setsid() and forks again, so the supervisor is in a
- * session of its own and is re-parented away from the caller as soon as the middle process
- * exits. The supervisor reports back through a pipe -- its identity and the server's, or why it
- * could not start -- and then runs one epoll loop: a signalfd (SIGCHLD, SIGTERM, SIGINT,
- * SIGHUP), the server's output pipe, the forwarder, and a timerfd for the grace period.
+ * supervisor_prepare() forks; the child calls setsid() and forks again, so the supervisor is in
+ * a session of its own and is re-parented away from the caller as soon as the middle process
+ * exits. It sets itself up and waits for supervisor_launch()'s go, then reports back -- its
+ * identity and the server's, or why it could not start -- and runs one epoll loop: a signalfd
+ * (SIGCHLD, SIGTERM, SIGINT, SIGHUP), the server's output pipe, the forwarder, and a timerfd for
+ * the grace period.
  */
 #include "supervisor.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <json-c/json.h>
+#include <poll.h>
 #include <signal.h>
+#include <sodium.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +25,7 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
+#include <sys/socket.h>
 #include <sys/timerfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -44,7 +48,17 @@
 /* The forwarder's connections need descriptors; the server keeps the caller's limit. */
 #define SUP_NOFILE_WANT 8192u
 
-/* What the supervisor tells supervisor_start() through the report pipe. */
+/*
+ * The caller and the supervisor talk over a socket pair: first the supervisor's identity
+ * (struct sup_hello) as soon as it is forked; then, once the caller says go (a 32-bit length
+ * and that many bytes of a secret for the scrubber, 0 for none), how the server's start went
+ * (struct sup_report). End-of-file instead of go dismisses the supervisor.
+ */
+struct sup_hello {
+	pid_t supervisor_pid;
+	uint64_t supervisor_start;
+};
+
 struct sup_report {
 	int ok;
 	int cls;
@@ -620,12 +634,18 @@ static int server_spawn(struct sup *s, struct err *err)
 	return 0;
 }
 
-static int sup_setup(struct sup *s, int report_fd, struct err *err)
+static bool read_exact(int fd, void *buf, size_t len)
+{
+	return file_read_all(fd, buf, len) == (ssize_t)len;
+}
+
+/* What needs nothing of the boot's last moments: done while the caller's manifest runs. */
+static int sup_prepare(struct sup *s, int ctl_fd, struct err *err)
 {
 	const struct supervisor_spec *spec = s->spec;
 	sigset_t handled;
 
-	if (fds_detach(report_fd, err) < 0)
+	if (fds_detach(ctl_fd, err) < 0)
 		return -1;
 	if (chdir("/") < 0)
 		return err_errno(err, "supervisor: chdir /");
@@ -649,6 +669,53 @@ static int sup_setup(struct sup *s, int report_fd, struct err *err)
 		return err_errno(err, "supervisor: timerfd_create");
 	if (watch(s, s->timer_fd, &s->timer_h, timer_event, err) < 0)
 		return -1;
+	if (procset_open(spec->cgroup_path ? spec->cgroup_path : "", &s->procs, err) < 0)
+		return err_wrap(err, "supervisor");
+	if (s->procs)
+		(void)procset_add_root(s->procs, s->pid, s->start);
+	return 0;
+}
+
+/*
+ * Wait for the caller's go and take the secret it sends into the scrubber. 0 on go; -1 when
+ * the caller dismissed us (end-of-file, or a signal asking us to stop: nothing to stop yet).
+ */
+static int sup_wait_go(struct sup *s, int ctl_fd)
+{
+	uint32_t len;
+	char *secret;
+	int r = -1;
+
+	for (;;) {
+		struct pollfd pfd[2] = {{.fd = ctl_fd, .events = POLLIN},
+		                        {.fd = s->sigfd, .events = POLLIN}};
+		if (poll(pfd, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		if (pfd[1].revents)
+			return -1;
+		if (pfd[0].revents)
+			break;
+	}
+	if (!read_exact(ctl_fd, &len, sizeof(len)) || len > SCRUB_MAX_SECRET)
+		return -1;
+	if (len == 0)
+		return 0;
+	secret = sodium_malloc(len);
+	if (!secret)
+		return -1;
+	if (read_exact(ctl_fd, secret, len) && scrub_add(s->spec->scrub, secret, len) == 0)
+		r = 0;
+	sodium_free(secret);
+	return r;
+}
+
+/* After go: the log, the forwarder's port, the server, and the first supervisor.json. */
+static int sup_launch(struct sup *s, struct err *err)
+{
+	const struct supervisor_spec *spec = s->spec;
 
 	if (spec->listen_addr && forwarder_new(s->epfd, spec->listen_addr, spec->listen_port,
 	                                       "127.0.0.1", spec->target_port, &s->fw, err) < 0)
@@ -662,11 +729,6 @@ static int sup_setup(struct sup *s, int report_fd, struct err *err)
 		if (!s->stream)
 			return err_set(err, ERR_FAILED, ENOMEM, "supervisor: out of memory");
 	}
-	if (procset_open(spec->cgroup_path ? spec->cgroup_path : "", &s->procs, err) < 0)
-		return err_wrap(err, "supervisor");
-	if (s->procs)
-		(void)procset_add_root(s->procs, s->pid, s->start);
-
 	if (server_spawn(s, err) < 0)
 		return -1;
 	/* The first state, which proves status_path writable: without it no server runs. */
@@ -680,13 +742,12 @@ static int sup_setup(struct sup *s, int report_fd, struct err *err)
 	return 0;
 }
 
-static void report_send(int fd, const struct sup_report *rep)
+static void report_send(int fd, const void *buf, size_t len)
 {
-	(void)file_write_all(fd, rep, sizeof(*rep));
-	close(fd);
+	(void)file_write_all(fd, buf, len);
 }
 
-static _noreturn_ void sup_main(const struct supervisor_spec *spec, int report_fd)
+static _noreturn_ void sup_main(const struct supervisor_spec *spec, int ctl_fd)
 {
 	struct sup s = {
 	    .spec = spec,
@@ -697,21 +758,30 @@ static _noreturn_ void sup_main(const struct supervisor_spec *spec, int report_f
 	};
 	struct sup_report rep = {0};
 	struct err e;
+	int r;
 
 	s.pid = getpid();
 	s.start = proc_start_time(s.pid);
 	err_clear(&e);
+	report_send(ctl_fd,
+	            &(struct sup_hello){.supervisor_pid = s.pid, .supervisor_start = s.start},
+	            sizeof(struct sup_hello));
 	/* Not protected from the out-of-memory killer as the engine is while it starts us. */
 	int oom = proc_oom_score_reset();
 	if (oom < 0)
 		log_debug("supervisor: cannot reset oom_score_adj: %s", strerror(-oom));
-	if (sup_setup(&s, report_fd, &e) < 0) {
+	r = sup_prepare(&s, ctl_fd, &e);
+	if (sup_wait_go(&s, ctl_fd) < 0)
+		_exit(0);
+	if (r == 0)
+		r = sup_launch(&s, &e);
+	if (r < 0) {
 		if (s.status_written)
 			(void)unlink(spec->status_path);
 		rep.cls = e.cls ? e.cls : ERR_FAILED;
 		rep.code = e.code;
 		snprintf(rep.msg, sizeof(rep.msg), "%s", e.msg);
-		report_send(report_fd, &rep);
+		report_send(ctl_fd, &rep, sizeof(rep));
 		_exit(1);
 	}
 	rep.ok = 1;
@@ -720,7 +790,8 @@ static _noreturn_ void sup_main(const struct supervisor_spec *spec, int report_f
 	rep.server_pid = s.server_pid;
 	rep.server_start = s.server_start;
 	rep.server_spawned_us = s.server_spawned_us;
-	report_send(report_fd, &rep);
+	report_send(ctl_fd, &rep, sizeof(rep));
+	close(ctl_fd);
 
 	/* Only now: the server keeps the caller's descriptor limit. */
 	nofile_raise();
@@ -732,20 +803,20 @@ static _noreturn_ void sup_main(const struct supervisor_spec *spec, int report_f
 	stop_finish(&s);
 }
 
-int supervisor_start(const struct supervisor_spec *spec, struct supervisor_info *ret,
-                     struct err *err)
+int supervisor_prepare(const struct supervisor_spec *spec, struct supervisor_pending *ret,
+                       struct err *err)
 {
-	struct sup_report rep = {0};
+	struct sup_hello hello;
 	sigset_t all, old;
-	size_t got = 0;
-	int p[2], status;
+	int sv[2], status;
 	pid_t mid;
 
+	*ret = (struct supervisor_pending)SUPERVISOR_PENDING_INIT;
 	if (!spec->command || !spec->log_path || !spec->status_path)
 		return err_set(err, ERR_FAILED, EINVAL,
 		               "supervisor: the command, log and status paths are required");
-	if (pipe2(p, O_CLOEXEC) < 0)
-		return err_errno(err, "supervisor: pipe");
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+		return err_errno(err, "supervisor: socketpair");
 
 	/* No handler of the caller's may run in the children. */
 	sigfillset(&all);
@@ -754,35 +825,50 @@ int supervisor_start(const struct supervisor_spec *spec, struct supervisor_info 
 	if (mid == 0) {
 		pid_t pid;
 
-		close(p[0]);
+		close(sv[0]);
 		if (setsid() < 0)
 			_exit(1);
 		pid = fork();
 		if (pid != 0)
 			_exit(pid < 0 ? 1 : 0);
-		sup_main(spec, p[1]);
+		sup_main(spec, sv[1]);
 	}
 	int fork_errno = errno;
 	sigprocmask(SIG_SETMASK, &old, NULL);
-	close(p[1]);
+	close(sv[1]);
 	if (mid < 0) {
-		close(p[0]);
+		close(sv[0]);
 		errno = fork_errno;
 		return err_errno(err, "supervisor: fork");
 	}
-
-	while (got < sizeof(rep)) {
-		ssize_t n = read(p[0], (char *)&rep + got, sizeof(rep) - got);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		got += (size_t)n;
-	}
-	close(p[0]);
+	bool got = read_exact(sv[0], &hello, sizeof(hello));
+	/* Reaped already when the caller reaps every child as it waits for a step: then ECHILD. */
 	while (waitpid(mid, &status, 0) < 0 && errno == EINTR)
 		;
-	if (got != sizeof(rep))
+	if (!got) {
+		close(sv[0]);
+		return err_set(err, ERR_FAILED, EPIPE, "the supervisor ended before it reported");
+	}
+	ret->pid = hello.supervisor_pid;
+	ret->start = hello.supervisor_start;
+	ret->fd = sv[0];
+	return 0;
+}
+
+int supervisor_launch(struct supervisor_pending *pending, const char *secret,
+                      struct supervisor_info *ret, struct err *err)
+{
+	struct sup_report rep = {0};
+	uint32_t len = secret ? (uint32_t)strlen(secret) : 0;
+	_cleanup_close_ int fd = pending->fd;
+
+	pending->fd = -1;
+	if (fd < 0)
+		return err_set(err, ERR_FAILED, EINVAL, "supervisor: not prepared");
+	/* A supervisor that failed to set up has closed its end: its report is still to read. */
+	if (send(fd, &len, sizeof(len), MSG_NOSIGNAL) == (ssize_t)sizeof(len) && len)
+		(void)!send(fd, secret, len, MSG_NOSIGNAL);
+	if (!read_exact(fd, &rep, sizeof(rep)))
 		return err_set(err, ERR_FAILED, EPIPE, "the supervisor ended before it reported");
 	if (!rep.ok) {
 		rep.msg[sizeof(rep.msg) - 1] = '\0';
@@ -794,4 +880,25 @@ int supervisor_start(const struct supervisor_spec *spec, struct supervisor_info 
 	ret->server_start = rep.server_start;
 	ret->server_spawned_us = rep.server_spawned_us;
 	return 0;
+}
+
+void supervisor_dismiss(struct supervisor_pending *pending)
+{
+	if (pending->fd < 0)
+		return;
+	closep(&pending->fd);
+	pending->fd = -1;
+	/* It exits at the end-of-file; a kill makes sure, since it has started nothing yet. */
+	(void)proc_signal_wait(pending->pid, pending->start, SIGKILL, 2000);
+	(void)waitpid(pending->pid, NULL, WNOHANG);
+}
+
+int supervisor_start(const struct supervisor_spec *spec, struct supervisor_info *ret,
+                     struct err *err)
+{
+	struct supervisor_pending pending;
+
+	if (supervisor_prepare(spec, &pending, err) < 0)
+		return -1;
+	return supervisor_launch(&pending, NULL, ret, err);
 }

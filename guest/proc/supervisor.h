@@ -25,8 +25,8 @@
  * 8192 (or the hard limit) for the forwarder's connections.
  *
  * The supervisor is a fork of the caller without exec: it keeps the scrubber's secrets from the
- * caller's memory. Call supervisor_start() while the caller runs no other threads that hold
- * locks the supervisor needs (glibc's malloc is safe either way).
+ * caller's memory. Call supervisor_start() or supervisor_prepare() while the caller runs no other
+ * threads that hold locks the supervisor needs (glibc's malloc is safe either way).
  */
 #ifndef SA_SUPERVISOR_H
 #define SA_SUPERVISOR_H
@@ -45,7 +45,7 @@ struct supervisor_spec {
 	const struct run_user *user;
 	const char *log_path;    /* server.log */
 	const char *status_path; /* supervisor.json, written atomically */
-	const struct scrubber *scrub;
+	struct scrubber *scrub;  /* the supervisor's copy gets supervisor_launch()'s secret */
 	const char *cgroup_path; /* the boot's process set ("" for the fallback) */
 	const char *listen_addr; /* forwarder; NULL: no forwarder */
 	uint16_t listen_port;
@@ -71,10 +71,39 @@ struct supervisor_info {
  * descriptors, stdin/stdout/stderr on /dev/null, cwd /), and have it start the server. Returns
  * once the server has been spawned (or failed to spawn, or the forwarder's port could not be
  * bound, e.g. "port 8080 is in use", or supervisor.json could not be written: ERR_FAILED with
- * the reason, and no supervisor is left running).
+ * the reason, and no supervisor is left running). supervisor_prepare() then
+ * supervisor_launch() without a secret.
  */
 int supervisor_start(const struct supervisor_spec *spec, struct supervisor_info *ret,
                      struct err *err);
+
+/*
+ * The same in two halves, so that what the supervisor's start costs (two forks, its set-up and
+ * their page faults) runs beside the manifest instead of after it. supervisor_prepare() forks
+ * the supervisor, which sets itself up and waits; it returns once the supervisor is forked, with
+ * its pid and start time in *ret (a caller that reaps or stops processes knows it from then
+ * on). The spec is the supervisor's copy as it is now. supervisor_launch() adds secret (the MCP
+ * token, known only once the manifest ran; NULL for none) to the supervisor's scrubber and has
+ * it bind the forwarder's port, open the log and start the server: its result is
+ * supervisor_start()'s. supervisor_dismiss() ends a prepared supervisor that will not be
+ * launched; it has started nothing and writes nothing. Both consume the pending supervisor; a
+ * dismiss of one launched or never prepared does nothing.
+ */
+struct supervisor_pending {
+	pid_t pid;
+	uint64_t start;
+	int fd; /* the socket to it; -1 once launched or dismissed */
+};
+#define SUPERVISOR_PENDING_INIT                                                                    \
+	{                                                                                          \
+		.pid = 0, .start = 0, .fd = -1                                                     \
+	}
+
+int supervisor_prepare(const struct supervisor_spec *spec, struct supervisor_pending *ret,
+                       struct err *err);
+int supervisor_launch(struct supervisor_pending *pending, const char *secret,
+                      struct supervisor_info *ret, struct err *err);
+void supervisor_dismiss(struct supervisor_pending *pending);
 
 /*
  * Read supervisor.json: whether the server is still running, or how it ended.

@@ -70,11 +70,48 @@ check "the failed boot's cgroup is gone (it had one: $cg)" \
 "$BOOT" --status "$app" >"$TMP/status.json"
 check "--status says failed at setup" grep -q '"status":"failed"' "$TMP/status.json"
 
+supervisors() { pgrep -fc '^sandbox-agent supervise' || true; }
+
 echo "--- the manifest writes nothing"
 app=$(pyapp_make nomanifest 'manifest="echo not writing it"')
+sup_before=$(supervisors)
 pyapp_boot "$app"
 check "exit 1" [ "$RC" -eq 1 ]
 check "cause last" bash -c "tail -1 '$ERR' | grep -q '^Sandbox manifest failed: .*wrote no manifest'"
+# The supervisor is forked while the manifest runs; a failed manifest dismisses it.
+check "the supervisor prepared beside the manifest is gone" [ "$(supervisors)" = "$sup_before" ]
+cg=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1])).get("cgroup") or "")' "$TMP/nomanifest/.sandbox/state.json")
+check "the failed boot's cgroups are gone, its limits' too (it had one: $cg)" \
+	bash -c '[ -n "$1" ] && ! find /sys/fs/cgroup -maxdepth 3 -type d -path "*$1" 2>/dev/null | grep -q .' _ "${cg#/sys/fs/cgroup/*/}"
+
+echo "--- the server prints the MCP token"
+# The token is known once the manifest ran, after the supervisor was forked: it is sent to it.
+app=$(pyapp_make printtoken 'start="cat data/key.json; echo; exec /usr/bin/python3 server.py"')
+pyapp_boot "$app"
+check "boots" [ "$RC" -eq 0 ]
+token=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["mcp_token"])' "$TMP/printtoken/runtime.json" 2>/dev/null)
+log=$TMP/printtoken/.sandbox/logs/server.log
+check "the server's log masks the token it printed" \
+	bash -c '[ -n "$1" ] && grep -qF "\"token\": \"[REDACTED]\"" "$2" && ! grep -qF "$1" "$2"' _ "$token" "$log"
+stop_boot "$app"
+
+echo "--- the forwarder's port is taken"
+app=$(pyapp_make fwdtaken)
+python3 -m http.server --bind 127.0.0.1 "$LISTEN_PORT" >/dev/null 2>&1 &
+fpid=$!
+on_exit "kill $fpid"
+for _ in $(seq 50); do port_is_free "$LISTEN_PORT" || break; sleep 0.1; done
+sup_before=$(supervisors)
+pyapp_boot "$app"
+check "exit 1" [ "$RC" -eq 1 ]
+check "cause last: the port is in use" \
+	bash -c "tail -1 '$ERR' | grep -q '^Sandbox start failed: cannot start the server: .*in use'"
+check "no supervisor is left" [ "$(supervisors)" = "$sup_before" ]
+check "no process of the app is left" no_procs_in "$app"
+check "the other process was not touched" kill -0 "$fpid"
+kill "$fpid"
+wait "$fpid" 2>/dev/null
+for _ in $(seq 50); do port_is_free "$LISTEN_PORT" && break; sleep 0.1; done
 
 echo "--- the manifest is invalid"
 app=$(pyapp_make badmanifest 'manifest="echo [1] > $ACTION_AGENT_SANDBOX_MANIFEST"')

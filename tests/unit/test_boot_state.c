@@ -185,7 +185,24 @@ START_TEST(test_lock_refuses_a_second_boot)
 	int fd = -1, status;
 	pid_t pid;
 
-	ck_assert_int_eq(boot_state_lock_acquire(dir, &fd, &err), 0);
+	{
+		/* A longer pid of an earlier boot is written over and cut: the file says ours. */
+		char path[256], got[64] = "", want[32];
+		FILE *f;
+
+		snprintf(path, sizeof(path), "%s/%s", dir, BOOT_LOCK_FILE);
+		f = fopen(path, "w");
+		ck_assert_ptr_nonnull(f);
+		fputs("123456789012345\n", f);
+		fclose(f);
+		ck_assert_int_eq(boot_state_lock_acquire(dir, &fd, &err), 0);
+		f = fopen(path, "r");
+		ck_assert_ptr_nonnull(f);
+		ck_assert_uint_gt(fread(got, 1, sizeof(got) - 1, f), 0);
+		fclose(f);
+		snprintf(want, sizeof(want), "%ld\n", (long)getpid());
+		ck_assert_str_eq(got, want);
+	}
 	/* Another process (flock locks are per open file) is refused while we hold it. */
 	pid = fork();
 	if (pid == 0) {

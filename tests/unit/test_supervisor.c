@@ -508,6 +508,83 @@ START_TEST(test_secrets_redacted_in_log)
 }
 END_TEST
 
+/*
+ * Prepared first, launched later with a secret the caller learnt in between (the MCP token):
+ * the supervisor's scrubber masks it, though the supervisor was forked before it was known.
+ */
+START_TEST(test_prepared_then_launched_with_a_secret)
+{
+	struct fixture f;
+	struct supervisor_info info;
+	struct supervisor_pending pending;
+	struct scrubber *sc = scrub_new();
+	struct err e;
+	char buf[256];
+
+	ck_assert_ptr_nonnull(sc);
+	fixture_init(&f);
+	struct supervisor_spec spec =
+	    spec_for(&f, "echo 'the token is " SECRET "'; echo 'done'; exec sleep 1000");
+	spec.scrub = sc;
+	err_clear(&e);
+	ck_assert_msg(supervisor_prepare(&spec, &pending, &e) == 0, "%s", e.msg);
+	watchdog_add(pending.pid, pending.start);
+	ck_assert(proc_is(pending.pid, pending.start));
+	/* Waiting for its go: no log, no supervisor.json, no server yet. */
+	usleep(50000);
+	ck_assert_int_ne(access(f.log, F_OK), 0);
+	ck_assert_int_ne(access(f.status, F_OK), 0);
+	/* Known only now, and only to the caller's scrubber. */
+	ck_assert_int_eq(scrub_add(sc, SECRET, strlen(SECRET)), 0);
+	ck_assert_msg(supervisor_launch(&pending, SECRET, &info, &e) == 0, "%s", e.msg);
+	ck_assert_int_eq(pending.fd, -1);
+	ck_assert_int_eq(info.supervisor_pid, pending.pid);
+	ck_assert_uint_eq(info.supervisor_start, pending.start);
+	wait_file_has(f.log, "done", 10);
+	ck_assert_int_eq(kill(info.server_pid, SIGKILL), 0);
+	wait_exited(f.status, buf, sizeof(buf));
+	char *t = file_text(f.log);
+	ck_assert_ptr_nonnull(t);
+	ck_assert_str_eq(t, "the token is [REDACTED]\ndone\n");
+	free(t);
+	stop(&info);
+	/* A dismiss after the launch does nothing: the supervisor it started is not touched. */
+	supervisor_dismiss(&pending);
+	scrub_free(sc);
+	fixture_dispose(&f);
+}
+END_TEST
+
+/* Prepared, then dismissed (the manifest failed): it ends, having started and written nothing. */
+START_TEST(test_prepared_then_dismissed)
+{
+	struct fixture f;
+	struct supervisor_pending pending;
+	struct err e;
+
+	fixture_init(&f);
+	struct supervisor_spec spec = spec_for(&f, "echo started >started; exec sleep 1000");
+	err_clear(&e);
+	ck_assert_msg(supervisor_prepare(&spec, &pending, &e) == 0, "%s", e.msg);
+	watchdog_add(pending.pid, pending.start);
+	supervisor_dismiss(&pending);
+	ck_assert_int_eq(pending.fd, -1);
+	wait_gone(pending.pid, pending.start, 5);
+	ck_assert_int_ne(access(f.log, F_OK), 0);
+	ck_assert_int_ne(access(f.status, F_OK), 0);
+	char started[192];
+	snprintf(started, sizeof(started), "%s/started", f.dir);
+	ck_assert_int_ne(access(started, F_OK), 0);
+	/* So does an end-of-file alone, as when the caller dies. */
+	ck_assert_msg(supervisor_prepare(&spec, &pending, &e) == 0, "%s", e.msg);
+	watchdog_add(pending.pid, pending.start);
+	close(pending.fd);
+	wait_gone(pending.pid, pending.start, 5);
+	ck_assert_int_ne(access(f.status, F_OK), 0);
+	fixture_dispose(&f);
+}
+END_TEST
+
 /* A server that ignores TERM, with a child in its group and a setsid'd daemon. */
 START_TEST(test_sigterm_stops_everything)
 {
@@ -752,6 +829,8 @@ static Suite *supervisor_suite(void)
 	tcase_add_test(tc, test_server_killed_is_recorded);
 	tcase_add_test(tc, test_exit_code_and_orphans_reaped);
 	tcase_add_test(tc, test_secrets_redacted_in_log);
+	tcase_add_test(tc, test_prepared_then_launched_with_a_secret);
+	tcase_add_test(tc, test_prepared_then_dismissed);
 	tcase_add_test(tc, test_sigterm_stops_everything);
 	tcase_add_test(tc, test_spawn_failure_reported);
 	tcase_add_test(tc, test_port_in_use_reported);
