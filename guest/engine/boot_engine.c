@@ -302,12 +302,57 @@ static void step_record_inputs(const struct boot_plan *p, const struct plan_step
 		boot_state_set(&boot_state_phase_find(st, phase)->inputs, hex);
 }
 
+/*
+ * What the engine does once a step's command runs, beside it rather than before it: state.json
+ * saved with the step's phase running, and for the manifest the supervisor forked
+ * (supervisor.h, supervisor_prepare()). The second core is free while the app's command runs.
+ * The toolchain's phase is saved the same way, before its first service starts.
+ */
+struct beside_step {
+	const struct boot_plan *plan;
+	struct boot_state *st;
+	const struct supervisor_spec *sup_spec; /* NULL: no supervisor to prepare */
+	struct supervisor_pending *sup_pending;
+	struct procset *procs;
+};
+
+static void beside_step(void *userdata)
+{
+	struct beside_step *b = userdata;
+	struct err e;
+
+	if (boot_state_save(b->plan->state_dir, b->st, &e) < 0)
+		log_debug("%s", e.msg);
+	if (!b->sup_spec)
+		return;
+	/* Without it the server's start forks the supervisor then, and reports what fails. */
+	if (supervisor_prepare(b->sup_spec, b->sup_pending, &e) < 0) {
+		log_debug("the supervisor is started after the manifest: %s", e.msg);
+		return;
+	}
+	/* Not one of the manifest's leftovers, which are stopped when it ends. */
+	if (b->procs)
+		procset_add_root(b->procs, b->sup_pending->pid, b->sup_pending->start);
+}
+
+/* A step context whose step's phase is saved, and what else b says done, beside the step. */
+static void step_context_beside(const struct step_context *ctx, struct beside_step *b,
+                                struct step_context *ret)
+{
+	*ret = *ctx;
+	ret->spawned = beside_step;
+	ret->spawned_userdata = b;
+}
+
 static int run_setup(const struct step_context *ctx, struct boot_state *prev, struct boot_state *st,
                      size_t from, struct boot_result *res, struct err *err)
 {
 	const struct boot_plan *p = ctx->plan;
 	_cleanup_free_ char *tasks = NULL;
+	struct beside_step b = {.plan = p, .st = st};
+	struct step_context step_ctx;
 
+	step_context_beside(ctx, &b, &step_ctx);
 	for (size_t i = from; i < p->n_steps; i++) {
 		const struct plan_step *s = &p->steps[i];
 		char phase[64], why[512];
@@ -322,9 +367,10 @@ static int run_setup(const struct step_context *ctx, struct boot_state *prev, st
 			step_record_skip(ctx, s, phase, why, st);
 			continue;
 		}
-		save_state_phase(p, st, "booting", s->name, phase);
+		/* Saved once a command of it runs (beside_step()); skipped, at the next save. */
+		mark_state_phase(st, "booting", s->name, phase);
 		if (s->if_task) {
-			if (rails_has_task(ctx, &tasks, s->if_task, &has, err) < 0) {
+			if (rails_has_task(&step_ctx, &tasks, s->if_task, &has, err) < 0) {
 				_cleanup_free_ char *pre = NULL;
 				if (asprintf(&pre, "%s/preflight.log", p->logs_dir) < 0)
 					pre = NULL;
@@ -337,8 +383,8 @@ static int run_setup(const struct step_context *ctx, struct boot_state *prev, st
 				continue;
 			}
 		}
-		if (boot_step_run(ctx, s->name, s->command, p->env, s->timeout, s->log_path, err) <
-		    0) {
+		if (boot_step_run(&step_ctx, s->name, s->command, p->env, s->timeout, s->log_path,
+		                  err) < 0) {
 			result_fail_at(res, s->name, s->log_path);
 			return -1;
 		}
@@ -365,28 +411,6 @@ static void log_rescrub(const struct boot_plan *p, const char *path)
 		(void)file_write_replace(path, clean, clean_len, 0600, (uid_t)-1, (gid_t)-1, &e);
 }
 
-/* The supervisor forked beside the manifest (supervisor.h, supervisor_prepare()). */
-struct early_supervisor {
-	const struct supervisor_spec *spec;
-	struct supervisor_pending *pending;
-	struct procset *procs;
-};
-
-static void early_supervisor_prepare(void *userdata)
-{
-	struct early_supervisor *es = userdata;
-	struct err e;
-
-	/* Without it the server's start forks the supervisor then, and reports what fails. */
-	if (supervisor_prepare(es->spec, es->pending, &e) < 0) {
-		log_debug("the supervisor is started after the manifest: %s", e.msg);
-		return;
-	}
-	/* Not one of the manifest's leftovers, which are stopped when it ends. */
-	if (es->procs)
-		procset_add_root(es->procs, es->pending->pid, es->pending->start);
-}
-
 static int run_manifest(const struct step_context *boot_ctx, char *const *env,
                         const struct supervisor_spec *sup_spec,
                         struct supervisor_pending *sup_pending, struct boot_state *st,
@@ -394,14 +418,16 @@ static int run_manifest(const struct step_context *boot_ctx, char *const *env,
 {
 	const struct boot_plan *p = boot_ctx->plan;
 	const struct plan_step *s = &p->manifest;
-	struct early_supervisor es = {
-	    .spec = sup_spec, .pending = sup_pending, .procs = boot_ctx->procs};
-	struct step_context manifest_ctx = *boot_ctx;
+	struct beside_step b = {.plan = p,
+	                        .st = st,
+	                        .sup_spec = sup_spec,
+	                        .sup_pending = sup_pending,
+	                        .procs = boot_ctx->procs};
+	struct step_context manifest_ctx;
 	const struct step_context *ctx = &manifest_ctx;
 
-	manifest_ctx.spawned = early_supervisor_prepare;
-	manifest_ctx.spawned_userdata = &es;
-	save_state(p, st, "booting", "manifest");
+	step_context_beside(boot_ctx, &b, &manifest_ctx);
+	mark_state_phase(st, "booting", "manifest", "manifest");
 	if (unlink(p->manifest_scratch) < 0 && errno != ENOENT) {
 		result_fail_at(res, "manifest", s->log_path);
 		return err_errno(err, "cannot remove the old manifest %s", p->manifest_scratch);
@@ -873,6 +899,7 @@ int boot_engine_run(struct boot_plan *p, const struct boot_options *o,
 	struct supervisor_spec sup_spec;
 	struct supervisor_pending sup_pending = SUPERVISOR_PENDING_INIT;
 	struct boot_state prev = {0}, st = {0};
+	struct beside_step toolchain_save;
 	struct err prev_err;
 	int prev_r;
 	_cleanup_(log_marks_dispose) struct log_marks marks = {0};
@@ -991,6 +1018,7 @@ int boot_engine_run(struct boot_plan *p, const struct boot_options *o,
 	boot_state_set(&st.cgroup, procset_cgroup_path(procs));
 	if (boot_limits_apply(p, procs, set_name, o->notes, err) < 0)
 		goto out;
+	toolchain_save = (struct beside_step){.plan = p, .st = &st};
 	boot_disk_budget_init(&disk, p->workspace, p->state_dir, p->limits.disk);
 	boot_limits_state(p, &st);
 	if (boot_egress_apply(p, &st, o->notes, err) < 0)
@@ -999,8 +1027,9 @@ int boot_engine_run(struct boot_plan *p, const struct boot_options *o,
 
 	if (prepare_directories(p, err) < 0)
 		goto out;
-	save_state(p, &st, "booting", "toolchain");
-	if (boot_services_start(p, err) < 0) {
+	/* Saved only before a service starts: without one the phase lasts a moment. */
+	mark_state_phase(&st, "booting", "toolchain", "toolchain");
+	if (boot_services_start(p, beside_step, &toolchain_save, err) < 0) {
 		result_fail_at(res, "services", NULL);
 		goto out;
 	}

@@ -185,21 +185,39 @@ static bool listed(char *const *v, const char *a, const char *b)
 	return false;
 }
 
-int boot_services_start(const struct boot_plan *p, struct err *err)
+/* The services' start, and the caller's hook once before the first of them. */
+struct services_run {
+	const struct boot_plan *p;
+	void (*before)(void *userdata);
+	void *userdata;
+};
+
+static int run_start_one(struct services_run *r, const char *service, struct err *err)
 {
+	if (r->before) {
+		r->before(r->userdata);
+		r->before = NULL;
+	}
+	return service_start(r->p, service, err);
+}
+
+int boot_services_start(const struct boot_plan *p, void (*before)(void *userdata), void *userdata,
+                        struct err *err)
+{
+	struct services_run r = {.p = p, .before = before, .userdata = userdata};
 	char *const *asked = p->toolchain.services;
 
 	for (size_t i = 0; asked && asked[i]; i++)
-		if (service_start(p, asked[i], err) < 0)
+		if (run_start_one(&r, asked[i], err) < 0)
 			return -1;
 	/* What config/database.yml asks for, unless the spec named it already. */
 	if (p->db.wants_postgresql && !listed(asked, "postgresql", NULL) &&
-	    service_start(p, "postgresql", err) < 0)
+	    run_start_one(&r, "postgresql", err) < 0)
 		return -1;
 	if (p->db.wants_mysql && !listed(asked, "mysql", "mariadb")) {
 		struct stat st;
 		/* Only where the image has it: an app may point at a server of its own. */
-		if (stat("/etc/init.d/mariadb", &st) == 0 && service_start(p, "mysql", err) < 0)
+		if (stat("/etc/init.d/mariadb", &st) == 0 && run_start_one(&r, "mysql", err) < 0)
 			return -1;
 	}
 	return 0;

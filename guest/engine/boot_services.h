@@ -11,7 +11,13 @@
 #include "boot_plan.h"
 #include "err.h"
 
-int boot_services_start(const struct boot_plan *p, struct err *err);
+/*
+ * Start what the plan needs. before, when not NULL, is called once before the first service
+ * starts (a service may take seconds: the engine saves its state then), and not at all when
+ * there is none.
+ */
+int boot_services_start(const struct boot_plan *p, void (*before)(void *userdata), void *userdata,
+                        struct err *err);
 /* Drop the boot's throwaway server databases (--discard). */
 int boot_services_drop_databases(const struct boot_plan *p, struct err *err);
 
