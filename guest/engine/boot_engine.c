@@ -313,7 +313,6 @@ struct beside_step {
 	struct boot_state *st;
 	const struct supervisor_spec *sup_spec; /* NULL: no supervisor to prepare */
 	struct supervisor_pending *sup_pending;
-	struct procset *procs;
 };
 
 static void beside_step(void *userdata)
@@ -321,6 +320,7 @@ static void beside_step(void *userdata)
 	struct beside_step *b = userdata;
 	struct err e;
 
+	err_clear(&e);
 	if (boot_state_save(b->plan->state_dir, b->st, &e) < 0)
 		log_debug("%s", e.msg);
 	if (!b->sup_spec)
@@ -330,9 +330,6 @@ static void beside_step(void *userdata)
 		log_debug("the supervisor is started after the manifest: %s", e.msg);
 		return;
 	}
-	/* Not one of the manifest's leftovers, which are stopped when it ends. */
-	if (b->procs)
-		procset_add_root(b->procs, b->sup_pending->pid, b->sup_pending->start);
 }
 
 /* A step context whose step's phase is saved, and what else b says done, beside the step. */
@@ -418,11 +415,14 @@ static int run_manifest(const struct step_context *boot_ctx, char *const *env,
 {
 	const struct boot_plan *p = boot_ctx->plan;
 	const struct plan_step *s = &p->manifest;
-	struct beside_step b = {.plan = p,
-	                        .st = st,
-	                        .sup_spec = sup_spec,
-	                        .sup_pending = sup_pending,
-	                        .procs = boot_ctx->procs};
+	/*
+	 * The supervisor is prepared beside the manifest where the boot's processes are a cgroup,
+	 * which it is not in. Without a cgroup they are our descendants, it would be one, and the
+	 * stop of the manifest's leftovers would stop it: it is started after the manifest then.
+	 */
+	bool early = procset_backend_of(boot_ctx->procs) != PROCSET_NO_CGROUP;
+	struct beside_step b = {
+	    .plan = p, .st = st, .sup_spec = early ? sup_spec : NULL, .sup_pending = sup_pending};
 	struct step_context manifest_ctx;
 	const struct step_context *ctx = &manifest_ctx;
 
@@ -741,10 +741,6 @@ static int check_start_url(const struct boot_plan *p, unsigned port, int64_t *ap
 	return 0;
 }
 
-/*
- * The server started (under the supervisor) and answering; runtime.json written and synced
- * meanwhile, while the server starts, into runtime (committed by the caller once ready).
- */
 /* What the supervisor is given (its status file's path in *ret_status_path, to free). */
 static int start_spec_init(const struct step_context *ctx, char *const *env, unsigned port,
                            struct supervisor_spec *ret, char **ret_status_path, struct err *err)
@@ -802,8 +798,17 @@ static int run_start(const struct step_context *ctx, const struct supervisor_spe
 		if (fd >= 0 && asprintf(&header, "$ %s\n", p->start.command) >= 0)
 			file_write_all(fd, header, strlen(header));
 	}
-	rc = pending->fd >= 0 ? supervisor_launch(pending, m->mcp_token, &info, err)
-	                      : supervisor_start(spec, &info, err);
+	if (pending->fd < 0) {
+		rc = supervisor_start(spec, &info, err);
+	} else {
+		rc = supervisor_launch(pending, m->mcp_token, &info, err);
+		/* Gone before the go (killed meanwhile), it started nothing: one started now. */
+		if (rc < 0 && err->code == ESRCH) {
+			log_debug("%s; starting another", err->msg);
+			err_clear(err);
+			rc = supervisor_start(spec, &info, err);
+		}
+	}
 	if (rc < 0)
 		return err_wrap(err, "cannot start the server");
 	st->supervisor_pid = info.supervisor_pid;

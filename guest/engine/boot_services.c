@@ -186,13 +186,13 @@ static bool listed(char *const *v, const char *a, const char *b)
 }
 
 /* The services' start, and the caller's hook once before the first of them. */
-struct services_run {
+struct services_start {
 	const struct boot_plan *p;
 	void (*before)(void *userdata);
 	void *userdata;
 };
 
-static int run_start_one(struct services_run *r, const char *service, struct err *err)
+static int services_start_one(struct services_start *r, const char *service, struct err *err)
 {
 	if (r->before) {
 		r->before(r->userdata);
@@ -204,20 +204,21 @@ static int run_start_one(struct services_run *r, const char *service, struct err
 int boot_services_start(const struct boot_plan *p, void (*before)(void *userdata), void *userdata,
                         struct err *err)
 {
-	struct services_run r = {.p = p, .before = before, .userdata = userdata};
+	struct services_start r = {.p = p, .before = before, .userdata = userdata};
 	char *const *asked = p->toolchain.services;
 
 	for (size_t i = 0; asked && asked[i]; i++)
-		if (run_start_one(&r, asked[i], err) < 0)
+		if (services_start_one(&r, asked[i], err) < 0)
 			return -1;
 	/* What config/database.yml asks for, unless the spec named it already. */
 	if (p->db.wants_postgresql && !listed(asked, "postgresql", NULL) &&
-	    run_start_one(&r, "postgresql", err) < 0)
+	    services_start_one(&r, "postgresql", err) < 0)
 		return -1;
 	if (p->db.wants_mysql && !listed(asked, "mysql", "mariadb")) {
 		struct stat st;
 		/* Only where the image has it: an app may point at a server of its own. */
-		if (stat("/etc/init.d/mariadb", &st) == 0 && run_start_one(&r, "mysql", err) < 0)
+		if (stat("/etc/init.d/mariadb", &st) == 0 &&
+		    services_start_one(&r, "mysql", err) < 0)
 			return -1;
 	}
 	return 0;

@@ -706,7 +706,8 @@ static int sup_wait_go(struct sup *s, int ctl_fd)
 	secret = sodium_malloc(len);
 	if (!secret)
 		return -1;
-	if (read_exact(ctl_fd, secret, len) && scrub_add(s->spec->scrub, secret, len) == 0)
+	if (read_exact(ctl_fd, secret, len) &&
+	    (!s->spec->scrub || scrub_add(s->spec->scrub, secret, len) == 0))
 		r = 0;
 	sodium_free(secret);
 	return r;
@@ -757,15 +758,17 @@ static _noreturn_ void sup_main(const struct supervisor_spec *spec, int ctl_fd)
 	    .timer_fd = -1,
 	};
 	struct sup_report rep = {0};
+	struct sup_hello hello;
 	struct err e;
 	int r;
 
 	s.pid = getpid();
 	s.start = proc_start_time(s.pid);
 	err_clear(&e);
-	report_send(ctl_fd,
-	            &(struct sup_hello){.supervisor_pid = s.pid, .supervisor_start = s.start},
-	            sizeof(struct sup_hello));
+	memset(&hello, 0, sizeof(hello)); /* padding included: the bytes go to the caller */
+	hello.supervisor_pid = s.pid;
+	hello.supervisor_start = s.start;
+	report_send(ctl_fd, &hello, sizeof(hello));
 	/* Not protected from the out-of-memory killer as the engine is while it starts us. */
 	int oom = proc_oom_score_reset();
 	if (oom < 0)
@@ -842,17 +845,40 @@ int supervisor_prepare(const struct supervisor_spec *spec, struct supervisor_pen
 		return err_errno(err, "supervisor: fork");
 	}
 	bool got = read_exact(sv[0], &hello, sizeof(hello));
-	/* Reaped already when the caller reaps every child as it waits for a step: then ECHILD. */
 	while (waitpid(mid, &status, 0) < 0 && errno == EINTR)
 		;
 	if (!got) {
 		close(sv[0]);
-		return err_set(err, ERR_FAILED, EPIPE, "the supervisor ended before it reported");
+		return err_set(err, ERR_FAILED, EPIPE,
+		               "the supervisor ended before it said who it is (its fork failed)");
 	}
 	ret->pid = hello.supervisor_pid;
 	ret->start = hello.supervisor_start;
 	ret->fd = sv[0];
 	return 0;
+}
+
+static bool send_all(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+
+	while (len) {
+		ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return false;
+		p += n;
+		len -= (size_t)n;
+	}
+	return true;
+}
+
+/* A prepared supervisor that will not run on: killed to be sure (it may be exiting), reaped. */
+static void pending_end(const struct supervisor_pending *pending)
+{
+	(void)proc_signal_wait(pending->pid, pending->start, SIGKILL, 2000);
+	(void)waitpid(pending->pid, NULL, WNOHANG);
 }
 
 int supervisor_launch(struct supervisor_pending *pending, const char *secret,
@@ -865,12 +891,19 @@ int supervisor_launch(struct supervisor_pending *pending, const char *secret,
 	pending->fd = -1;
 	if (fd < 0)
 		return err_set(err, ERR_FAILED, EINVAL, "supervisor: not prepared");
-	/* A supervisor that failed to set up has closed its end: its report is still to read. */
-	if (send(fd, &len, sizeof(len), MSG_NOSIGNAL) == (ssize_t)sizeof(len) && len)
-		(void)!send(fd, secret, len, MSG_NOSIGNAL);
-	if (!read_exact(fd, &rep, sizeof(rep)))
+	if (!send_all(fd, &len, sizeof(len)) || (len && !send_all(fd, secret, len))) {
+		pending_end(pending);
+		return err_set(err, ERR_FAILED, ESRCH,
+		               "the supervisor ended before it was told to start the server");
+	}
+	/* Nothing more to say: a shortfall would reach it as an end-of-file, never as a wait. */
+	(void)shutdown(fd, SHUT_WR);
+	if (!read_exact(fd, &rep, sizeof(rep))) {
+		pending_end(pending);
 		return err_set(err, ERR_FAILED, EPIPE, "the supervisor ended before it reported");
+	}
 	if (!rep.ok) {
+		pending_end(pending);
 		rep.msg[sizeof(rep.msg) - 1] = '\0';
 		return err_set(err, rep.cls ? rep.cls : ERR_FAILED, rep.code, "%s", rep.msg);
 	}
@@ -888,9 +921,8 @@ void supervisor_dismiss(struct supervisor_pending *pending)
 		return;
 	closep(&pending->fd);
 	pending->fd = -1;
-	/* It exits at the end-of-file; a kill makes sure, since it has started nothing yet. */
-	(void)proc_signal_wait(pending->pid, pending->start, SIGKILL, 2000);
-	(void)waitpid(pending->pid, NULL, WNOHANG);
+	/* It exits at the end-of-file, having started nothing. */
+	pending_end(pending);
 }
 
 int supervisor_start(const struct supervisor_spec *spec, struct supervisor_info *ret,

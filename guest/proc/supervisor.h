@@ -6,10 +6,12 @@
  * scrubber into server.log (capped and rotated), keeps the forwarder up, and records a server
  * exit in supervisor.json (status, log tail) instead of restarting it.
  *
- * Lifetime: the supervisor runs until it is sent SIGTERM (or SIGINT), also after the server
- * exited. It stays because it is the subreaper the boot's orphans (daemons that double-fork)
- * are re-parented to: it reaps them, and without a cgroup "the boot's processes" are its
- * descendants. The forwarder stays bound meanwhile, so nobody else takes the port; connections
+ * Lifetime: a supervisor prepared and not yet launched (supervisor_prepare()) exits at once,
+ * having started and written nothing, at an end-of-file from its caller or a signal (TERM, INT,
+ * HUP, CHLD). Once launched, the supervisor runs until it is sent SIGTERM (or SIGINT), also
+ * after the server exited. It stays because it is the subreaper the boot's orphans (daemons that
+ * double-fork) are re-parented to: it reaps them, and without a cgroup "the boot's processes" are
+ * its descendants. The forwarder stays bound meanwhile, so nobody else takes the port; connections
  * to a server that is gone are reset. On SIGTERM it sends TERM to the server's group, waits up
  * to grace_ms for the server, then stops whatever is left of the boot's process set (TERM, the
  * rest of the grace period, KILL), writes the final state and exits 0. SIGHUP is ignored.
@@ -85,9 +87,12 @@ int supervisor_start(const struct supervisor_spec *spec, struct supervisor_info 
  * on). The spec is the supervisor's copy as it is now. supervisor_launch() adds secret (the MCP
  * token, known only once the manifest ran; NULL for none) to the supervisor's scrubber and has
  * it bind the forwarder's port, open the log and start the server: its result is
- * supervisor_start()'s. supervisor_dismiss() ends a prepared supervisor that will not be
+ * supervisor_start()'s; a supervisor that ended before the go (killed meanwhile) started
+ * nothing, and the error's code is then ESRCH: a caller may start one afresh. A supervisor that
+ * reports a failure is reaped. supervisor_dismiss() ends a prepared supervisor that will not be
  * launched; it has started nothing and writes nothing. Both consume the pending supervisor; a
- * dismiss of one launched or never prepared does nothing.
+ * dismiss of one launched or never prepared does nothing. A spec without a scrubber ignores
+ * the secret.
  */
 struct supervisor_pending {
 	pid_t pid;

@@ -113,6 +113,23 @@ kill "$fpid"
 wait "$fpid" 2>/dev/null
 for _ in $(seq 50); do port_is_free "$LISTEN_PORT" && break; sleep 0.1; done
 
+echo "--- no cgroup can be made: the boot's processes are tracked by process group"
+# A mount namespace of its own with an empty tmpfs over /sys/fs/cgroup: neither a cgroup2 nor a
+# v1 set can be made. The supervisor is then a descendant of the engine, so it is forked after
+# the manifest, not beside it (the stop of the manifest's leftovers would take it).
+app=$(pyapp_make nocgroup)
+# shellcheck disable=SC2046
+unshare -m --propagation private sh -c 'mount -t tmpfs none /sys/fs/cgroup && exec "$@"' _ \
+	$(platform_env) "$BOOT" --listen "127.0.0.1:$LISTEN_PORT" --grace 1000 \
+	--cache-root "$TMP/cache" "$app" >"$TMP/nocgroup/out" 2>"$TMP/nocgroup/err"
+check "boots without a cgroup" [ $? -eq 0 ]
+check "the state names no cgroup" python3 -c 'import json,sys; sys.exit(bool(json.load(open(sys.argv[1])).get("cgroup")))' "$TMP/nocgroup/.sandbox/state.json"
+check "/up answers through the forwarder" [ "$(http_status "http://127.0.0.1:$LISTEN_PORT/up")" = 200 ]
+"$BOOT" --stop --grace 1000 "$app"
+check "--stop exits 0" [ $? -eq 0 ]
+check "--stop leaves no process" no_procs_in "$app"
+check "--stop frees the port" port_is_free "$LISTEN_PORT"
+
 echo "--- the manifest is invalid"
 app=$(pyapp_make badmanifest 'manifest="echo [1] > $ACTION_AGENT_SANDBOX_MANIFEST"')
 pyapp_boot "$app"
