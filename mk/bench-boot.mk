@@ -11,3 +11,13 @@ bench-boot: all
 bench: bench-resync
 bench-resync: all
 	bench/resync_bench.sh
+
+# The kernel's part of a boot's path, apart from ours: a bare program (`make bench-boot-floor`).
+.PHONY: bench-boot-floor
+bench: bench-boot-floor
+bench-boot-floor: $(BUILD)/bench/boot_floor_bench
+	$(BUILD)/bench/boot_floor_bench $(BENCH_BOOT_FLOOR_ARGS)
+
+$(BUILD)/bench/boot_floor_bench: bench/boot_floor_bench.c
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $<

@@ -4,7 +4,7 @@
 # `make figures FIGURES="boot rss"` runs only the benches whose name holds one of the words.
 .PHONY: figures
 figures: all $(BUILD)/bench/daemon_rss_bench $(BUILD)/bench/scrub_bench $(BUILD)/bench/push_raw \
-	$(BUILD)/bench/handshake_bench
+	$(BUILD)/bench/handshake_bench $(BUILD)/bench/boot_floor_bench
 	@prefix=$$(packaging/static/build-deps.sh) && \
 		$(MAKE) --no-print-directory static-bins vm-bins STATIC_PREFIX="$$prefix"
 	bench/figures.sh $(FIGURES)

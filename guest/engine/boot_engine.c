@@ -444,11 +444,6 @@ static int run_manifest(const struct step_context *boot_ctx, char *const *env,
 		err_wrap(err, "the manifest is invalid");
 		goto out_fail;
 	}
-	/* From now on the MCP token is a secret too, also in what the manifest step printed. */
-	if (ret->mcp_token) {
-		scrub_add(p->scrub, ret->mcp_token, strlen(ret->mcp_token));
-		log_rescrub(p, s->log_path);
-	}
 	unlink(p->manifest_scratch);
 	phase_app_ms(ctx, st, "manifest");
 	strv_push(&st->completed, "manifest");
@@ -741,6 +736,15 @@ static int check_start_url(const struct boot_plan *p, unsigned port, int64_t *ap
 	return 0;
 }
 
+/* The MCP token added to the boot's scrubber, and the manifest's log scrubbed again with it. */
+static void manifest_token_scrub(const struct boot_plan *p, const struct manifest *m)
+{
+	if (!m->mcp_token)
+		return;
+	scrub_add(p->scrub, m->mcp_token, strlen(m->mcp_token));
+	log_rescrub(p, p->manifest.log_path);
+}
+
 /* What the supervisor is given (its status file's path in *ret_status_path, to free). */
 static int start_spec_init(const struct step_context *ctx, char *const *env, unsigned port,
                            struct supervisor_spec *ret, char **ret_status_path, struct err *err)
@@ -798,10 +802,17 @@ static int run_start(const struct step_context *ctx, const struct supervisor_spe
 		if (fd >= 0 && asprintf(&header, "$ %s\n", p->start.command) >= 0)
 			file_write_all(fd, header, strlen(header));
 	}
+	/*
+	 * From now on the MCP token is a secret too, also in what the manifest step printed: in
+	 * our scrubber before a supervisor forked now copies it, after the launch of one prepared
+	 * beside the manifest (which is sent the token), whatever the launch's outcome.
+	 */
 	if (pending->fd < 0) {
+		manifest_token_scrub(p, m);
 		rc = supervisor_start(spec, &info, err);
 	} else {
 		rc = supervisor_launch(pending, m->mcp_token, &info, err);
+		manifest_token_scrub(p, m);
 		/* Gone before the go (killed meanwhile), it started nothing: one started now. */
 		if (rc < 0 && err->code == ESRCH) {
 			log_debug("%s; starting another", err->msg);

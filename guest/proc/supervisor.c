@@ -98,6 +98,8 @@ struct sup {
 	bool quit;         /* leave the loop: stop the rest and exit */
 	bool status_written;
 	char log_error[ERR_MSG_MAX];
+	char *secret; /* the caller's, until it is in the scrubber (sodium_malloc'd) */
+	uint32_t secret_len;
 };
 
 /* ---- supervisor.json ---- */
@@ -677,14 +679,13 @@ static int sup_prepare(struct sup *s, int ctl_fd, struct err *err)
 }
 
 /*
- * Wait for the caller's go and take the secret it sends into the scrubber. 0 on go; -1 when
- * the caller dismissed us (end-of-file, or a signal asking us to stop: nothing to stop yet).
+ * Wait for the caller's go and keep the secret it sends (s->secret, in guarded memory) for the
+ * scrubber. 0 on go; -1 when the caller dismissed us (end-of-file, or a signal asking us to
+ * stop: nothing to stop yet).
  */
 static int sup_wait_go(struct sup *s, int ctl_fd)
 {
 	uint32_t len;
-	char *secret;
-	int r = -1;
 
 	for (;;) {
 		struct pollfd pfd[2] = {{.fd = ctl_fd, .events = POLLIN},
@@ -703,17 +704,40 @@ static int sup_wait_go(struct sup *s, int ctl_fd)
 		return -1;
 	if (len == 0)
 		return 0;
-	secret = sodium_malloc(len);
-	if (!secret)
+	s->secret = sodium_malloc(len);
+	if (!s->secret)
 		return -1;
-	if (read_exact(ctl_fd, secret, len) &&
-	    (!s->spec->scrub || scrub_add(s->spec->scrub, secret, len) == 0))
-		r = 0;
-	sodium_free(secret);
-	return r;
+	s->secret_len = len;
+	return read_exact(ctl_fd, s->secret, len) ? 0 : -1;
 }
 
-/* After go: the log, the forwarder's port, the server, and the first supervisor.json. */
+/*
+ * The scrubber with the caller's secret, and the stream the server's output goes through. Made
+ * once the server runs, beside its start: its output waits in the pipe until the loop reads it.
+ */
+static int sup_scrub_ready(struct sup *s, struct err *err)
+{
+	const struct supervisor_spec *spec = s->spec;
+	int r = 0;
+
+	if (s->secret) {
+		if (spec->scrub)
+			r = scrub_add(spec->scrub, s->secret, s->secret_len);
+		sodium_free(s->secret);
+		s->secret = NULL;
+		if (r < 0) {
+			errno = -r;
+			return err_errno(err, "supervisor: cannot add the secret to the scrubber");
+		}
+	}
+	if (spec->scrub) {
+		s->stream = scrub_stream_new(spec->scrub, output_sink, s->log);
+		if (!s->stream)
+			return err_set(err, ERR_FAILED, ENOMEM, "supervisor: out of memory");
+	}
+	return 0;
+}
+
 static int sup_launch(struct sup *s, struct err *err)
 {
 	const struct supervisor_spec *spec = s->spec;
@@ -725,15 +749,13 @@ static int sup_launch(struct sup *s, struct err *err)
 	    0)
 		return -1;
 	logfile_keep_times_or_say(s->log);
-	if (spec->scrub) {
-		s->stream = scrub_stream_new(spec->scrub, output_sink, s->log);
-		if (!s->stream)
-			return err_set(err, ERR_FAILED, ENOMEM, "supervisor: out of memory");
-	}
 	if (server_spawn(s, err) < 0)
 		return -1;
-	/* The first state, which proves status_path writable: without it no server runs. */
-	if (status_write_or_fail(s, false, err) < 0) {
+	/*
+	 * The scrubber after the spawn, beside the server's start; then the first state, which
+	 * proves status_path writable: without both no server runs.
+	 */
+	if (sup_scrub_ready(s, err) < 0 || status_write_or_fail(s, false, err) < 0) {
 		kill(-s->server_pid, SIGKILL);
 		while (waitpid(s->server_pid, NULL, 0) < 0 && errno == EINTR)
 			;

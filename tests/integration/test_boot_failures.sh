@@ -84,15 +84,18 @@ cg=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1])).get("cgroup
 check "the failed boot's cgroups are gone, its limits' too (it had one: $cg)" \
 	bash -c '[ -n "$1" ] && ! find /sys/fs/cgroup -maxdepth 3 -type d -path "*$1" 2>/dev/null | grep -q .' _ "${cg#/sys/fs/cgroup/*/}"
 
-echo "--- the server prints the MCP token"
+echo "--- the manifest and the server print the MCP token"
 # The token is known once the manifest ran, after the supervisor was forked: it is sent to it.
-app=$(pyapp_make printtoken 'start="cat data/key.json; echo; exec /usr/bin/python3 server.py"')
+app=$(pyapp_make printtoken 'manifest="/usr/bin/python3 manifest.py && cat data/key.json"' \
+	'start="cat data/key.json; echo; exec /usr/bin/python3 server.py"')
 pyapp_boot "$app"
 check "boots" [ "$RC" -eq 0 ]
 token=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["mcp_token"])' "$TMP/printtoken/runtime.json" 2>/dev/null)
-log=$TMP/printtoken/.sandbox/logs/server.log
-check "the server's log masks the token it printed" \
-	bash -c '[ -n "$1" ] && grep -qF "\"token\": \"[REDACTED]\"" "$2" && ! grep -qF "$1" "$2"' _ "$token" "$log"
+for log in manifest server; do
+	check "the $log's log masks the token it printed" bash -c \
+		'[ -n "$1" ] && grep -qF "\"token\": \"[REDACTED]\"" "$2" && ! grep -qF "$1" "$2"' \
+		_ "$token" "$TMP/printtoken/.sandbox/logs/$log.log"
+done
 stop_boot "$app"
 
 echo "--- the forwarder's port is taken"
