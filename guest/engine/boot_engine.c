@@ -447,7 +447,7 @@ static int run_manifest(const struct step_context *boot_ctx, char *const *env,
 	unlink(p->manifest_scratch);
 	phase_app_ms(ctx, st, "manifest");
 	strv_push(&st->completed, "manifest");
-	observe(ctx, "manifest", "done", ret->mcp_path);
+	/* Its "done" is observed once the token is masked (run_start()). */
 	return 0;
 out_fail:
 	result_fail_at(res, "manifest", s->log_path);
@@ -737,12 +737,20 @@ static int check_start_url(const struct boot_plan *p, unsigned port, int64_t *ap
 }
 
 /* The MCP token added to the boot's scrubber, and the manifest's log scrubbed again with it. */
-static void manifest_token_scrub(const struct boot_plan *p, const struct manifest *m)
+static int manifest_token_scrub(const struct boot_plan *p, const struct manifest *m,
+                                struct err *err)
 {
+	int r;
+
 	if (!m->mcp_token)
-		return;
-	scrub_add(p->scrub, m->mcp_token, strlen(m->mcp_token));
+		return 0;
+	r = scrub_add(p->scrub, m->mcp_token, strlen(m->mcp_token));
+	if (r < 0) {
+		errno = -r;
+		return err_errno(err, "cannot add the MCP token to the scrubber");
+	}
 	log_rescrub(p, p->manifest.log_path);
+	return 0;
 }
 
 /* What the supervisor is given (its status file's path in *ret_status_path, to free). */
@@ -808,11 +816,18 @@ static int run_start(const struct step_context *ctx, const struct supervisor_spe
 	 * beside the manifest (which is sent the token), whatever the launch's outcome.
 	 */
 	if (pending->fd < 0) {
-		manifest_token_scrub(p, m);
-		rc = supervisor_start(spec, &info, err);
+		rc = manifest_token_scrub(p, m, err);
+		if (rc == 0)
+			rc = supervisor_start(spec, &info, err);
 	} else {
+		struct err scrub_err;
+
 		rc = supervisor_launch(pending, m->mcp_token, &info, err);
-		manifest_token_scrub(p, m);
+		/* A server started meanwhile is stopped by the failure's stop (supervisor.json). */
+		if (manifest_token_scrub(p, m, &scrub_err) < 0) {
+			*err = scrub_err;
+			return -1;
+		}
 		/* Gone before the go (killed meanwhile), it started nothing: one started now. */
 		if (rc < 0 && err->code == ESRCH) {
 			log_debug("%s; starting another", err->msg);
@@ -820,6 +835,8 @@ static int run_start(const struct step_context *ctx, const struct supervisor_spe
 			rc = supervisor_start(spec, &info, err);
 		}
 	}
+	/* Only now, with the token masked: a manifest path may hold it. */
+	observe(ctx, "manifest", "done", m->mcp_path);
 	if (rc < 0)
 		return err_wrap(err, "cannot start the server");
 	st->supervisor_pid = info.supervisor_pid;

@@ -801,6 +801,8 @@ static _noreturn_ void sup_main(const struct supervisor_spec *spec, int ctl_fd)
 	if (r == 0)
 		r = sup_launch(&s, &e);
 	if (r < 0) {
+		if (s.secret)
+			sodium_free(s.secret);
 		if (s.status_written)
 			(void)unlink(spec->status_path);
 		rep.cls = e.cls ? e.cls : ERR_FAILED;
