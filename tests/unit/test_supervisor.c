@@ -169,6 +169,16 @@ static void start_ok(const struct supervisor_spec *spec, struct supervisor_info 
 	ck_assert_int_ne(info->supervisor_pid, info->server_pid);
 }
 
+/* A supervisor prepared for spec, watched so that a failed test leaves none behind. */
+static void prepare_ok(const struct supervisor_spec *spec, struct supervisor_pending *pending)
+{
+	struct err e;
+
+	err_clear(&e);
+	ck_assert_msg(supervisor_prepare(spec, pending, &e) == 0, "%s", e.msg);
+	watchdog_add(pending->pid, pending->start);
+}
+
 static void wait_gone(pid_t pid, uint64_t start, double seconds)
 {
 	double deadline = now() + seconds;
@@ -526,9 +536,7 @@ START_TEST(test_prepared_then_launched_with_a_secret)
 	struct supervisor_spec spec =
 	    spec_for(&f, "echo 'the token is " SECRET "'; echo 'done'; exec sleep 1000");
 	spec.scrub = sc;
-	err_clear(&e);
-	ck_assert_msg(supervisor_prepare(&spec, &pending, &e) == 0, "%s", e.msg);
-	watchdog_add(pending.pid, pending.start);
+	prepare_ok(&spec, &pending);
 	ck_assert(proc_is(pending.pid, pending.start));
 	/* Waiting for its go: no log, no supervisor.json, no server yet. */
 	usleep(50000);
@@ -560,13 +568,10 @@ START_TEST(test_prepared_then_dismissed)
 {
 	struct fixture f;
 	struct supervisor_pending pending;
-	struct err e;
 
 	fixture_init(&f);
 	struct supervisor_spec spec = spec_for(&f, "echo started >started; exec sleep 1000");
-	err_clear(&e);
-	ck_assert_msg(supervisor_prepare(&spec, &pending, &e) == 0, "%s", e.msg);
-	watchdog_add(pending.pid, pending.start);
+	prepare_ok(&spec, &pending);
 	supervisor_dismiss(&pending);
 	ck_assert_int_eq(pending.fd, -1);
 	wait_gone(pending.pid, pending.start, 5);
@@ -576,8 +581,7 @@ START_TEST(test_prepared_then_dismissed)
 	snprintf(started, sizeof(started), "%s/started", f.dir);
 	ck_assert_int_ne(access(started, F_OK), 0);
 	/* So does an end-of-file alone, as when the caller dies. */
-	ck_assert_msg(supervisor_prepare(&spec, &pending, &e) == 0, "%s", e.msg);
-	watchdog_add(pending.pid, pending.start);
+	prepare_ok(&spec, &pending);
 	close(pending.fd);
 	wait_gone(pending.pid, pending.start, 5);
 	ck_assert_int_ne(access(f.status, F_OK), 0);
@@ -595,9 +599,7 @@ START_TEST(test_prepared_then_killed)
 
 	fixture_init(&f);
 	struct supervisor_spec spec = spec_for(&f, "exec sleep 1000");
-	err_clear(&e);
-	ck_assert_msg(supervisor_prepare(&spec, &pending, &e) == 0, "%s", e.msg);
-	watchdog_add(pending.pid, pending.start);
+	prepare_ok(&spec, &pending);
 	ck_assert_int_eq(kill(pending.pid, SIGKILL), 0);
 	wait_gone(pending.pid, pending.start, 5);
 	ck_assert_int_lt(supervisor_launch(&pending, SECRET, &info, &e), 0);
