@@ -771,7 +771,7 @@ int procset_stop(struct procset *ps, unsigned grace_ms, pid_t exclude, struct er
 	size_t n_termed = 0;
 	uint64_t start = clock_now_ms(), term_until = start + grace_ms, kill_until = 0;
 	unsigned nap = 1;
-	bool killing = false, relooked = false;
+	bool killing = false, relooked = false, spared_ready = false;
 	struct spared sp;
 	/*
 	 * A cgroup2's cgroup.events turns readable (POLLPRI) when "populated" changes: the naps
@@ -787,7 +787,6 @@ int procset_stop(struct procset *ps, unsigned grace_ms, pid_t exclude, struct er
 		else
 			events_fd = open(events, O_RDONLY | O_CLOEXEC);
 	}
-	spared_init(&sp, exclude);
 	for (;;) {
 		struct member_list m = {0};
 		size_t targets = 0;
@@ -797,6 +796,11 @@ int procset_stop(struct procset *ps, unsigned grace_ms, pid_t exclude, struct er
 		if (collect(ps, &m, err) < 0) {
 			free(m.v);
 			return err_wrap(err, "stop the processes of the boot");
+		}
+		/* Who is spared (our ancestors' /proc read), once there is anyone to judge. */
+		if (m.n && !spared_ready) {
+			spared_init(&sp, exclude);
+			spared_ready = true;
 		}
 		for (size_t i = 0; i < m.n; i++) {
 			const struct proc_stat *st = &m.v[i];
