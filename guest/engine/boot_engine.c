@@ -131,14 +131,11 @@ static int mark_state_phase(struct boot_state *st, const char *status, const cha
 	return 0;
 }
 
-/* The same, saved to state.json. */
-static int save_state_phase(const struct boot_plan *p, struct boot_state *st, const char *status,
-                            const char *step, const char *phase)
+/* state.json written as the state is in memory; a failure is logged and the boot goes on. */
+static int state_write(const struct boot_plan *p, struct boot_state *st)
 {
 	struct err err;
 
-	if (mark_state_phase(st, status, step, phase) < 0)
-		return -ENOMEM;
 	if (boot_state_save(p->state_dir, st, &err) < 0) {
 		log_debug("%s", err.msg);
 		return -EIO;
@@ -146,10 +143,13 @@ static int save_state_phase(const struct boot_plan *p, struct boot_state *st, co
 	return 0;
 }
 
+/* mark_state_phase() with the step as its phase, saved to state.json. */
 static int save_state(const struct boot_plan *p, struct boot_state *st, const char *status,
                       const char *step)
 {
-	return save_state_phase(p, st, status, step, step);
+	if (mark_state_phase(st, status, step, step) < 0)
+		return -ENOMEM;
+	return state_write(p, st);
 }
 
 /*
@@ -332,16 +332,10 @@ static void beside_step(void *userdata)
 	struct beside_step *b = userdata;
 	struct err e;
 
-	err_clear(&e);
-	if (boot_state_save(b->plan->state_dir, b->st, &e) < 0)
-		log_debug("%s", e.msg);
-	if (!b->sup_spec)
-		return;
+	(void)state_write(b->plan, b->st);
 	/* Without it the server's start forks the supervisor then, and reports what fails. */
-	if (supervisor_prepare(b->sup_spec, b->sup_pending, &e) < 0) {
+	if (b->sup_spec && supervisor_prepare(b->sup_spec, b->sup_pending, &e) < 0)
 		log_debug("the supervisor is started after the manifest: %s", e.msg);
-		return;
-	}
 }
 
 /* A step context whose step's phase is saved, and what else b says done, beside the step. */
@@ -944,7 +938,7 @@ int boot_engine_run(struct boot_plan *p, const struct boot_options *o,
 	struct supervisor_spec sup_spec;
 	struct supervisor_pending sup_pending = SUPERVISOR_PENDING_INIT;
 	struct boot_state prev = {0}, st = {0};
-	struct beside_step toolchain_save;
+	struct beside_step toolchain_save = {.plan = p, .st = &st};
 	struct err prev_err;
 	int prev_r;
 	_cleanup_(log_marks_dispose) struct log_marks marks = {0};
@@ -1063,7 +1057,6 @@ int boot_engine_run(struct boot_plan *p, const struct boot_options *o,
 	boot_state_set(&st.cgroup, procset_cgroup_path(procs));
 	if (boot_limits_apply(p, procs, set_name, o->notes, err) < 0)
 		goto out;
-	toolchain_save = (struct beside_step){.plan = p, .st = &st};
 	boot_disk_budget_init(&disk, p->workspace, p->state_dir, p->limits.disk);
 	boot_limits_state(p, &st);
 	if (boot_egress_apply(p, &st, o->notes, err) < 0)

@@ -84,15 +84,15 @@ int supervisor_start(const struct supervisor_spec *spec, struct supervisor_info 
  * their page faults) runs beside the manifest instead of after it. supervisor_prepare() forks
  * the supervisor, which sets itself up and waits; it returns once the supervisor is forked, with
  * its pid and start time in *ret (a caller that reaps or stops processes knows it from then
- * on). The spec is the supervisor's copy as it is now. supervisor_launch() adds secret (the MCP
- * token, known only once the manifest ran; NULL for none) to the supervisor's scrubber and has
- * it bind the forwarder's port, open the log and start the server: its result is
- * supervisor_start()'s; a supervisor that ended before the go (killed meanwhile) started
- * nothing, and the error's code is then ESRCH: a caller may start one afresh. A supervisor that
- * reports a failure is reaped. supervisor_dismiss() ends a prepared supervisor that will not be
- * launched; it has started nothing and writes nothing. Both consume the pending supervisor; a
- * dismiss of one launched or never prepared does nothing. A spec without a scrubber ignores
- * the secret.
+ * on). The spec is the supervisor's copy as it is now. supervisor_launch() has it bind the
+ * forwarder's port, open the log and start the server, then add secret (the MCP token, known
+ * only once the manifest ran; NULL for none) to its scrubber before it reads any of the
+ * server's output: its result is supervisor_start()'s; a supervisor that ended before the go
+ * (killed meanwhile) started nothing, and the error's code is then ESRCH: a caller may start one
+ * afresh. A supervisor that reports a failure is reaped. supervisor_dismiss() ends a prepared
+ * supervisor that will not be launched; it has started nothing and writes nothing. Both consume the
+ * pending supervisor; a dismiss of one launched or never prepared does nothing. A spec without a
+ * scrubber ignores the secret.
  */
 struct supervisor_pending {
 	pid_t pid;
