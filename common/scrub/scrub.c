@@ -48,6 +48,15 @@
  * sodium_malloc memory (guard pages, locked, zeroed when freed), made inaccessible with
  * sodium_mprotect_noaccess whenever no scrub is running; a mutex counts the scrubs in flight,
  * so several threads may scrub with one scrubber. scrub_add() must not race with a scrub.
+ *
+ * What it costs. Each guarded region is an mmap, three mprotects, an madvise and an mlock,
+ * then as many again to free it, and the first touch of each page faults; where a page fault
+ * costs 13 microseconds and an mprotect 20 to 50 (a page-table-based hypervisor), allocating
+ * the regions anew for every secret added took a millisecond. So the regions are kept, each
+ * with room to grow (whole pages, at least double the last size): the secrets, the work space
+ * of a rebuild and the index. A rebuild that fits writes the index over the old one, which no
+ * scrub reads meanwhile (scrub_add() does not race with one). A stream freed leaves its window
+ * (wiped) and its output buffer to the next stream made from the same scrubber.
  */
 #include "scrub.h"
 
@@ -58,11 +67,14 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define PREFIX_LEN 8
 #define TOKEN_LOOKAHEAD 40 /* "ghp_" and 36 token characters */
 #define OUT_CAP (64 * 1024)
 #define REDACTED_LEN (sizeof(SCRUB_REDACTED) - 1)
+/* The work region's least size: a rebuild for a few secrets of a hundred bytes fits in it. */
+#define WORK_MIN (16 * 1024 - 16)
 
 struct pattern {
 	uint32_t off; /* into index.bytes */
@@ -91,9 +103,14 @@ struct scrubber {
 	unsigned users;     /* scrubs in flight: the index is readable while non-zero */
 	uint8_t *secrets;   /* sodium region: (uint32_t len, bytes)... */
 	size_t secrets_len; /* bytes used in it */
+	size_t secrets_cap;
 	size_t count;
-	size_t maxlen;       /* the longest pattern */
-	struct index *idx;   /* sodium region, or NULL without secrets */
+	size_t maxlen;     /* the longest pattern */
+	struct index *idx; /* sodium region, or NULL without secrets */
+	size_t idx_cap;    /* the bytes that region holds */
+	uint8_t *work;     /* sodium region: a rebuild's patterns, then its scratch space */
+	size_t work_cap;   /* (inaccessible between rebuilds) */
+	struct scrub_stream *spare; /* a freed stream, kept for the next one */
 	bool newline_secret; /* some secret holds '\n': a line end is no safe point to flush */
 };
 
@@ -109,7 +126,7 @@ struct scrub_stream {
 	bool swallow;       /* inside a GitHub token: its word characters are covered */
 	bool in_redact;     /* the last decided byte was covered */
 	int error;          /* the sink's first failure, sticky */
-	char *out;          /* scrubbed bytes not yet given to the sink */
+	char *out;          /* scrubbed bytes not yet given to the sink (NULL: straight to it) */
 	size_t out_len;
 };
 
@@ -131,6 +148,22 @@ static size_t round16(size_t n)
 static void *secure_alloc(size_t n)
 {
 	return sodium_malloc(round16(n ? n : 1));
+}
+
+/*
+ * A region kept for growth: at least need bytes and double old_cap, filling its pages (past a
+ * 16-byte canary); its size in *ret_cap, a multiple of 16 like the sizes secure_alloc() takes.
+ */
+static void *secure_alloc_room(size_t need, size_t old_cap, size_t *ret_cap)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	size_t want = need > 2 * old_cap ? need : 2 * old_cap;
+	size_t cap = (want + 16 + page - 1) / page * page - 16;
+	void *p = sodium_malloc(cap);
+
+	if (p)
+		*ret_cap = cap;
+	return p;
 }
 
 static uint64_t load64(const uint8_t *p)
@@ -341,14 +374,16 @@ static struct slot *slot_find(const struct index *ix, uint64_t prefix)
 	}
 }
 
-/* Build the index from the sorted, deduplicated patterns in g. */
-static struct index *index_build(const struct gen *g)
-{
-	size_t nuniq = 0, bytes = 0, filter_size, slots_size, pats_size, total;
+/* The index's shape for the sorted, deduplicated patterns in g. */
+struct index_shape {
 	unsigned fbits, tbits;
-	struct index *ix;
-	uint8_t *base;
-	size_t boff = 0;
+	size_t filter_size, slots_size, pats_size, total;
+};
+
+static struct index_shape index_measure(const struct gen *g)
+{
+	size_t nuniq = 0, bytes = 0;
+	struct index_shape sh;
 
 	for (size_t i = 0; i < g->npats; i++) {
 		if (i == 0 ||
@@ -357,26 +392,32 @@ static struct index *index_build(const struct gen *g)
 		bytes += g->pats[i].len;
 	}
 	/* About 64 filter bits per prefix: a miss rate near 1/64 on unrelated text. */
-	fbits = log2_ceil(nuniq * 64);
-	fbits = fbits < 12 ? 12 : fbits > 24 ? 24 : fbits;
-	tbits = log2_ceil(nuniq * 2);
-	tbits = tbits < 4 ? 4 : tbits;
-	filter_size = ((size_t)1 << fbits) / 8;
-	slots_size = ((size_t)1 << tbits) * sizeof(struct slot);
-	pats_size = round16(g->npats * sizeof(struct pattern));
-	total = round16(sizeof(struct index)) + filter_size + slots_size + pats_size + bytes;
-	base = secure_alloc(total);
-	if (!base)
-		return NULL;
-	memset(base, 0, total);
-	ix = (struct index *)base;
-	ix->fbits = fbits;
-	ix->tbits = tbits;
+	sh.fbits = log2_ceil(nuniq * 64);
+	sh.fbits = sh.fbits < 12 ? 12 : sh.fbits > 24 ? 24 : sh.fbits;
+	sh.tbits = log2_ceil(nuniq * 2);
+	sh.tbits = sh.tbits < 4 ? 4 : sh.tbits;
+	sh.filter_size = ((size_t)1 << sh.fbits) / 8;
+	sh.slots_size = ((size_t)1 << sh.tbits) * sizeof(struct slot);
+	sh.pats_size = round16(g->npats * sizeof(struct pattern));
+	sh.total =
+	    round16(sizeof(struct index)) + sh.filter_size + sh.slots_size + sh.pats_size + bytes;
+	return sh;
+}
+
+/* Build the index of g, shaped sh, in base (sh->total bytes or more). */
+static struct index *index_build(const struct gen *g, const struct index_shape *sh, uint8_t *base)
+{
+	struct index *ix = (struct index *)base;
+	size_t boff = 0;
+
+	memset(base, 0, sh->total);
+	ix->fbits = sh->fbits;
+	ix->tbits = sh->tbits;
 	ix->maxlen = g->maxlen;
 	ix->filter = (uint64_t *)(base + round16(sizeof(struct index)));
-	ix->slots = (struct slot *)((uint8_t *)ix->filter + filter_size);
-	ix->pats = (struct pattern *)((uint8_t *)ix->slots + slots_size);
-	ix->bytes = (uint8_t *)ix->pats + pats_size;
+	ix->slots = (struct slot *)((uint8_t *)ix->filter + sh->filter_size);
+	ix->pats = (struct pattern *)((uint8_t *)ix->slots + sh->slots_size);
+	ix->bytes = (uint8_t *)ix->pats + sh->pats_size;
 
 	for (size_t i = 0; i < g->npats; i++) {
 		const uint8_t *p = g->arena + g->pats[i].off;
@@ -421,17 +462,45 @@ static inline size_t index_match(const struct index *ix, const uint8_t *p, size_
 	return 0;
 }
 
+/* The work region readable and writable, need bytes or more (its contents are not kept). */
+static int work_fit(struct scrubber *s, size_t need)
+{
+	size_t cap;
+	uint8_t *w;
+
+	if (s->work && need <= s->work_cap)
+		return sodium_mprotect_readwrite(s->work) < 0 ? -errno : 0;
+	w = secure_alloc_room(need > WORK_MIN ? need : WORK_MIN, s->work_cap, &cap);
+	if (!w)
+		return -ENOMEM;
+	sodium_free(s->work);
+	s->work = w;
+	s->work_cap = cap;
+	return 0;
+}
+
+static void work_done(struct scrubber *s)
+{
+	if (!s->work)
+		return;
+	sodium_memzero(s->work, s->work_cap);
+	sodium_mprotect_noaccess(s->work);
+}
+
 /*
- * Three guarded regions a rebuild (each costs an mmap, three mprotects, an mlock and the pages'
- * first faults): the encoders' scratch space, the patterns with their table (counted first,
- * then made), and the index that replaces the old one.
+ * Rebuild the index from the secrets, with s->idx readable and writable. The work region holds
+ * the patterns with their table (counted first, then made) and, at its end, where an overrun
+ * would meet the guard page, the encoders' scratch space. The new index is written over the
+ * old one when it fits, else into a new region; on failure the old index stays as it was.
  */
 static int scrubber_reindex(struct scrubber *s)
 {
 	struct gen g = {0};
-	size_t maxsecret = 0, off = 0, kept = 0, arena_size;
+	size_t maxsecret = 0, off = 0, kept = 0, arena_size, scratch_size;
+	struct index_shape sh;
 	struct index *ix;
-	uint8_t *scratch, *work;
+	uint8_t *scratch;
+	int r;
 
 	while (off < s->secrets_len) {
 		uint32_t n;
@@ -440,32 +509,49 @@ static int scrubber_reindex(struct scrubber *s)
 			maxsecret = n;
 		off += sizeof(n) + n;
 	}
-	scratch = secure_alloc(4 * maxsecret + 18);
-	if (!scratch)
-		return -ENOMEM;
-	gen_all(s, &g, maxsecret, scratch); /* count */
+	/*
+	 * Room for the patterns at their longest (a secret of n bytes expands into less than
+	 * 80n + 64 bytes of them and 40 table entries), so that the count seldom grows the region.
+	 */
+	scratch_size = round16(4 * maxsecret + 18);
+	r = work_fit(s, scratch_size + s->secrets_len * 80 +
+	                    s->count * (64 + 40 * sizeof(struct pattern)));
+	if (r < 0)
+		return r;
+	gen_all(s, &g, maxsecret, s->work + s->work_cap - scratch_size); /* count */
 	arena_size = round16(g.used);
-	work = secure_alloc(arena_size + g.npats * sizeof(struct pattern));
-	if (!work) {
-		sodium_free(scratch);
-		return -ENOMEM;
+	r = work_fit(s, arena_size + g.npats * sizeof(struct pattern) + scratch_size);
+	if (r < 0) {
+		work_done(s);
+		return r;
 	}
-	g.arena = work;
-	g.pats = (struct pattern *)(work + arena_size);
+	scratch = s->work + s->work_cap - scratch_size;
+	g.arena = s->work;
+	g.pats = (struct pattern *)(s->work + arena_size);
 	g.used = g.npats = g.maxlen = 0;
 	gen_all(s, &g, maxsecret, scratch);
-	sodium_free(scratch);
 	qsort_r(g.pats, g.npats, sizeof(struct pattern), pattern_cmp, g.arena);
 	for (size_t i = 0; i < g.npats; i++)
 		if (kept == 0 || pattern_cmp(&g.pats[kept - 1], &g.pats[i], g.arena) != 0)
 			g.pats[kept++] = g.pats[i];
 	g.npats = kept;
-	ix = index_build(&g);
-	sodium_free(work);
-	if (!ix)
-		return -ENOMEM;
-	if (s->idx)
+	sh = index_measure(&g);
+	if (s->idx && sh.total <= s->idx_cap) {
+		ix = index_build(&g, &sh, (uint8_t *)s->idx);
+		sodium_memzero((uint8_t *)s->idx + sh.total, s->idx_cap - sh.total);
+	} else {
+		size_t cap;
+		uint8_t *base = secure_alloc_room(sh.total, s->idx_cap, &cap);
+
+		if (!base) {
+			work_done(s);
+			return -ENOMEM;
+		}
+		ix = index_build(&g, &sh, base);
 		sodium_free(s->idx);
+		s->idx_cap = cap;
+	}
+	work_done(s);
 	s->idx = ix;
 	s->maxlen = g.maxlen;
 	if (s->users == 0)
@@ -497,8 +583,14 @@ void scrub_free(struct scrubber *s)
 {
 	if (!s)
 		return;
+	if (s->spare) {
+		sodium_free(s->spare->win);
+		free(s->spare->out);
+		free(s->spare);
+	}
 	sodium_free(s->secrets);
 	sodium_free(s->idx);
+	sodium_free(s->work);
 	pthread_mutex_destroy(&s->lock);
 	free(s);
 }
@@ -506,7 +598,7 @@ void scrub_free(struct scrubber *s)
 int scrub_add(struct scrubber *s, const char *value, size_t len)
 {
 	uint8_t *grown;
-	size_t off = 0;
+	size_t off = 0, cap;
 	uint32_t n32 = (uint32_t)len;
 	int r;
 
@@ -527,19 +619,24 @@ int scrub_add(struct scrubber *s, const char *value, size_t len)
 		}
 		off += sizeof(n) + n;
 	}
-	grown = secure_alloc(s->secrets_len + sizeof(n32) + len);
-	if (!grown) {
-		if (s->secrets)
-			sodium_mprotect_noaccess(s->secrets);
-		pthread_mutex_unlock(&s->lock);
-		return -ENOMEM;
+	if (s->secrets_len + sizeof(n32) + len <= s->secrets_cap) {
+		sodium_mprotect_readwrite(s->secrets);
+	} else {
+		grown = secure_alloc_room(s->secrets_len + sizeof(n32) + len, s->secrets_cap, &cap);
+		if (!grown) {
+			if (s->secrets)
+				sodium_mprotect_noaccess(s->secrets);
+			pthread_mutex_unlock(&s->lock);
+			return -ENOMEM;
+		}
+		if (s->secrets_len)
+			memcpy(grown, s->secrets, s->secrets_len);
+		sodium_free(s->secrets);
+		s->secrets = grown;
+		s->secrets_cap = cap;
 	}
-	if (s->secrets_len)
-		memcpy(grown, s->secrets, s->secrets_len);
-	memcpy(grown + s->secrets_len, &n32, sizeof(n32));
-	memcpy(grown + s->secrets_len + sizeof(n32), value, len);
-	sodium_free(s->secrets);
-	s->secrets = grown;
+	memcpy(s->secrets + s->secrets_len, &n32, sizeof(n32));
+	memcpy(s->secrets + s->secrets_len + sizeof(n32), value, len);
 	s->secrets_len += sizeof(n32) + len;
 	s->count++;
 	if (s->idx)
@@ -645,6 +742,12 @@ static int stream_emit(struct scrub_stream *st, const void *p, size_t n)
 
 	if (n == 0 || st->error)
 		return st->error;
+	if (!st->out) {
+		r = st->sink(st->userdata, p, n); /* scrub_string(): the sink is a buffer */
+		if (r < 0)
+			st->error = r;
+		return st->error;
+	}
 	if (st->out_len + n <= OUT_CAP) {
 		memcpy(st->out + st->out_len, p, n);
 		st->out_len += n;
@@ -736,8 +839,19 @@ static void stream_reset(struct scrub_stream *st)
 
 struct scrub_stream *scrub_stream_new(const struct scrubber *s, scrub_sink_fn sink, void *userdata)
 {
-	struct scrub_stream *st = calloc(1, sizeof(*st));
+	struct scrubber *ms = (struct scrubber *)s;
+	struct scrub_stream *st;
 
+	pthread_mutex_lock(&ms->lock);
+	st = ms->spare;
+	ms->spare = NULL;
+	pthread_mutex_unlock(&ms->lock);
+	if (st) {
+		st->sink = sink;
+		st->userdata = userdata;
+		return st;
+	}
+	st = calloc(1, sizeof(*st));
 	if (!st)
 		return NULL;
 	st->s = s;
@@ -755,8 +869,28 @@ struct scrub_stream *scrub_stream_new(const struct scrubber *s, scrub_sink_fn si
 
 void scrub_stream_free(struct scrub_stream *st)
 {
+	struct scrubber *s;
+
 	if (!st)
 		return;
+	s = (struct scrubber *)st->s;
+	if (st->win && st->out) {
+		/* Kept for the next stream: nothing of this one's stays in it. */
+		sodium_memzero(st->win, st->win_cap);
+		stream_reset(st);
+		st->error = 0;
+		st->out_len = 0;
+		st->sink = NULL;
+		st->userdata = NULL;
+		pthread_mutex_lock(&s->lock);
+		if (!s->spare) {
+			s->spare = st;
+			st = NULL;
+		}
+		pthread_mutex_unlock(&s->lock);
+		if (!st)
+			return;
+	}
 	sodium_free(st->win);
 	free(st->out);
 	free(st);
@@ -878,27 +1012,23 @@ static int growbuf_sink(void *userdata, const char *buf, size_t len)
 	return 0;
 }
 
-/* The whole buffer in one scan, without a window: it ends the stream, so nothing is held. */
+/*
+ * The whole buffer in one scan, without a window (it ends the stream, so nothing is held) and
+ * without an output buffer: what is emitted goes straight into the growing result.
+ */
 char *scrub_string(const struct scrubber *s, const char *in, size_t len, size_t *ret_len)
 {
 	struct growbuf g = {.cap = len + len / 8 + 16};
-	struct scrub_stream st = {.s = s, .sink = growbuf_sink, .userdata = &g};
+	struct scrub_stream st = {.s = s, .sink = growbuf_sink, .userdata = &g}; /* no out buffer */
 	const struct index *ix;
 	int r;
 
 	g.p = malloc(g.cap);
-	st.out = malloc(OUT_CAP);
-	if (!g.p || !st.out) {
-		free(g.p);
-		free(st.out);
+	if (!g.p)
 		return NULL;
-	}
 	ix = scrubber_acquire(s);
 	r = stream_scan(&st, ix, (const uint8_t *)in, len, len);
 	scrubber_release(s);
-	if (r == 0)
-		r = stream_push(&st);
-	free(st.out);
 	if (r < 0) {
 		free(g.p);
 		return NULL;

@@ -441,6 +441,77 @@ START_TEST(test_stream_sink_error)
 }
 END_TEST
 
+/*
+ * The scrubber keeps its regions and rebuilds its index over the old one while it fits: every
+ * secret added so far is still masked after each add, through sizes that grow the regions (a
+ * secret of 3000 bytes among short ones), and one not added yet is not.
+ */
+START_TEST(test_secrets_added_one_by_one)
+{
+	_cleanup_scrubber_ struct scrubber *s = make(NULL);
+	char secrets[40][3001];
+
+	for (int i = 0; i < 40; i++) {
+		size_t n = i == 20 ? 3000 : 8 + (size_t)(i * 37) % 300;
+		for (size_t k = 0; k < n; k++)
+			secrets[i][k] = (char)('a' + (i * 7 + k * 13 + k / 26) % 26);
+		memcpy(secrets[i], "S", 1);
+		secrets[i][1] = (char)('A' + i % 26);
+		secrets[i][2] = (char)('0' + i / 26);
+		secrets[i][n] = '\0';
+	}
+	for (int i = 0; i < 40; i++) {
+		ck_assert_int_eq(scrub_add(s, secrets[i], strlen(secrets[i])), 0);
+		ck_assert_uint_eq(scrub_count(s), (size_t)i + 1);
+		for (int j = 0; j < 40; j++) {
+			_cleanup_free_ char *in = NULL, *out = NULL;
+			ck_assert_int_gt(asprintf(&in, "<%s>", secrets[j]), 0);
+			out = scrub(s, in);
+			if (j <= i)
+				ck_assert_str_eq(out, "<" SCRUB_REDACTED ">");
+			else
+				ck_assert_str_eq(out, in);
+		}
+	}
+}
+END_TEST
+
+/*
+ * A stream freed is kept for the next one made from the same scrubber: nothing of the first
+ * (the bytes it held back, its sink's failure, its sink) reaches the second.
+ */
+START_TEST(test_stream_reused_carries_nothing)
+{
+	static const char secret[] = "s3cr3t-value-0123456789";
+	const char *const secrets[] = {secret, NULL};
+	_cleanup_scrubber_ struct scrubber *s = make(secrets);
+	struct collect a = {.fail_after = 1}, b = {0};
+	struct scrub_stream *first, *second;
+	char line[200];
+
+	first = scrub_stream_new(s, collect_sink, &a);
+	ck_assert_ptr_nonnull(first);
+	/* Held back: a secret's first half, then the sink fails on the push. */
+	ck_assert_int_eq(scrub_stream_write(first, "held:s3cr3t-val", 15), 0);
+	memset(line, 'x', sizeof(line));
+	scrub_stream_write(first, line, sizeof(line));
+	ck_assert_int_eq(scrub_stream_flush(first), -EIO);
+	ck_assert_int_eq(scrub_stream_write(first, "again:s3cr3t-v", 14), -EIO);
+	scrub_stream_free(first);
+
+	second = scrub_stream_new(s, collect_sink, &b);
+	ck_assert_ptr_nonnull(second);
+	ck_assert_ptr_eq(second, first); /* the same stream, made new: what this test is about */
+	ck_assert_int_eq(scrub_stream_write(second, "ue-0123456789 then ", 19), 0);
+	ck_assert_int_eq(scrub_stream_write(second, secret, strlen(secret)), 0);
+	ck_assert_int_eq(scrub_stream_flush(second), 0);
+	ck_assert_str_eq(b.buf, "ue-0123456789 then " SCRUB_REDACTED);
+	ck_assert_ptr_null(a.buf);
+	scrub_stream_free(second);
+	free(b.buf);
+}
+END_TEST
+
 /* ---- property: random inputs, random splits, against a plain reference ---- */
 
 static bool word(uint8_t c)
@@ -564,6 +635,8 @@ static Suite *scrub_suite(void)
 	tcase_add_test(tc, test_stream_every_split);
 	tcase_add_test(tc, test_stream_holdback_bound);
 	tcase_add_test(tc, test_stream_sink_error);
+	tcase_add_test(tc, test_secrets_added_one_by_one);
+	tcase_add_test(tc, test_stream_reused_carries_nothing);
 	tcase_add_test(tc, test_stream_passes_whole_lines_at_once);
 	tcase_add_test(tc, test_stream_holds_lines_for_multiline_secrets);
 	tcase_add_test(tc, test_property_random_splits);
