@@ -412,40 +412,8 @@ static bool is_zombie(const struct proc_stat *st)
 	return st->state == 'Z' || st->state == 'X' || st->state == 'x';
 }
 
-/* Read a whole pseudo-file (whose size stat() does not know). */
-static int read_pseudo(int dirfd, const char *name, char **ret)
-{
-	_cleanup_close_ int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	_cleanup_free_ char *buf = NULL;
-	size_t len = 0, cap = 0;
-
-	if (fd < 0)
-		return -errno;
-	for (;;) {
-		if (cap - len < 4096) {
-			char *nb;
-
-			if (cap > (64u << 20))
-				return -EFBIG;
-			nb = realloc(buf, cap + 65536);
-			if (!nb)
-				return -ENOMEM;
-			buf = nb;
-			cap += 65536;
-		}
-		ssize_t n = read(fd, buf + len, cap - len - 1);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		if (n == 0)
-			break;
-		len += (size_t)n;
-	}
-	buf[len] = '\0';
-	*ret = TAKE_PTR(buf);
-	return 0;
-}
+/* A cgroup.procs file holds a pid a line: 64 MiB is millions of them. */
+#define PROCS_FILE_MAX (64u << 20)
 
 /* cgroup.procs of dirfd and of every nested cgroup. */
 static int cgroup_members(int dirfd, int depth, struct member_list *m)
@@ -453,11 +421,12 @@ static int cgroup_members(int dirfd, int depth, struct member_list *m)
 	_cleanup_free_ char *procs = NULL;
 	_cleanup_closedir_ DIR *d = NULL;
 	struct dirent *de;
+	struct err err;
 	int r, sub;
 
-	r = read_pseudo(dirfd, "cgroup.procs", &procs);
-	if (r < 0)
-		return r;
+	if (file_read_capped(dirfd, "cgroup.procs", PROCS_FILE_MAX, READ_NOFOLLOW, &procs, NULL,
+	                     &err) < 0)
+		return err.code ? -err.code : -EIO;
 	for (char *p = procs; *p;) {
 		char *end;
 		long pid = strtol(p, &end, 10);
