@@ -195,7 +195,7 @@ int file_stage(const char *path, const void *data, size_t len, mode_t mode, uid_
 	char tmp[PATH_MAX];
 
 	*ret = (struct file_stage){0};
-	if (write_tmp(path, data, len, mode, uid, gid, true, true, tmp, err) < 0)
+	if (write_tmp(path, data, len, mode, uid, gid, false, true, tmp, err) < 0)
 		return -1;
 	ret->path = strdup(path);
 	ret->tmp = strdup(tmp);
@@ -213,7 +213,7 @@ int file_stage_commit(struct file_stage *s, struct err *err)
 
 	if (!s->tmp)
 		return err_set(err, ERR_FAILED, EINVAL, "nothing staged to commit");
-	r = rename_tmp(s->tmp, s->path, true, err);
+	r = rename_tmp(s->tmp, s->path, false, err);
 	free(s->tmp);
 	s->tmp = NULL;
 	file_stage_abort(s);

@@ -48,10 +48,11 @@ int file_write_replace(const char *path, const void *data, size_t len, mode_t mo
                        gid_t gid, struct err *err);
 
 /*
- * file_write_atomic() in two halves, for a file whose content is known before the moment it
- * may appear: file_stage() writes and syncs the temporary file beside path (the slow half),
- * file_stage_commit() renames it over path and syncs the directory, file_stage_abort() removes
- * it (and does nothing to a stage committed or never made). Each leaves s empty.
+ * file_write_replace() in two halves, for a file whose content is known before the moment it
+ * may appear: file_stage() writes the temporary file beside path, file_stage_commit() renames
+ * it over path, file_stage_abort() removes it (and does nothing to a stage committed or never
+ * made). Each leaves s empty. Nothing is synced: for a file that describes what runs now (a
+ * power loss ends what it describes), which readers must see whole or not at all.
  * The temporary file has a fixed name, path FILE_STAGE_SUFFIX, so that one left by a process
  * that died between the halves is found again: file_stage_remove(path) removes it (callers
  * serialize their stages of one path, e.g. under a lock).

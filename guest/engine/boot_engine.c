@@ -789,8 +789,8 @@ static int start_spec_init(const struct step_context *ctx, char *const *env, uns
 
 /*
  * The server started (under the supervisor: the one prepared beside the manifest, or one
- * started now) and answering; runtime.json written and synced meanwhile, while the server
- * starts, into runtime (committed by the caller once ready).
+ * started now) and answering; runtime.json written meanwhile, while the server starts, into
+ * runtime (committed by the caller once ready).
  */
 static int run_start(const struct step_context *ctx, const struct supervisor_spec *spec,
                      struct supervisor_pending *pending, unsigned port, const struct manifest *m,

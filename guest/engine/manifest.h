@@ -37,7 +37,7 @@ char *manifest_to_json(const struct manifest *m);
 int manifest_write_runtime(const struct manifest *m, const char *path, uid_t uid, gid_t gid,
                            struct err *err);
 /*
- * The same in two halves (file_stage()): the file written and synced beside path now, made
+ * The same in two halves (file_stage()): the file written beside path now, made
  * runtime.json by file_stage_commit(ret) once the boot is ready, removed by file_stage_abort().
  */
 int manifest_stage_runtime(const struct manifest *m, const char *path, uid_t uid, gid_t gid,
