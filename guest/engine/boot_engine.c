@@ -877,7 +877,7 @@ static int run_start(const struct step_context *ctx, const struct supervisor_spe
 	rc = check_start_url(p, port, &app_us, err);
 	if (rc == 0 && p->check_up && p->listen_addr)
 		rc = check_up(p, &app_us, err);
-	boot_state_phase_find(st, "start")->app_ms = app_us / 1000;
+	boot_state_phase_find(st, "start")->app_ms = (app_us + 500) / 1000; /* rounded, not cut */
 	if (rc < 0)
 		return -1;
 	observe(ctx, "start", "done", NULL);

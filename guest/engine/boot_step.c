@@ -116,8 +116,9 @@ static int step_execute(const struct step_context *ctx, const char *name, const 
 	_cleanup_free_ char *header = NULL;
 	struct step_sink sink = {.obs = ctx->obs, .name = name, .err = err};
 	struct err log_err;
-	uint64_t start = clock_now_ms(), limit = ctx->deadline_ms, exited_at = 0,
-	         spawned_at = start;
+	uint64_t start = clock_now_ms(), limit = ctx->deadline_ms, exited_at = 0;
+	/* The command's time is taken in us and rounded to ms: cut, it would lean towards ours. */
+	uint64_t spawned_us = clock_now_us();
 	bool step_limit = false, exited = false, eof = false;
 	struct err interrupt = {0}, limit_err = {0};
 	struct boot_limits_watch watch = {0};
@@ -192,7 +193,7 @@ static int step_execute(const struct step_context *ctx, const char *name, const 
 			return err_wrap(err, "cannot start step %s", name);
 		}
 		/* proc_spawn returns once the command is exec'd: what came before it is ours. */
-		spawned_at = clock_now_ms();
+		spawned_us = clock_now_us();
 	}
 	closep(&out_w);
 	out_w = -1;
@@ -253,7 +254,8 @@ static int step_execute(const struct step_context *ctx, const char *name, const 
 					;
 				exited_at = clock_now_ms();
 				if (ctx->command_ms)
-					*ctx->command_ms = (int64_t)(exited_at - spawned_at);
+					*ctx->command_ms =
+					    (int64_t)(clock_now_us() - spawned_us + 500) / 1000;
 				/* Leftovers may hold the pipe open: stop them now. */
 				if (ctx->procs) {
 					struct err stop_err;
