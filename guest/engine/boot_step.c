@@ -188,12 +188,12 @@ static int step_execute(const struct step_context *ctx, const char *name, const 
 			spec.n_join_fds = procset_join_fds(ctx->procs, join);
 			boot_limits_watch_begin(p, ctx->procs, &watch);
 		}
-		if (proc_spawn(&spec, &pid, err) < 0) {
+		if (proc_spawn_at(&spec, &pid, &spawned_us, err) < 0) {
 			free(sink.capture);
 			return err_wrap(err, "cannot start step %s", name);
 		}
-		/* proc_spawn returns once the command is exec'd: what came before it is ours. */
-		spawned_us = clock_now_us();
+		/* The command's time runs from its exec (spawned_us): what came before it is ours.
+		 */
 	}
 	closep(&out_w);
 	out_w = -1;

@@ -536,6 +536,8 @@ struct child_args {
 	const gid_t *groups;
 	size_t n_groups;
 	bool born_inside; /* created in the process set's cgroup (clone3): nothing to join */
+	uint64_t
+	    *exec_us; /* the caller's, written just before execve (seen when memory is shared) */
 };
 
 void proc_child_fail(int report_fd, int stage, int error)
@@ -740,6 +742,7 @@ static _noreturn_ void child_run(const struct child_args *a)
 
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
+	*a->exec_us = clock_now_us();
 	execve("/bin/sh", a->argv, a->env);
 	proc_child_fail(rfd, STAGE_EXEC, errno);
 }
@@ -989,7 +992,14 @@ pid_t proc_spawn_child(int cgroup_fd, unsigned flags, bool *ret_inside, int (*fn
 
 int proc_spawn(const struct proc_spec *spec, pid_t *ret_pid, struct err *err)
 {
+	return proc_spawn_at(spec, ret_pid, NULL, err);
+}
+
+int proc_spawn_at(const struct proc_spec *spec, pid_t *ret_pid, uint64_t *ret_exec_us,
+                  struct err *err)
+{
 	static char *const empty_env[] = {NULL};
+	uint64_t exec_us = 0;
 	_cleanup_close_ int devnull = -1, cgroup_fd = -1;
 	int pipefd[2] = {-1, -1};
 	struct child_args a = {0};
@@ -1005,6 +1015,7 @@ int proc_spawn(const struct proc_spec *spec, pid_t *ret_pid, struct err *err)
 
 	char *argv[] = {(char *)"sh", (char *)"-c", (char *)spec->command, NULL};
 	a.spec = spec;
+	a.exec_us = &exec_us;
 	a.argv = argv;
 	a.env = spec->env ? spec->env : empty_env;
 
@@ -1053,6 +1064,9 @@ int proc_spawn(const struct proc_spec *spec, pid_t *ret_pid, struct err *err)
 	close(pipefd[0]);
 	if (r == 0) {
 		*ret_pid = pid;
+		/* A forked child (no shared memory) wrote its own copy: then it is now. */
+		if (ret_exec_us)
+			*ret_exec_us = exec_us ? exec_us : clock_now_us();
 		return 0;
 	}
 	if (r < 0)

@@ -79,6 +79,14 @@ int proc_oom_score_restore(const char *before);
  * with threads is safe. keep_fd must be -1 or >= 3.
  */
 int proc_spawn(const struct proc_spec *spec, pid_t *ret_pid, struct err *err);
+/*
+ * proc_spawn(), and in *ret_exec_us the moment (clock_now_us()) the command's exec began: read
+ * by the child just before its execve when it shares our memory (clone3 with CLONE_VM), else
+ * when the exec was seen done. The app's time runs from there: the exec is its command's, and
+ * so is the wait before the caller runs again, while the command already runs.
+ */
+int proc_spawn_at(const struct proc_spec *spec, pid_t *ret_pid, uint64_t *ret_exec_us,
+                  struct err *err);
 
 /* The fields of /proc/PID/stat we use. */
 struct proc_stat {

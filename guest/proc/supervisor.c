@@ -88,7 +88,7 @@ struct sup {
 	struct procset *procs;
 	pid_t server_pid;
 	uint64_t server_start;
-	uint64_t server_spawned_us; /* CLOCK_MONOTONIC: the server exec'd */
+	uint64_t server_spawned_us; /* CLOCK_MONOTONIC: the server's exec began */
 	bool server_running;
 	int server_status;
 	uint64_t oom_base; /* the set's out-of-memory kills when the server started */
@@ -626,9 +626,8 @@ static int server_spawn(struct sup *s, struct err *err)
 		procset_limit_hits(s->procs, &h);
 		s->oom_base = h.oom_kills;
 	}
-	if (proc_spawn(&ps, &s->server_pid, err) < 0)
+	if (proc_spawn_at(&ps, &s->server_pid, &s->server_spawned_us, err) < 0)
 		return -1;
-	s->server_spawned_us = clock_now_us();
 	s->server_start = proc_start_time(s->server_pid);
 	s->server_running = true;
 	if (s->procs)

@@ -65,7 +65,7 @@ struct supervisor_info {
 	uint64_t supervisor_start;
 	pid_t server_pid; /* == its process group */
 	uint64_t server_start;
-	uint64_t server_spawned_us; /* CLOCK_MONOTONIC (clock_now_us()) once the server exec'd */
+	uint64_t server_spawned_us; /* CLOCK_MONOTONIC (clock_now_us()): its exec began */
 };
 
 /*

@@ -932,13 +932,19 @@ static int spawn_steps(void)
 	                         .procs_fd = -1,
 	                         .keep_fd = -1};
 	struct err e;
+	uint64_t before = clock_now_us(), exec_us = 0, after;
 	pid_t c;
 	int st;
 
-	if (proc_spawn(&spec, &c, &e) != 0)
+	if (proc_spawn_at(&spec, &c, &exec_us, &e) != 0)
 		return 12;
+	after = clock_now_us();
 	if (waitpid(c, &st, 0) != c || !WIFEXITED(st) || WEXITSTATUS(st) != 3)
 		return 13;
+	/* The exec's start, in the child (shared memory) or seen by us (forked): within the call.
+	 */
+	if (exec_us < before || exec_us > after)
+		return 14;
 	return 0;
 }
 
@@ -949,6 +955,13 @@ static int spawn_steps(void)
 START_TEST(test_spawn_without_clone3)
 {
 	run_without_syscall("test_spawn_without_clone3", SYS_clone3, spawn_steps);
+}
+END_TEST
+
+/* The exec's start is reported within the call, on the caller's clock, by the cloned child. */
+START_TEST(test_spawn_reports_exec_start)
+{
+	ck_assert_int_eq(spawn_steps(), 0);
 }
 END_TEST
 
@@ -964,6 +977,7 @@ static Suite *proc_suite(void)
 	tcase_add_test(tc, test_oom_score_protect_restore);
 	tcase_add_test(tc, test_spawn_child);
 	tcase_add_test(tc, test_spawn_without_clone3);
+	tcase_add_test(tc, test_spawn_reports_exec_start);
 	tcase_add_test(tc, test_spawn_as_user_keeps_dumpable);
 	tcase_add_test(tc, test_spawn_new_session);
 	tcase_add_test(tc, test_spawn_chdir_failure_is_reported);
