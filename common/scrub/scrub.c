@@ -47,16 +47,17 @@
  * Where secrets live. The secrets and every pattern and index derived from them sit in
  * sodium_malloc memory (guard pages, locked, zeroed when freed), made inaccessible with
  * sodium_mprotect_noaccess whenever no scrub is running; a mutex counts the scrubs in flight,
- * so several threads may scrub with one scrubber. scrub_add() must not race with a scrub.
+ * so several threads may scrub with one scrubber. scrub_add() refuses while a scrub runs.
  *
  * What it costs. Each guarded region is an mmap, three mprotects, an madvise and an mlock,
  * then as many again to free it, and the first touch of each page faults; where a page fault
  * costs 13 microseconds and an mprotect 20 to 50 (a page-table-based hypervisor), allocating
  * the regions anew for every secret added took a millisecond. So the regions are kept, each
  * with room to grow (whole pages, at least double the last size): the secrets, the work space
- * of a rebuild and the index. A rebuild that fits writes the index over the old one, which no
- * scrub reads meanwhile (scrub_add() does not race with one). A stream freed leaves its window
- * (wiped) and its output buffer to the next stream made from the same scrubber.
+ * of a rebuild (freed instead once a long secret grew it past 64 KiB) and the index. A rebuild
+ * that fits writes the index over the old one, which no scrub reads meanwhile (scrub_add()
+ * refuses while one runs). A stream freed leaves its window (wiped) and its output buffer to
+ * the next stream made from the same scrubber.
  */
 #include "scrub.h"
 
@@ -73,8 +74,13 @@
 #define TOKEN_LOOKAHEAD 40 /* "ghp_" and 36 token characters */
 #define OUT_CAP (64 * 1024)
 #define REDACTED_LEN (sizeof(SCRUB_REDACTED) - 1)
-/* The work region's least size: a rebuild for a few secrets of a hundred bytes fits in it. */
+/*
+ * The work region's least size: a boot's usual secrets (a key of 128 characters, then the MCP
+ * token) are rebuilt in it without growing it. One grown past WORK_KEEP_MAX by a long secret is
+ * freed after its rebuild, not kept locked in memory.
+ */
 #define WORK_MIN (16 * 1024 - 16)
+#define WORK_KEEP_MAX (64 * 1024)
 
 struct pattern {
 	uint32_t off; /* into index.bytes */
@@ -483,6 +489,12 @@ static void work_done(struct scrubber *s)
 {
 	if (!s->work)
 		return;
+	if (s->work_cap > WORK_KEEP_MAX) {
+		sodium_free(s->work); /* zeroes it */
+		s->work = NULL;
+		s->work_cap = 0;
+		return;
+	}
 	sodium_memzero(s->work, s->work_cap);
 	sodium_mprotect_noaccess(s->work);
 }
@@ -554,10 +566,7 @@ static int scrubber_reindex(struct scrubber *s)
 	work_done(s);
 	s->idx = ix;
 	s->maxlen = g.maxlen;
-	if (s->users == 0)
-		sodium_mprotect_noaccess(s->idx);
-	else
-		sodium_mprotect_readonly(s->idx);
+	sodium_mprotect_noaccess(s->idx);
 	return 0;
 }
 
@@ -607,6 +616,14 @@ int scrub_add(struct scrubber *s, const char *value, size_t len)
 	if (len > SCRUB_MAX_SECRET)
 		return -E2BIG;
 	pthread_mutex_lock(&s->lock);
+	/*
+	 * The index is rebuilt in place: never under a scrub in flight (a sink adding a secret, or
+	 * another thread). Held from here to the end, the lock keeps new scrubs out meanwhile.
+	 */
+	if (s->users) {
+		pthread_mutex_unlock(&s->lock);
+		return -EBUSY;
+	}
 	if (s->secrets)
 		sodium_mprotect_readonly(s->secrets);
 	while (off < s->secrets_len) {
@@ -647,9 +664,7 @@ int scrub_add(struct scrubber *s, const char *value, size_t len)
 		s->secrets_len -= sizeof(n32) + len;
 		sodium_memzero(s->secrets + s->secrets_len, sizeof(n32) + len);
 		s->count--;
-		if (s->idx && s->users)
-			sodium_mprotect_readonly(s->idx);
-		else if (s->idx)
+		if (s->idx)
 			sodium_mprotect_noaccess(s->idx);
 	}
 	if (r == 0 && memchr(value, '\n', len))

@@ -27,8 +27,8 @@ struct scrubber *scrub_new(void);
 void scrub_free(struct scrubber *s);
 /*
  * Add a secret value (shorter than SCRUB_MIN_SECRET: ignored, returns 0; a value already added:
- * returns 0). Values over SCRUB_MAX_SECRET bytes: -E2BIG; out of memory: -ENOMEM. Must not run
- * while another thread scrubs with s.
+ * returns 0). Values over SCRUB_MAX_SECRET bytes: -E2BIG; out of memory: -ENOMEM (the scrubber
+ * stays as it was); while a scrub with s runs (a sink adding a secret, another thread): -EBUSY.
  */
 int scrub_add(struct scrubber *s, const char *value, size_t len);
 size_t scrub_count(const struct scrubber *s);
