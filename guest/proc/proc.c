@@ -1064,9 +1064,9 @@ int proc_spawn_at(const struct proc_spec *spec, pid_t *ret_pid, uint64_t *ret_ex
 	close(pipefd[0]);
 	if (r == 0) {
 		*ret_pid = pid;
-		/* A forked child (no shared memory) wrote its own copy: then it is now. */
+		/* A forked child (no shared memory) wrote its own copy: 0 here. */
 		if (ret_exec_us)
-			*ret_exec_us = exec_us ? exec_us : clock_now_us();
+			*ret_exec_us = exec_us;
 		return 0;
 	}
 	if (r < 0)
