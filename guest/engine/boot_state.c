@@ -35,6 +35,18 @@ int boot_state_set(char **field, const char *value)
 }
 
 /*
+ * A phase's app_ms, at most its duration: the app's time is rounded to the millisecond and the
+ * duration is a difference of two cut ones, so the first may pass the second by one.
+ */
+static int64_t phase_app_ms(const struct boot_phase *ph)
+{
+	int64_t duration =
+	    ph->started_ms && ph->finished_ms ? ph->finished_ms - ph->started_ms : -1;
+
+	return duration >= 0 && ph->app_ms > duration ? duration : ph->app_ms;
+}
+
+/*
  * A finished boot's time split: app_ms, what the app's commands took (the phases' app_ms),
  * and engine_ms, the rest of the boot's wall time (ours: start-up, state, cgroup, supervisor,
  * probes).
@@ -45,7 +57,7 @@ static void add_timeline_totals(json_object *o, const struct boot_state *s)
 
 	for (size_t i = 0; i < s->n_phases; i++)
 		if (s->phases[i].app_ms > 0)
-			app += s->phases[i].app_ms;
+			app += phase_app_ms(&s->phases[i]);
 	json_object_object_add(o, "app_ms", s->finished_ms ? json_object_new_int64(app) : NULL);
 	json_object_object_add(o, "engine_ms",
 	                       s->finished_ms && s->started_ms
@@ -388,8 +400,8 @@ static void platform_fields(json_object *o, const struct boot_state *s, json_tok
 		json_object_object_add(
 		    e, "duration_ms",
 		    ph->started_ms && end ? json_object_new_int64(end - ph->started_ms) : NULL);
-		json_object_object_add(e, "app_ms",
-		                       ph->app_ms >= 0 ? json_object_new_int64(ph->app_ms) : NULL);
+		json_object_object_add(
+		    e, "app_ms", ph->app_ms >= 0 ? json_object_new_int64(phase_app_ms(ph)) : NULL);
 		add_str(e, "detail", ph->detail);
 		if (ph->inputs)
 			add_str(e, "inputs", ph->inputs);

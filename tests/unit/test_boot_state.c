@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include <check.h>
+#include <json-c/json.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -163,6 +164,38 @@ START_TEST(test_saves_in_a_row_write_what_one_save_writes)
 }
 END_TEST
 
+/*
+ * A phase's app time, rounded to the millisecond, may pass its duration (a difference of two
+ * cut milliseconds) by one: the state says at most the duration, and the engine's part of the
+ * boot is never negative.
+ */
+START_TEST(test_app_time_at_most_the_duration)
+{
+	struct boot_state st = {0};
+	struct err err;
+	char path[128];
+	json_object *root, *steps, *v;
+
+	ck_assert_int_eq(boot_state_phase_add(&st, "setup", NULL), 0);
+	boot_state_phase_set(&st, "setup", "running", NULL, 1000);
+	boot_state_phase_set(&st, "setup", "succeeded", NULL, 1004);
+	boot_state_phase_find(&st, "setup")->app_ms = 5;
+	st.started_ms = 1000;
+	st.finished_ms = 1004;
+	ck_assert_int_eq(boot_state_save(dir, &st, &err), 0);
+	snprintf(path, sizeof(path), "%s/state.json", dir);
+	root = json_object_from_file(path);
+	ck_assert_ptr_nonnull(root);
+	ck_assert(json_object_object_get_ex(root, "steps", &steps));
+	ck_assert(json_object_object_get_ex(json_object_array_get_idx(steps, 0), "app_ms", &v));
+	ck_assert_int_eq(json_object_get_int64(v), 4);
+	ck_assert(json_object_object_get_ex(root, "engine_ms", &v));
+	ck_assert_int_eq(json_object_get_int64(v), 0);
+	json_object_put(root);
+	boot_state_dispose(&st);
+}
+END_TEST
+
 START_TEST(test_damaged_state_is_reported)
 {
 	struct boot_state st;
@@ -274,6 +307,7 @@ int main(void)
 	tcase_add_test(tc, test_roundtrip_keeps_every_field);
 	tcase_add_test(tc, test_saves_in_a_row_write_what_one_save_writes);
 	tcase_add_test(tc, test_damaged_state_is_reported);
+	tcase_add_test(tc, test_app_time_at_most_the_duration);
 	tcase_add_test(tc, test_lock_refuses_a_second_boot);
 	tcase_add_test(tc, test_discard_moves_aside_and_removes);
 	suite_add_tcase(s, tc);
