@@ -53,8 +53,9 @@
  * then as many again to free it, and the first touch of each page faults; where a page fault
  * costs 13 microseconds and an mprotect 20 to 50 (a page-table-based hypervisor), allocating
  * the regions anew for every secret added took a millisecond. So the regions are kept, each
- * with room to grow (whole pages, at least double the last size): the secrets, the work space
- * of a rebuild (freed instead once a long secret grew it past 64 KiB) and the index. A rebuild
+ * with room to grow (whole pages, at least double the last size): the secrets and the work space
+ * of a rebuild (freed instead once a long secret grew it past 64 KiB); the index is kept in
+ * its pages without more room, since each scrub changes their protection twice. A rebuild
  * that fits writes the index over the old one, which no scrub reads meanwhile (scrub_add()
  * refuses while one runs). A stream freed leaves its window (wiped) and its output buffer to
  * the next stream made from the same scrubber.
@@ -552,8 +553,12 @@ static int scrubber_reindex(struct scrubber *s)
 		ix = index_build(&g, &sh, (uint8_t *)s->idx);
 		sodium_memzero((uint8_t *)s->idx + sh.total, s->idx_cap - sh.total);
 	} else {
+		/*
+		 * No more than its pages, without room to double: every scrub makes the index
+		 * readable and then not, a cost per page (20-50 us an mprotect here).
+		 */
 		size_t cap;
-		uint8_t *base = secure_alloc_room(sh.total, s->idx_cap, &cap);
+		uint8_t *base = secure_alloc_room(sh.total, 0, &cap);
 
 		if (!base) {
 			work_done(s);
