@@ -937,15 +937,19 @@ int scrub_stream_write(struct scrub_stream *st, const char *buf, size_t len)
 {
 	const uint8_t *b = (const uint8_t *)buf;
 	const struct index *ix;
-	size_t l = lookahead(st->s), n = 0;
+	size_t l, n = 0;
 	int r;
 
 	if (st->error || len == 0)
 		return st->error;
-	r = stream_fit(st, l);
-	if (r < 0)
-		return r;
+	/* Acquired first: no secret is added from here on, so the lookahead holds for the scan. */
 	ix = scrubber_acquire(st->s);
+	l = lookahead(st->s);
+	r = stream_fit(st, l);
+	if (r < 0) {
+		scrubber_release(st->s);
+		return r;
+	}
 	if (st->held > 0) {
 		/* Positions in the window see the head of buf as their lookahead. */
 		size_t take = len < l - 1 ? len : l - 1;
