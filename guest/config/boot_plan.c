@@ -153,6 +153,7 @@ static int plan_secrets(struct boot_plan *p, const struct boot_options *o, char 
 		size_t nl = strv_env_name_len(entry);
 		_cleanup_free_ char *name = strndup(entry, nl);
 		const char *value = entry[nl] ? entry + nl + 1 : "";
+		int r;
 
 		if (!name)
 			return oom(err);
@@ -163,7 +164,14 @@ static int plan_secrets(struct boot_plan *p, const struct boot_options *o, char 
 		if (!child_env_name_looks_secret(name) && !strv_contains(opted, name) &&
 		    !child_env_value_has_userinfo(value) && strlen(value) < 16)
 			continue;
-		if (scrub_add(p->scrub, value, strlen(value)) < 0)
+		r = scrub_add(p->scrub, value, strlen(value));
+		if (r == -E2BIG)
+			return err_set(
+			    err, ERR_REFUSED, E2BIG,
+			    "%s holds more than %d KiB: too long a secret to mask in the "
+			    "boot's output; pass a shorter one, or a file",
+			    name, SCRUB_MAX_SECRET / 1024);
+		if (r < 0)
 			return oom(err);
 		if (child_env_name_looks_secret(name) || strv_contains(opted, name))
 			if (strv_push(&p->secret_env_names, name) < 0)

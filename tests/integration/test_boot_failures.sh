@@ -229,6 +229,15 @@ check "a GitHub token shape is masked" grep -qx 'gh=\[REDACTED\]' "$log"
 check "the secret is nowhere in the workspace" ! grep -rqF passed-secret-value-42 "$TMP/leak"
 stop_boot "$app"
 
+echo "--- a secret too long to mask"
+app=$(pyapp_make longsecret)
+long=$(head -c 70000 /dev/zero | tr '\0' k)
+EXTRA_ENV="MY_API_KEY=$long" pyapp_boot "$app" --pass-env MY_API_KEY
+check "refused: exit 2" [ "$RC" -eq 2 ]
+check "the variable is named, the limit said" grep -q 'MY_API_KEY holds more than 64 KiB' "$ERR"
+check "not reported as out of memory" ! grep -qi 'out of memory' "$ERR"
+check "no server was started" ! [ -e "$TMP/longsecret/runtime.json" ]
+
 echo "--- run under a pipe, as incus exec runs it"
 app=$(pyapp_make piped)
 start=$(date +%s%N)
