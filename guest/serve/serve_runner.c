@@ -432,9 +432,20 @@ static int run_boot(struct runner *r)
 	}
 	r->plan = &plan;
 	/* Every secret the agent holds is masked in this boot's output, whatever its scope. */
-	secrets_store_visit(r->secrets, SECRET_SCOPE_ANY, add_to_scrubber, plan.scrub);
+	rc = secrets_store_visit(r->secrets, SECRET_SCOPE_ANY, add_to_scrubber, plan.scrub);
 	/* Values live on only in the plan's environments and scrubber. */
 	secrets_store_drop_scope(r->secrets, SECRET_SCOPE_ANY);
+	if (rc < 0) {
+		/* Never a boot whose output could show a secret in clear. */
+		wipe_strv(env);
+		on_phase(r, "configuration", "failed", "cannot mask the agent's secrets");
+		boot_result(r, "failed", 1,
+		            "Sandbox boot failed: out of memory while masking the agent's secrets",
+		            "configuration", NULL, NULL);
+		r->plan = NULL;
+		boot_plan_dispose(&plan);
+		return 1;
+	}
 
 	rc = boot_engine_run(&plan, &o, &obs, &res, &err);
 	snprintf(r->boot_id, sizeof(r->boot_id), "%s", res.boot_id);

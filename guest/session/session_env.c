@@ -151,7 +151,10 @@ int session_env_add_secrets(struct scrubber *s, char *const *caller_env, struct 
 		rc = scrub_add(s, v, strlen(v));
 		if (rc == -ENOMEM)
 			return err_oom(err);
-		/* A value too long to be a credential is not one; nothing else can fail. */
+		/*
+		 * A value too long to be a credential is not one (-E2BIG); -EBUSY cannot be: this
+		 * scrubber is new and nothing scrubs with it yet.
+		 */
 	}
 	return 0;
 }
