@@ -506,6 +506,7 @@ START_TEST(test_stream_reused_carries_nothing)
 	/* Unmasked: the first stream's "s3cr3t-val" did not come before its bytes. */
 	ck_assert_ptr_nonnull(b.buf);
 	ck_assert_int_eq(strncmp(b.buf, "ue-0123456789 then ", 19), 0);
+	free(b.buf);
 	scrub_stream_free(second);
 
 	third = scrub_stream_new(s, collect_sink, &c);
