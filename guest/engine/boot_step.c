@@ -193,8 +193,6 @@ static int step_execute(const struct step_context *ctx, const char *name, const 
 			return err_wrap(err, "cannot start step %s", name);
 		}
 		/* The command's time runs from its exec: what came before it is ours. */
-		if (!spawned_us)
-			spawned_us = clock_now_us(); /* a forked child could not say */
 	}
 	closep(&out_w);
 	out_w = -1;

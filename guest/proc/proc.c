@@ -536,8 +536,8 @@ struct child_args {
 	const gid_t *groups;
 	size_t n_groups;
 	bool born_inside; /* created in the process set's cgroup (clone3): nothing to join */
-	uint64_t
-	    *exec_us; /* the caller's, written just before execve (seen when memory is shared) */
+	/* The caller's, written just before execve (seen by the caller when memory is shared). */
+	uint64_t *exec_us;
 };
 
 void proc_child_fail(int report_fd, int stage, int error)
@@ -992,7 +992,7 @@ pid_t proc_spawn_child(int cgroup_fd, unsigned flags, bool *ret_inside, int (*fn
 
 int proc_spawn(const struct proc_spec *spec, pid_t *ret_pid, struct err *err)
 {
-	return proc_spawn_at(spec, ret_pid, NULL, err);
+	return proc_spawn_at(spec, ret_pid, NULL, err) < 0 ? -1 : 0;
 }
 
 int proc_spawn_at(const struct proc_spec *spec, pid_t *ret_pid, uint64_t *ret_exec_us,
@@ -1064,10 +1064,10 @@ int proc_spawn_at(const struct proc_spec *spec, pid_t *ret_pid, uint64_t *ret_ex
 	close(pipefd[0]);
 	if (r == 0) {
 		*ret_pid = pid;
-		/* A forked child (no shared memory) wrote its own copy: 0 here. */
+		/* A forked child (no shared memory) wrote its own copy: ours is still 0. */
 		if (ret_exec_us)
-			*ret_exec_us = exec_us;
-		return 0;
+			*ret_exec_us = exec_us ? exec_us : clock_now_us();
+		return exec_us ? 1 : 0;
 	}
 	if (r < 0)
 		return spawn_error(err, spec, EIO, "the child died before exec");

@@ -81,11 +81,11 @@ int proc_oom_score_restore(const char *before);
 int proc_spawn(const struct proc_spec *spec, pid_t *ret_pid, struct err *err);
 /*
  * proc_spawn(), and in *ret_exec_us the moment (clock_now_us()) the command's exec began, read
- * by the child just before its execve into the memory it shares with us (clone3 with CLONE_VM);
- * 0 when the child was forked (no clone3; another architecture; a child that switches user
- * where fs.suid_dumpable is not 0) and could not tell us: the caller's clock on return
- * is the best there is then. The app's time runs from there: the exec is its command's, and so
- * is the wait before the caller runs again, while the command already runs.
+ * by the child just before its execve into the memory it shares with us (clone3 with CLONE_VM):
+ * returns 1. A forked child (no clone3; another architecture; a child that switches user where
+ * fs.suid_dumpable is not 0) cannot tell us: then the moment the exec was seen done, and 0.
+ * The app's time runs from there: the exec is its command's, and so is the wait before the
+ * caller runs again, while the command already runs.
  */
 int proc_spawn_at(const struct proc_spec *spec, pid_t *ret_pid, uint64_t *ret_exec_us,
                   struct err *err);

@@ -628,8 +628,6 @@ static int server_spawn(struct sup *s, struct err *err)
 	}
 	if (proc_spawn_at(&ps, &s->server_pid, &s->server_spawned_us, err) < 0)
 		return -1;
-	if (!s->server_spawned_us)
-		s->server_spawned_us = clock_now_us(); /* a forked child could not say */
 	s->server_start = proc_start_time(s->server_pid);
 	s->server_running = true;
 	if (s->procs)
