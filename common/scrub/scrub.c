@@ -593,15 +593,21 @@ struct scrubber *scrub_new(void)
 	return s;
 }
 
+/* A stream's memory given back (NULL: nothing). */
+static void stream_destroy(struct scrub_stream *st)
+{
+	if (!st)
+		return;
+	sodium_free(st->win);
+	free(st->out);
+	free(st);
+}
+
 void scrub_free(struct scrubber *s)
 {
 	if (!s)
 		return;
-	if (s->spare) {
-		sodium_free(s->spare->win);
-		free(s->spare->out);
-		free(s->spare);
-	}
+	stream_destroy(s->spare);
 	sodium_free(s->secrets);
 	sodium_free(s->idx);
 	sodium_free(s->work);
@@ -612,7 +618,7 @@ void scrub_free(struct scrubber *s)
 int scrub_add(struct scrubber *s, const char *value, size_t len)
 {
 	uint8_t *grown;
-	size_t off = 0, cap;
+	size_t off = 0, cap, need;
 	uint32_t n32 = (uint32_t)len;
 	int r;
 
@@ -641,10 +647,11 @@ int scrub_add(struct scrubber *s, const char *value, size_t len)
 		}
 		off += sizeof(n) + n;
 	}
-	if (s->secrets_len + sizeof(n32) + len <= s->secrets_cap) {
+	need = s->secrets_len + sizeof(n32) + len;
+	if (need <= s->secrets_cap) {
 		sodium_mprotect_readwrite(s->secrets);
 	} else {
-		grown = secure_alloc_room(s->secrets_len + sizeof(n32) + len, s->secrets_cap, &cap);
+		grown = secure_alloc_room(need, s->secrets_cap, &cap);
 		if (!grown) {
 			if (s->secrets)
 				sodium_mprotect_noaccess(s->secrets);
@@ -881,7 +888,7 @@ struct scrub_stream *scrub_stream_new(const struct scrubber *s, scrub_sink_fn si
 	st->win_cap = 2 * lookahead(s);
 	st->win = secure_alloc(st->win_cap);
 	if (!st->out || !st->win) {
-		scrub_stream_free(st);
+		stream_destroy(st);
 		return NULL;
 	}
 	return st;
@@ -911,9 +918,7 @@ void scrub_stream_free(struct scrub_stream *st)
 		if (!st)
 			return;
 	}
-	sodium_free(st->win);
-	free(st->out);
-	free(st);
+	stream_destroy(st);
 }
 
 /* Secrets added since the stream began may need a larger window. */
