@@ -17,7 +17,3 @@ bench-resync: all
 bench: bench-boot-floor
 bench-boot-floor: $(BUILD)/bench/boot_floor_bench
 	$(BUILD)/bench/boot_floor_bench $(BENCH_BOOT_FLOOR_ARGS)
-
-$(BUILD)/bench/boot_floor_bench: bench/boot_floor_bench.c
-	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $<

@@ -17,7 +17,3 @@ $(BUILD)/bench/limits_bench: bench/limits_bench.c $(LIBGUEST) $(LIBCOMMON)
 bench: bench-cgroup-join
 bench-cgroup-join: $(BUILD)/bench/cgroup_join_bench
 	$(BUILD)/bench/cgroup_join_bench $(BENCH_CGROUP_JOIN_ARGS)
-
-$(BUILD)/bench/cgroup_join_bench: bench/cgroup_join_bench.c
-	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $<
