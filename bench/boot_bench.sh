@@ -3,10 +3,10 @@
 #
 # Measures, from outside the process, what sandbox-app-boot adds to a boot:
 #   overhead   its wall time minus the wall time of the app's own commands (setup, manifest,
-#              server until it answers) run directly from a shell, one after the other, each as
-#              `sh -c CMD` as the engine runs it; both sides started alike from an emptied
-#              environment; the median of the pairs' differences (each run boots, then runs
-#              the commands directly)
+#              server until /mcp answers, then one GET /up) run directly from a shell, one
+#              after the other, each as `sh -c CMD` as the engine runs it; both sides started
+#              alike from an emptied environment; the median of the pairs' differences (each
+#              run boots, then runs the commands directly)
 #   detection  the time from the app's listener being up to sandbox-app-boot exiting ready
 #   memory     the supervisor's resident set (VmRSS) with the forwarder running
 #   timeline   from each boot's state.json: the engine's own time inside the boot (engine_ms:
@@ -46,14 +46,15 @@ ns() { date +%s%N; }
 mkfifo "$TMP/pause"
 exec {PAUSE_FD}<>"$TMP/pause"
 
-# One GET /mcp from the shell itself (no process per try, as the engine's probe is in-process):
-# true once the server answers with a status line.
+# One GET of path $2 (/mcp by default) from the shell itself (no process per try, as the
+# engine's probe is in-process): true once the server answers with a status line, and for /up
+# with 200.
 answers() {
 	exec 3<>"/dev/tcp/127.0.0.1/$1" || return 1
-	printf 'GET /mcp HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n' >&3
+	printf 'GET %s HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n' "${2:-/mcp}" >&3
 	IFS= read -r line <&3 || line=
 	exec 3>&-
-	[[ $line == HTTP/* ]]
+	if [[ ${2:-/mcp} == /up ]]; then [[ $line == "HTTP/"*" 200"* ]]; else [[ $line == HTTP/* ]]; fi
 }
 
 # Both sides start alike: a subshell of this shell, with the environment the engine is given and
@@ -67,7 +68,7 @@ clean_env() {
 
 # The same commands run directly from a shell, each as the boot contract runs it (`sh -c CMD` in
 # the app's directory, the manifest and the server with PORT): setup, manifest, then the server
-# until /mcp answers.
+# until /mcp answers, then its one answer to /up.
 direct_once() {
 	local t0
 	t0=$(ns)
@@ -79,6 +80,8 @@ direct_once() {
 		PORT=$APP_PORT sh -c 'LISTEN_STAMP=data/listening exec /usr/bin/python3 server.py' >/dev/null 2>&1 &
 		# A look every millisecond, as the engine's: a pause the shell waits out itself.
 		until answers "$APP_PORT" 2>/dev/null; do read -r -t 0.001 -u "$PAUSE_FD" || :; done
+		# The boot asks /up once too (through its forwarder), as the platform does after it.
+		answers "$APP_PORT" /up || { echo "boot_bench: GET /up did not answer 200" >&2; exit 1; }
 		t1=$(ns)
 		kill $!
 		wait $! 2>/dev/null || true
