@@ -10,9 +10,9 @@
 #   detection  the time from the app's listener being up to sandbox-app-boot exiting ready
 #   memory     the supervisor's resident set (VmRSS) with the forwarder running
 #   timeline   from each boot's state.json: the engine's own time inside the boot (engine_ms:
-#              wall time minus the phases' app_ms; median, min and max) and each phase's
-#              median duration with the app's part and ours (preflight includes making the
-#              cgroups, toolchain joining the limits' v1 cgroups where there are any)
+#              started_ms to finished_ms minus the phases' app_ms; median, min and max) and
+#              each phase's median duration with the app's part and ours (preflight includes
+#              making the cgroups, toolchain joining the limits' v1 cgroups where there are any)
 # The app is tests/data/pyapp (python3's http.server), whose commands are quick, so the
 # figures are the engine's own. Prints medians over RUNS boots (default 15). Needs root.
 # The workspace (and so state.json, the logs and runtime.json) is made under BENCH_TMP (/tmp);
@@ -149,7 +149,8 @@ print("  engine's own time (state.json engine_ms) %6.1f ms  (goal <= 7 ms; min %
       % (med(eng), eng[0], eng[-1]))
 parts = phase_parts(runs)
 print("  phases, medians in ms: " + ", ".join(parts))
-print("figure: the engine's own time in a boot, %s (state.json `engine_ms`: wall time minus the "
-      "app's commands from exec to exit; median of %s) | %g ms (min %g, max %g; by phase: %s) | <= 7 ms"
+print("figure: the engine's own time in a boot, %s (state.json `engine_ms`: `started_ms` to "
+      "`finished_ms` minus the app's commands from exec to exit; median of %s) | %g ms (min %g, "
+      "max %g; by phase: %s) | <= 7 ms"
       % (build, nruns, med(eng), eng[0], eng[-1], ", ".join(parts)))
 PY
