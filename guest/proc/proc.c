@@ -28,6 +28,7 @@
 
 #include "cleanup.h"
 #include "clock.h"
+#include "command_exec.h"
 #include "file.h"
 #include "log.h"
 
@@ -526,7 +527,7 @@ enum spawn_stage {
 
 struct child_args {
 	const struct proc_spec *spec;
-	char *const *argv;
+	const struct command_exec *cmd;
 	char *const *env;
 	int devnull;
 	int report_fd, report_read;
@@ -743,8 +744,7 @@ static _noreturn_ void child_run(const struct child_args *a)
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	*a->exec_us = clock_now_us();
-	execve("/bin/sh", a->argv, a->env);
-	proc_child_fail(rfd, STAGE_EXEC, errno);
+	proc_child_fail(rfd, STAGE_EXEC, command_exec_run(a->cmd, a->env));
 }
 
 static const char *stage_text(const struct proc_spec *spec, int stage, char *buf, size_t len)
@@ -999,6 +999,7 @@ int proc_spawn_at(const struct proc_spec *spec, pid_t *ret_pid, uint64_t *ret_ex
                   struct err *err)
 {
 	static char *const empty_env[] = {NULL};
+	_cleanup_(command_exec_dispose) struct command_exec cmd = {0};
 	uint64_t exec_us = 0;
 	_cleanup_close_ int devnull = -1, cgroup_fd = -1;
 	int pipefd[2] = {-1, -1};
@@ -1013,11 +1014,12 @@ int proc_spawn_at(const struct proc_spec *spec, pid_t *ret_pid, uint64_t *ret_ex
 	if (spec->keep_fd >= 0 && spec->keep_fd < 3)
 		return spawn_error(err, spec, EINVAL, "keep descriptor below 3");
 
-	char *argv[] = {(char *)"sh", (char *)"-c", (char *)spec->command, NULL};
 	a.spec = spec;
 	a.exec_us = &exec_us;
-	a.argv = argv;
 	a.env = spec->env ? spec->env : empty_env;
+	if (command_exec_prepare(spec->command, a.env, &cmd) < 0)
+		return spawn_error(err, spec, ENOMEM, "prepare the command");
+	a.cmd = &cmd;
 
 	if (spec->user && spec->user->uid != (uid_t)-1) {
 		const struct run_user *u = spec->user;

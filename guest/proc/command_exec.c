@@ -1,0 +1,297 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * A command string exec'd directly when the shell would only split it and search PATH.
+ *
+ * The test is a list of what is allowed, never of what is not: letters, digits, blanks and
+ * `_-./,:+@%=^`, which no POSIX shell treats specially outside the first word (quotes,
+ * expansions, globs, redirections, operators, comments, tildes and any byte above 127 all
+ * send the command to the shell). Leading `NAME=value` words are the command's own
+ * variables, put in its environment as the shell would (one setting PATH is left to the
+ * shell, whose search it changes); then an `exec` is dropped (`sh -c 'exec CMD'` replaces the
+ * shell by CMD, which is what running CMD directly does). The command word must not be a
+ * reserved word or one of dash's builtins (their behaviour is the shell's own), hold a `=`,
+ * nor start with `-`. Without a `/` it is searched in the child's PATH, which must be one
+ * entry of absolute directories (an empty or relative one means the current directory to
+ * the shell: left to it).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+#include "command_exec.h"
+
+#define COMMAND_DIRECT_MAX 4096 /* longer commands go through the shell */
+#define PATH_DIRS_MAX 64
+
+static const char *const shell_words[] = {
+    /* reserved words */
+    "case", "do", "done", "elif", "else", "esac", "fi", "for", "if", "in", "then", "until",
+    "while",
+    /* dash's builtins */
+    ".", ":", "alias", "bg", "break", "cd", "chdir", "command", "continue", "echo", "eval",
+    "exec", "exit", "export", "false", "fc", "fg", "getopts", "hash", "jobs", "kill", "local",
+    "printf", "pwd", "read", "readonly", "return", "set", "shift", "test", "times", "trap",
+    "true", "type", "ulimit", "umask", "unalias", "unset", "wait"};
+
+static bool plain_byte(unsigned char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+	       (c && strchr("_-./,:+@%=^", c));
+}
+
+static bool blank(char c)
+{
+	return c == ' ' || c == '\t';
+}
+
+static bool shell_word(const char *w, size_t len)
+{
+	for (size_t i = 0; i < sizeof(shell_words) / sizeof(shell_words[0]); i++)
+		if (strlen(shell_words[i]) == len && memcmp(shell_words[i], w, len) == 0)
+			return true;
+	return false;
+}
+
+/* The value of the one PATH= entry of env, or NULL (none, or more than one). */
+static const char *env_path(char *const *env)
+{
+	const char *found = NULL;
+
+	for (size_t i = 0; env && env[i]; i++) {
+		if (strncmp(env[i], "PATH=", 5) != 0)
+			continue;
+		if (found)
+			return NULL;
+		found = env[i] + 5;
+	}
+	return found;
+}
+
+/* The number of PATH's directories, or 0 when one is empty, relative, or they are too many. */
+static size_t path_dirs(const char *path)
+{
+	size_t n = 0;
+
+	for (const char *p = path;; p++) {
+		if (*p != '/')
+			return 0;
+		if (++n > PATH_DIRS_MAX)
+			return 0;
+		p = strchr(p, ':');
+		if (!p)
+			return n;
+	}
+}
+
+void command_exec_dispose(struct command_exec *c)
+{
+	free(c->argv);
+	free(c->paths);
+	free(c->env);
+	free(c->store);
+	c->argv = c->paths = c->env = NULL;
+	c->store = NULL;
+}
+
+static size_t count_words(const char *s)
+{
+	size_t n = 0;
+
+	while (*s) {
+		while (blank(*s))
+			s++;
+		if (!*s)
+			break;
+		n++;
+		while (*s && !blank(*s))
+			s++;
+	}
+	return n;
+}
+
+/* The shell's way, after all: nothing prepared for the direct one. */
+static int needs_shell(struct command_exec *c)
+{
+	command_exec_dispose(c);
+	return 0;
+}
+
+static int prepare_oom(struct command_exec *c)
+{
+	command_exec_dispose(c);
+	return -ENOMEM;
+}
+
+static size_t name_len(const char *entry)
+{
+	const char *eq = strchr(entry, '=');
+
+	return eq ? (size_t)(eq - entry) : strlen(entry);
+}
+
+/* NAME=value, NAME a shell variable's name: a word the shell takes for an assignment. */
+static bool assignment(const char *w)
+{
+	size_t n = name_len(w);
+
+	if (!w[n] || n == 0 || (w[0] >= '0' && w[0] <= '9'))
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!((w[i] >= 'a' && w[i] <= 'z') || (w[i] >= 'A' && w[i] <= 'Z') ||
+		      (w[i] >= '0' && w[i] <= '9') || w[i] == '_'))
+			return false;
+	return true;
+}
+
+static bool same_name(const char *a, const char *b)
+{
+	size_t n = name_len(a);
+
+	return n == name_len(b) && memcmp(a, b, n) == 0;
+}
+
+/* Split s in place at blanks into words (room for n_words), returns how many. */
+static size_t split_words(char *s, char **words)
+{
+	size_t n = 0;
+
+	while (*s) {
+		while (blank(*s))
+			*s++ = '\0';
+		if (!*s)
+			break;
+		words[n++] = s;
+		while (*s && !blank(*s))
+			s++;
+	}
+	return n;
+}
+
+/*
+ * The environment the command's own assignments give it: env less the names they set, then
+ * each assignment (the last of a name wins, as in the shell).
+ */
+static char **env_with(char *const *env, char *const *assigns, size_t n_assigns)
+{
+	size_t n_env = 0, k = 0;
+	char **out;
+
+	while (env && env[n_env])
+		n_env++;
+	out = calloc(n_env + n_assigns + 1, sizeof(char *));
+	if (!out)
+		return NULL;
+	for (size_t i = 0; i < n_env; i++) {
+		bool set = false;
+		for (size_t j = 0; j < n_assigns && !set; j++)
+			set = same_name(env[i], assigns[j]);
+		if (!set)
+			out[k++] = env[i];
+	}
+	for (size_t j = 0; j < n_assigns; j++) {
+		bool later = false;
+		for (size_t l = j + 1; l < n_assigns && !later; l++)
+			later = same_name(assigns[j], assigns[l]);
+		if (!later)
+			out[k++] = assigns[j];
+	}
+	return out;
+}
+
+int command_exec_prepare(const char *command, char *const *env, struct command_exec *ret)
+{
+	size_t len = strlen(command), n_words, n_dirs = 0, first, cmd_len;
+	_cleanup_free_ char **words = NULL;
+	const char *path = NULL, *cmd;
+	char *s;
+
+	*ret = (struct command_exec){
+	    .sh_argv = {(char *)"sh", (char *)"-c", (char *)command, NULL}};
+	if (len == 0 || len > COMMAND_DIRECT_MAX)
+		return 0;
+	for (size_t i = 0; i < len; i++)
+		if (!plain_byte((unsigned char)command[i]) && !blank(command[i]))
+			return 0;
+	n_words = count_words(command);
+	if (n_words == 0)
+		return 0;
+
+	/* The command line's words, in a copy the paths will follow. */
+	path = env_path(env);
+	n_dirs = path ? path_dirs(path) : 0;
+	ret->store = malloc(len + 1 + (path ? strlen(path) + 1 + n_dirs * (len + 2) : 0));
+	words = calloc(n_words + 1, sizeof(char *));
+	if (!ret->store || !words)
+		return prepare_oom(ret);
+	memcpy(ret->store, command, len + 1);
+	split_words(ret->store, words);
+
+	/* NAME=value words, then `exec`, then the command; PATH set here is left to the shell. */
+	for (first = 0; first < n_words && assignment(words[first]); first++)
+		if (name_len(words[first]) == 4 && memcmp(words[first], "PATH", 4) == 0)
+			return needs_shell(ret);
+	if (first + 1 < n_words && strcmp(words[first], "exec") == 0)
+		first++;
+	if (first == n_words)
+		return needs_shell(ret);
+	cmd = words[first];
+	cmd_len = strlen(cmd);
+	if (cmd[0] == '-' || strchr(cmd, '=') || shell_word(cmd, cmd_len) ||
+	    (!strchr(cmd, '/') && n_dirs == 0))
+		return needs_shell(ret);
+
+	ret->argv = calloc(n_words - first + 1, sizeof(char *));
+	ret->paths = calloc((strchr(cmd, '/') ? 1 : n_dirs) + 1, sizeof(char *));
+	if (!ret->argv || !ret->paths)
+		return prepare_oom(ret);
+	memcpy(ret->argv, words + first, (n_words - first) * sizeof(char *));
+	if (first > 0 && strcmp(words[first - 1], "exec") == 0)
+		first--;
+	if (first > 0 && !(ret->env = env_with(env, words, first)))
+		return prepare_oom(ret);
+	if (strchr(cmd, '/')) {
+		ret->paths[0] = ret->argv[0];
+		return 0;
+	}
+	s = ret->store + len + 1;
+	for (size_t i = 0; i < n_dirs; i++) {
+		size_t dl = strcspn(path, ":");
+
+		ret->paths[i] = s;
+		memcpy(s, path, dl);
+		s += dl;
+		if (dl > 1) /* the root directory "/" has its slash */
+			*s++ = '/';
+		memcpy(s, cmd, cmd_len);
+		s += cmd_len;
+		*s++ = '\0';
+		path += dl + (path[dl] == ':');
+	}
+	return 0;
+}
+
+int command_exec_run(const struct command_exec *c, char *const *env)
+{
+	if (c->argv)
+		for (char *const *p = c->paths; *p; p++) {
+			execve(*p, c->argv, c->env ? c->env : env);
+			if (errno == ENOEXEC)
+				break; /* a script without `#!`: the shell runs it as one */
+		}
+	execve("/bin/sh", c->sh_argv, env);
+	return errno;
+}
+
+bool command_exec_is_direct(const char *command, char *const *env)
+{
+	struct command_exec c;
+	bool direct;
+
+	if (command_exec_prepare(command, env, &c) < 0)
+		return false;
+	direct = c.argv != NULL;
+	command_exec_dispose(&c);
+	return direct;
+}
