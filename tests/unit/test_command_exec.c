@@ -22,8 +22,7 @@
 
 #include "test_watchdog.h"
 
-static char *const env_path[] = {(char *)"HOME=/", (char *)"PATH=/usr/local/bin:/usr/bin:/",
-                                 NULL};
+static char *const env_path[] = {(char *)"HOME=/", (char *)"PATH=/usr/local/bin:/usr/bin:/", NULL};
 
 static void setup(void)
 {
@@ -51,13 +50,51 @@ END_TEST
 START_TEST(test_shell_commands)
 {
 	static const char *const shell[] = {
-	    "", "   ", "true", "exec", "cd app", ". ./env", ": x", "echo hi", "if x", "while x",
-	    "exec true", "cd test/dummy && bin/rails db:prepare", "node $APP", "node ${APP}",
-	    "node `x`", "node $(x)", "node 'a b'", "node \"a\"", "node a\\ b", "node *.js",
-	    "node a?", "node [ab]", "node ~/x", "node ~", "node x # comment", "node x;y", "node x|y",
-	    "node x&", "node x>out", "node <in", "node (x)", "node {a,b}", "node !x", "A=1",
-	    "A=1 exec", "A=1 true", "PATH=/bin node x", "A=1 PATH=/bin x/y", "exec A=1 node",
-	    "1A=b node", "-x y", "exec -a n x", "node x\ny", "node \xc3\xa9", "node x\r",
+	    "",
+	    "   ",
+	    "true",
+	    "exec",
+	    "cd app",
+	    ". ./env",
+	    ": x",
+	    "echo hi",
+	    "if x",
+	    "while x",
+	    "exec true",
+	    "cd test/dummy && bin/rails db:prepare",
+	    "node $APP",
+	    "node ${APP}",
+	    "node `x`",
+	    "node $(x)",
+	    "node 'a b'",
+	    "node \"a\"",
+	    "node a\\ b",
+	    "node *.js",
+	    "node a?",
+	    "node [ab]",
+	    "node ~/x",
+	    "node ~",
+	    "node x # comment",
+	    "node x;y",
+	    "node x|y",
+	    "node x&",
+	    "node x>out",
+	    "node <in",
+	    "node (x)",
+	    "node {a,b}",
+	    "node !x",
+	    "A=1",
+	    "A=1 exec",
+	    "A=1 true",
+	    "PATH=/bin node x",
+	    "A=1 PATH=/bin x/y",
+	    "exec A=1 node",
+	    "1A=b node",
+	    "-x y",
+	    "exec -a n x",
+	    "node x\ny",
+	    "node \xc3\xa9",
+	    "node x\r",
 	};
 	for (size_t i = 0; i < sizeof(shell) / sizeof(shell[0]); i++)
 		ck_assert_msg(!command_exec_is_direct(shell[i], env_path), "[%s]", shell[i]);
@@ -91,46 +128,44 @@ START_TEST(test_path_rules)
 }
 END_TEST
 
+/* got, a NULL-terminated list, holds exactly the strings of want (NULL-terminated too). */
+static void assert_list(char *const *got, const char *const *want)
+{
+	size_t i = 0;
+
+	ck_assert_ptr_nonnull(got);
+	for (; want[i]; i++) {
+		ck_assert_msg(got[i], "item %zu missing, want %s", i, want[i]);
+		ck_assert_str_eq(got[i], want[i]);
+	}
+	ck_assert_msg(!got[i], "item %zu too many: %s", i, got[i]);
+}
+
 START_TEST(test_prepared_words_and_paths)
 {
 	struct command_exec c;
 
-	ck_assert_int_eq(command_exec_prepare(" exec  node\t server.js  --port=3 ", env_path, &c), 0);
-	ck_assert_ptr_nonnull(c.argv);
-	ck_assert_str_eq(c.argv[0], "node");
-	ck_assert_str_eq(c.argv[1], "server.js");
-	ck_assert_str_eq(c.argv[2], "--port=3");
-	ck_assert_ptr_null(c.argv[3]);
-	ck_assert_str_eq(c.paths[0], "/usr/local/bin/node");
-	ck_assert_str_eq(c.paths[1], "/usr/bin/node");
-	ck_assert_str_eq(c.paths[2], "/node");
-	ck_assert_ptr_null(c.paths[3]);
-	ck_assert_str_eq(c.sh_argv[0], "sh");
-	ck_assert_str_eq(c.sh_argv[1], "-c");
-	ck_assert_str_eq(c.sh_argv[2], " exec  node\t server.js  --port=3 ");
-	ck_assert_ptr_null(c.sh_argv[3]);
+	ck_assert_int_eq(command_exec_prepare(" exec  node\t server.js  --port=3 ", env_path, &c),
+	                 0);
+	assert_list(c.argv, (const char *const[]){"node", "server.js", "--port=3", NULL});
+	assert_list(c.paths,
+	            (const char *const[]){"/usr/local/bin/node", "/usr/bin/node", "/node", NULL});
+	assert_list(c.sh_argv,
+	            (const char *const[]){"sh", "-c", " exec  node\t server.js  --port=3 ", NULL});
+	ck_assert_ptr_null(c.env);
 	command_exec_dispose(&c);
 
 	ck_assert_int_eq(command_exec_prepare("bin/rails db:prepare", NULL, &c), 0);
-	ck_assert_str_eq(c.paths[0], "bin/rails");
-	ck_assert_ptr_null(c.paths[1]);
-	ck_assert_str_eq(c.argv[0], "bin/rails");
-	ck_assert_str_eq(c.argv[1], "db:prepare");
+	assert_list(c.paths, (const char *const[]){"bin/rails", NULL});
+	assert_list(c.argv, (const char *const[]){"bin/rails", "db:prepare", NULL});
 	command_exec_dispose(&c);
 
 	/* Assignments: the command's environment, a name set twice taking its last value. */
 	char *const env[] = {(char *)"A=old", (char *)"PATH=/usr/bin", (char *)"B=keep", NULL};
 	ck_assert_int_eq(command_exec_prepare("A=1 C=x=y A=2 exec node s.js", env, &c), 0);
-	ck_assert_str_eq(c.argv[0], "node");
-	ck_assert_str_eq(c.argv[1], "s.js");
-	ck_assert_ptr_null(c.argv[2]);
-	ck_assert_str_eq(c.paths[0], "/usr/bin/node");
-	ck_assert_ptr_nonnull(c.env);
-	ck_assert_str_eq(c.env[0], "PATH=/usr/bin");
-	ck_assert_str_eq(c.env[1], "B=keep");
-	ck_assert_str_eq(c.env[2], "C=x=y");
-	ck_assert_str_eq(c.env[3], "A=2");
-	ck_assert_ptr_null(c.env[4]);
+	assert_list(c.argv, (const char *const[]){"node", "s.js", NULL});
+	assert_list(c.paths, (const char *const[]){"/usr/bin/node", NULL});
+	assert_list(c.env, (const char *const[]){"PATH=/usr/bin", "B=keep", "C=x=y", "A=2", NULL});
 	command_exec_dispose(&c);
 	ck_assert_int_eq(command_exec_prepare("node s.js", env, &c), 0);
 	ck_assert_ptr_null(c.env);
@@ -179,11 +214,8 @@ static void write_file(const char *name, const char *text, mode_t mode)
 static int run(const char *command, char *const *env, char *out, size_t len, pid_t *ret_pid)
 {
 	char path[PATH_MAX];
-	struct proc_spec spec = {.command = command,
-	                         .cwd = dir,
-	                         .env = env,
-	                         .procs_fd = -1,
-	                         .keep_fd = -1};
+	struct proc_spec spec = {
+	    .command = command, .cwd = dir, .env = env, .procs_fd = -1, .keep_fd = -1};
 	struct err e;
 	pid_t pid = -1;
 	int fd, status = 0;
