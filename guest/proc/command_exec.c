@@ -15,8 +15,10 @@
  * the shell: left to it).
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cleanup.h"
@@ -27,13 +29,12 @@
 
 static const char *const shell_words[] = {
     /* reserved words */
-    "case", "do", "done", "elif", "else", "esac", "fi", "for", "if", "in", "then", "until",
-    "while",
+    "case", "do", "done", "elif", "else", "esac", "fi", "for", "if", "in", "then", "until", "while",
     /* dash's builtins */
-    ".", ":", "alias", "bg", "break", "cd", "chdir", "command", "continue", "echo", "eval",
-    "exec", "exit", "export", "false", "fc", "fg", "getopts", "hash", "jobs", "kill", "local",
-    "printf", "pwd", "read", "readonly", "return", "set", "shift", "test", "times", "trap",
-    "true", "type", "ulimit", "umask", "unalias", "unset", "wait"};
+    ".", ":", "alias", "bg", "break", "cd", "chdir", "command", "continue", "echo", "eval", "exec",
+    "exit", "export", "false", "fc", "fg", "getopts", "hash", "jobs", "kill", "local", "printf",
+    "pwd", "read", "readonly", "return", "set", "shift", "test", "times", "trap", "true", "type",
+    "ulimit", "umask", "unalias", "unset", "wait"};
 
 static bool plain_byte(unsigned char c)
 {
@@ -90,9 +91,10 @@ void command_exec_dispose(struct command_exec *c)
 	free(c->argv);
 	free(c->paths);
 	free(c->env);
+	free(c->pwd);
 	free(c->store);
 	c->argv = c->paths = c->env = NULL;
-	c->store = NULL;
+	c->store = c->pwd = NULL;
 }
 
 static size_t count_words(const char *s)
@@ -170,46 +172,103 @@ static size_t split_words(char *s, char **words)
 }
 
 /*
- * The environment the command's own assignments give it: env less the names they set, then
- * each assignment (the last of a name wins, as in the shell).
+ * The environment the command is given: env less the names set, then each setting (the last of
+ * a name wins, as in the shell). sets: PWD's if any, then the command's NAME=value words.
  */
-static char **env_with(char *const *env, char *const *assigns, size_t n_assigns)
+static char **env_with(char *const *env, char *const *sets, size_t n_sets)
 {
 	size_t n_env = 0, k = 0;
 	char **out;
 
 	while (env && env[n_env])
 		n_env++;
-	out = calloc(n_env + n_assigns + 1, sizeof(char *));
+	out = calloc(n_env + n_sets + 1, sizeof(char *));
 	if (!out)
 		return NULL;
 	for (size_t i = 0; i < n_env; i++) {
 		bool set = false;
-		for (size_t j = 0; j < n_assigns && !set; j++)
-			set = same_name(env[i], assigns[j]);
+		for (size_t j = 0; j < n_sets && !set; j++)
+			set = same_name(env[i], sets[j]);
 		if (!set)
 			out[k++] = env[i];
 	}
-	for (size_t j = 0; j < n_assigns; j++) {
+	for (size_t j = 0; j < n_sets; j++) {
 		bool later = false;
-		for (size_t l = j + 1; l < n_assigns && !later; l++)
-			later = same_name(assigns[j], assigns[l]);
+		for (size_t l = j + 1; l < n_sets && !later; l++)
+			later = same_name(sets[j], sets[l]);
 		if (!later)
-			out[k++] = assigns[j];
+			out[k++] = sets[j];
 	}
 	return out;
 }
 
-int command_exec_prepare(const char *command, char *const *env, struct command_exec *ret)
+static bool named(const char *entry, const char *name)
 {
-	size_t len = strlen(command), n_words, n_dirs = 0, first, cmd_len;
-	_cleanup_free_ char **words = NULL;
+	size_t n = strlen(name);
+
+	return strncmp(entry, name, n) == 0 && entry[n] == '=';
+}
+
+/*
+ * Whether dash would hand env to a command as it is: every entry NAME=value with a name the
+ * shell accepts, each name once, and none of the variables dash sets itself at its start
+ * (IFS, OPTIND, PPID; PWD is set below as dash sets it). Else the shell's way.
+ */
+static bool env_plain(char *const *env)
+{
+	for (size_t i = 0; env && env[i]; i++) {
+		if (!assignment(env[i]) || named(env[i], "IFS") || named(env[i], "OPTIND") ||
+		    named(env[i], "PPID"))
+			return false;
+		for (size_t j = 0; j < i; j++)
+			if (same_name(env[i], env[j]))
+				return false;
+	}
+	return true;
+}
+
+/*
+ * PWD as dash exports it in the directory cwd (NULL: ours): the caller's PWD when it is
+ * absolute and names that directory, else the directory's real path. Returns 0 (keep it), 1
+ * (*ret: a new "PWD=..." entry) or -1 (cannot tell: the shell's way).
+ */
+static int pwd_entry(char *const *env, const char *cwd, char **ret)
+{
+	struct stat here, there;
+	const char *pwd = NULL;
+	char real[PATH_MAX];
+
+	for (size_t i = 0; env && env[i]; i++)
+		if (named(env[i], "PWD"))
+			pwd = env[i] + 4;
+	if (stat(cwd ? cwd : ".", &here) < 0)
+		return -1;
+	if (pwd && pwd[0] == '/' && stat(pwd, &there) == 0 && there.st_dev == here.st_dev &&
+	    there.st_ino == here.st_ino)
+		return 0;
+	if (!realpath(cwd ? cwd : ".", real))
+		return -1;
+	if (asprintf(ret, "PWD=%s", real) < 0) {
+		*ret = NULL;
+		return -1;
+	}
+	return 1;
+}
+
+int command_exec_prepare(const char *command, char *const *env, const char *cwd,
+                         struct command_exec *ret)
+{
+	size_t len = strlen(command), n_words, n_dirs = 0, first, cmd_len, n_sets;
+	_cleanup_free_ char **words = NULL, **sets = NULL;
 	const char *path = NULL, *cmd;
 	char *s;
 
-	*ret = (struct command_exec){
-	    .sh_argv = {(char *)"sh", (char *)"-c", (char *)command, NULL}};
+	*ret =
+	    (struct command_exec){.sh_argv = {(char *)"sh", (char *)"-c", (char *)command, NULL}};
 	if (len == 0 || len > COMMAND_DIRECT_MAX)
+		return 0;
+	/* dash reads a string starting with + or - as more options */
+	if (command[0] == '+' || command[0] == '-' || !env_plain(env))
 		return 0;
 	for (size_t i = 0; i < len; i++)
 		if (!plain_byte((unsigned char)command[i]) && !blank(command[i]))
@@ -230,7 +289,7 @@ int command_exec_prepare(const char *command, char *const *env, struct command_e
 
 	/* NAME=value words, then `exec`, then the command; PATH set here is left to the shell. */
 	for (first = 0; first < n_words && assignment(words[first]); first++)
-		if (name_len(words[first]) == 4 && memcmp(words[first], "PATH", 4) == 0)
+		if (named(words[first], "PATH") || named(words[first], "OPTIND"))
 			return needs_shell(ret);
 	if (first + 1 < n_words && strcmp(words[first], "exec") == 0)
 		first++;
@@ -249,7 +308,21 @@ int command_exec_prepare(const char *command, char *const *env, struct command_e
 	memcpy(ret->argv, words + first, (n_words - first) * sizeof(char *));
 	if (first > 0 && strcmp(words[first - 1], "exec") == 0)
 		first--;
-	if (first > 0 && !(ret->env = env_with(env, words, first)))
+	/* The settings: PWD where dash would set it, then the NAME=value words (which win). */
+	sets = calloc(first + 2, sizeof(char *));
+	if (!sets)
+		return prepare_oom(ret);
+	n_sets = 0;
+	switch (pwd_entry(env, cwd, &ret->pwd)) {
+	case -1:
+		return needs_shell(ret);
+	case 1:
+		sets[n_sets++] = ret->pwd;
+		break;
+	}
+	memcpy(sets + n_sets, words, first * sizeof(char *));
+	n_sets += first;
+	if (n_sets > 0 && !(ret->env = env_with(env, sets, n_sets)))
 		return prepare_oom(ret);
 	if (strchr(cmd, '/')) {
 		ret->paths[0] = ret->argv[0];
@@ -289,7 +362,7 @@ bool command_exec_is_direct(const char *command, char *const *env)
 	struct command_exec c;
 	bool direct;
 
-	if (command_exec_prepare(command, env, &c) < 0)
+	if (command_exec_prepare(command, env, NULL, &c) < 0)
 		return false;
 	direct = c.argv != NULL;
 	command_exec_dispose(&c);

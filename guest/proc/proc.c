@@ -1017,7 +1017,7 @@ int proc_spawn_at(const struct proc_spec *spec, pid_t *ret_pid, uint64_t *ret_ex
 	a.spec = spec;
 	a.exec_us = &exec_us;
 	a.env = spec->env ? spec->env : empty_env;
-	if (command_exec_prepare(spec->command, a.env, &cmd) < 0)
+	if (command_exec_prepare(spec->command, a.env, spec->cwd, &cmd) < 0)
 		return spawn_error(err, spec, ENOMEM, "prepare the command");
 	a.cmd = &cmd;
 

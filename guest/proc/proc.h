@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Spawning the commands of a boot: `sh -c COMMAND` in its own process group, stdin /dev/null,
+ * Spawning the commands of a boot: `sh -c COMMAND` (or, without shell syntax, exec'd directly
+ * as the shell would run it: command_exec.h) in its own process group, stdin /dev/null,
  * stdout and stderr to one descriptor, as the run user, with a clean signal mask, joined to the
  * boot's process set before exec. Processes are identified by pid plus start time (field 22 of
  * /proc/PID/stat) so a recycled pid is never signalled.
@@ -43,7 +44,7 @@ void proc_user_self(struct run_user *ret);
 void proc_user_dispose(struct run_user *u);
 
 struct proc_spec {
-	const char *command;         /* run as: /bin/sh -c command */
+	const char *command;         /* run as: /bin/sh -c command, or directly (command_exec.h) */
 	const char *cwd;             /* NULL: stay where the caller is */
 	char *const *env;            /* the whole environment; NULL: an empty one */
 	const struct run_user *user; /* NULL: the caller */

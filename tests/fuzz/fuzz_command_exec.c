@@ -5,7 +5,7 @@
  * and PATH's value. A command taken the direct way must be one the shell would only split:
  * every byte allowed, its words those of a plain split at blanks after the assignments and an
  * `exec`, each path to try the word itself or a directory of PATH joined to it, and its
- * environment the caller's with the assignments last.
+ * environment of shell names only, with PWD set once (the caller's has none).
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -19,6 +19,20 @@ static bool allowed(char c)
 {
 	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
 	       (c && strchr("_-./,:+@%=^ \t", c));
+}
+
+/* NAME=..., NAME a name the shell takes for a variable. */
+static bool shell_name_before_equals(const char *w)
+{
+	const char *eq = strchr(w, '=');
+
+	if (!eq || eq == w || (w[0] >= '0' && w[0] <= '9'))
+		return false;
+	for (const char *p = w; p < eq; p++)
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+		      (*p >= '0' && *p <= '9') || *p == '_'))
+			return false;
+	return true;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -44,7 +58,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	strcat(path_entry, path);
 	char *const env[] = {(char *)"HOME=/", path_entry, NULL};
 
-	if (command_exec_prepare(cmd, env, &c) < 0)
+	if (command_exec_prepare(cmd, env, "/", &c) < 0)
 		abort();
 	if (strcmp(c.sh_argv[0], "sh") || strcmp(c.sh_argv[1], "-c") || c.sh_argv[2] != cmd ||
 	    c.sh_argv[3])
@@ -62,7 +76,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!copy)
 		abort();
 	w = strtok_r(copy, " \t", &save);
-	while (w && strchr(w, '=') && w[0] != '=' && !(w[0] >= '0' && w[0] <= '9'))
+	while (w && shell_name_before_equals(w))
 		w = strtok_r(NULL, " \t", &save);
 	if (w && strcmp(w, "exec") == 0)
 		w = strtok_r(NULL, " \t", &save);
@@ -76,16 +90,26 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	for (i = 0; c.paths[i]; i++) {
 		size_t pl = strlen(c.paths[i]), al = strlen(c.argv[0]);
-		if (strchr(c.argv[0], '/') ? strcmp(c.paths[i], c.argv[0]) != 0
-		                           : (pl <= al || strcmp(c.paths[i] + pl - al, c.argv[0]) ||
-		                              c.paths[i][pl - al - 1] != '/' || c.paths[i][0] != '/'))
+		if (strchr(c.argv[0], '/')
+		        ? strcmp(c.paths[i], c.argv[0]) != 0
+		        : (pl <= al || strcmp(c.paths[i] + pl - al, c.argv[0]) ||
+		           c.paths[i][pl - al - 1] != '/' || c.paths[i][0] != '/'))
 			abort();
 	}
 	if (i == 0)
 		abort();
-	for (i = 0; c.env && c.env[i]; i++)
-		if (!strchr(c.env[i], '='))
+	/* No PWD came in, so it is set, to the directory given ("/"), once. */
+	size_t pwds = 0;
+	for (i = 0; c.env && c.env[i]; i++) {
+		if (!shell_name_before_equals(c.env[i]))
 			abort();
+		pwds += strncmp(c.env[i], "PWD=", 4) == 0;
+		if (strncmp(c.env[i], "PWD=", 4) == 0 && strcmp(c.env[i], "PWD=/") != 0 &&
+		    !strstr(cmd, "PWD="))
+			abort();
+	}
+	if (!c.env || pwds != 1)
+		abort();
 out:
 	command_exec_dispose(&c);
 	free(path_entry);

@@ -145,36 +145,68 @@ START_TEST(test_prepared_words_and_paths)
 {
 	struct command_exec c;
 
-	ck_assert_int_eq(command_exec_prepare(" exec  node\t server.js  --port=3 ", env_path, &c),
-	                 0);
+	/* No PWD: the directory's, as dash exports it. */
+	ck_assert_int_eq(
+	    command_exec_prepare(" exec  node\t server.js  --port=3 ", env_path, "/", &c), 0);
 	assert_list(c.argv, (const char *const[]){"node", "server.js", "--port=3", NULL});
 	assert_list(c.paths,
 	            (const char *const[]){"/usr/local/bin/node", "/usr/bin/node", "/node", NULL});
 	assert_list(c.sh_argv,
 	            (const char *const[]){"sh", "-c", " exec  node\t server.js  --port=3 ", NULL});
-	ck_assert_ptr_null(c.env);
+	assert_list(c.env, (const char *const[]){"HOME=/", "PATH=/usr/local/bin:/usr/bin:/",
+	                                         "PWD=/", NULL});
 	command_exec_dispose(&c);
 
-	ck_assert_int_eq(command_exec_prepare("bin/rails db:prepare", NULL, &c), 0);
+	char *const here[] = {(char *)"PWD=/", NULL};
+	ck_assert_int_eq(command_exec_prepare("bin/rails db:prepare", here, "/", &c), 0);
 	assert_list(c.paths, (const char *const[]){"bin/rails", NULL});
 	assert_list(c.argv, (const char *const[]){"bin/rails", "db:prepare", NULL});
+	ck_assert_ptr_null(c.env); /* PWD already names "/" */
 	command_exec_dispose(&c);
 
 	/* Assignments: the command's environment, a name set twice taking its last value. */
-	char *const env[] = {(char *)"A=old", (char *)"PATH=/usr/bin", (char *)"B=keep", NULL};
-	ck_assert_int_eq(command_exec_prepare("A=1 C=x=y A=2 exec node s.js", env, &c), 0);
+	char *const env[] = {(char *)"A=old", (char *)"PATH=/usr/bin", (char *)"B=keep",
+	                     (char *)"PWD=/tmp", NULL};
+	ck_assert_int_eq(command_exec_prepare("A=1 C=x=y A=2 exec node s.js", env, "/", &c), 0);
 	assert_list(c.argv, (const char *const[]){"node", "s.js", NULL});
 	assert_list(c.paths, (const char *const[]){"/usr/bin/node", NULL});
-	assert_list(c.env, (const char *const[]){"PATH=/usr/bin", "B=keep", "C=x=y", "A=2", NULL});
+	assert_list(
+	    c.env, (const char *const[]){"PATH=/usr/bin", "B=keep", "PWD=/", "C=x=y", "A=2", NULL});
 	command_exec_dispose(&c);
-	ck_assert_int_eq(command_exec_prepare("node s.js", env, &c), 0);
+	ck_assert_int_eq(command_exec_prepare("node s.js", env, "/tmp", &c), 0);
 	ck_assert_ptr_null(c.env);
 	command_exec_dispose(&c);
 
-	ck_assert_int_eq(command_exec_prepare("cd x && y", env_path, &c), 0);
+	ck_assert_int_eq(command_exec_prepare("cd x && y", env_path, "/", &c), 0);
 	ck_assert_ptr_null(c.argv);
+	ck_assert_ptr_null(c.env);
 	ck_assert_str_eq(c.sh_argv[2], "cd x && y");
 	command_exec_dispose(&c);
+}
+END_TEST
+
+/* What dash sets itself at its start, or would refuse, leaves the command to it. */
+START_TEST(test_environment_the_shell_rewrites)
+{
+	char *const no_equals[] = {(char *)"PATH=/usr/bin", (char *)"JUSTANAME", NULL};
+	char *const bad_name[] = {(char *)"PATH=/usr/bin", (char *)"A-B=1", NULL};
+	char *const function[] = {(char *)"PATH=/usr/bin", (char *)"BASH_FUNC_f%%=() { :; }", NULL};
+	char *const twice[] = {(char *)"PATH=/usr/bin", (char *)"A=1", (char *)"A=2", NULL};
+	char *const ifs[] = {(char *)"PATH=/usr/bin", (char *)"IFS=x", NULL};
+	char *const optind[] = {(char *)"PATH=/usr/bin", (char *)"OPTIND=3", NULL};
+	char *const ppid[] = {(char *)"PATH=/usr/bin", (char *)"PPID=1", NULL};
+
+	ck_assert(!command_exec_is_direct("node x", no_equals));
+	ck_assert(!command_exec_is_direct("node x", bad_name));
+	ck_assert(!command_exec_is_direct("node x", function));
+	ck_assert(!command_exec_is_direct("node x", twice));
+	ck_assert(!command_exec_is_direct("node x", ifs));
+	ck_assert(!command_exec_is_direct("node x", optind));
+	ck_assert(!command_exec_is_direct("node x", ppid));
+	ck_assert(!command_exec_is_direct("OPTIND=x node x", env_path));
+	ck_assert(!command_exec_is_direct("+x y", env_path));
+	ck_assert(command_exec_is_direct(" +x y", env_path));
+	ck_assert(command_exec_is_direct("IFS=x node y", env_path));
 }
 END_TEST
 
@@ -246,6 +278,7 @@ START_TEST(test_direct_is_the_process)
 	struct err e;
 	pid_t pid = -1;
 	ssize_t n;
+	int status = 0;
 
 	snprintf(path_env, sizeof(path_env), "PATH=/usr/bin:/bin");
 	spec.env = env;
@@ -254,11 +287,84 @@ START_TEST(test_direct_is_the_process)
 	ck_assert_msg(proc_spawn(&spec, &pid, &e) == 0, "%s", e.msg);
 	snprintf(link, sizeof(link), "/proc/%d/exe", (int)pid);
 	n = readlink(link, exe, sizeof(exe) - 1);
-	kill(pid, SIGKILL);
-	waitpid(pid, NULL, 0);
+	kill(pid, SIGTERM);
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
 	ck_assert_int_gt(n, 0);
 	exe[n] = '\0';
 	ck_assert_str_eq(exe, "/usr/bin/sleep");
+	/* Killed, it is seen killed by its signal (dash reported exit 128+N). */
+	ck_assert(WIFSIGNALED(status));
+	ck_assert_int_eq(WTERMSIG(status), SIGTERM);
+}
+END_TEST
+
+static int strcmp_p(const char **a, const char **b)
+{
+	return strcmp(*a, *b);
+}
+
+/* Sorted lines of text, for environments printed in different orders. */
+static void sort_lines(char *text)
+{
+	char *lines[128], *save = NULL, *l, copy[4096];
+	size_t n = 0;
+
+	ck_assert_uint_lt(strlen(text), sizeof(copy));
+	strcpy(copy, text);
+	for (l = strtok_r(copy, "\n", &save); l && n < 128; l = strtok_r(NULL, "\n", &save))
+		lines[n++] = l;
+	qsort(lines, n, sizeof(lines[0]), (int (*)(const void *, const void *))strcmp_p);
+	text[0] = '\0';
+	for (size_t i = 0; i < n; i++) {
+		strcat(text, lines[i]);
+		strcat(text, "\n");
+	}
+}
+
+/* command run directly and through the shell (a `;` after it) print the same, end the same. */
+static void same_as_the_shell(const char *command, char *const *env)
+{
+	char with_shell[512], direct[4096], shell[4096];
+	int direct_status, shell_status;
+
+	ck_assert_msg(command_exec_is_direct(command, env), "%s", command);
+	snprintf(with_shell, sizeof(with_shell), "%s;", command);
+	ck_assert(!command_exec_is_direct(with_shell, env));
+	direct_status = run(command, env, direct, sizeof(direct), NULL);
+	shell_status = run(with_shell, env, shell, sizeof(shell), NULL);
+	sort_lines(direct);
+	sort_lines(shell);
+	ck_assert_str_eq(direct, shell);
+	ck_assert_int_eq(direct_status, shell_status);
+}
+
+/* The environment the program gets, PWD included, is the one dash would have given it. */
+START_TEST(test_direct_environment_is_the_shells)
+{
+	char real[PATH_MAX], link[PATH_MAX + 8], pwd_link[PATH_MAX + 8], pwd_real[PATH_MAX + 8];
+
+	ck_assert_ptr_nonnull(realpath(dir, real));
+	snprintf(pwd_real, sizeof(pwd_real), "PWD=%s", real);
+	snprintf(link, sizeof(link), "%s.link", dir);
+	ck_assert_int_eq(symlink(dir, link), 0);
+	snprintf(pwd_link, sizeof(pwd_link), "PWD=%s", link);
+
+	char *const elsewhere[] = {(char *)"PATH=/usr/bin:/bin", (char *)"PWD=/usr", NULL};
+	char *const none[] = {(char *)"PATH=/usr/bin:/bin", (char *)"LANG=C", NULL};
+	char *const relative[] = {(char *)"PATH=/usr/bin:/bin", (char *)"PWD=.", NULL};
+	char *const right[] = {(char *)"PATH=/usr/bin:/bin", pwd_real, NULL};
+	char *const linked[] = {(char *)"PATH=/usr/bin:/bin", pwd_link, NULL};
+
+	same_as_the_shell("env", elsewhere);
+	same_as_the_shell("env", none);
+	same_as_the_shell("env", relative);
+	same_as_the_shell("env", right);
+	same_as_the_shell("env", linked);
+	same_as_the_shell("A=1 B=x=y A=2 exec env", elsewhere);
+	same_as_the_shell("PWD=/set/here env", elsewhere);
+	same_as_the_shell("IFS=x env", none);
+	same_as_the_shell("printenv NOT_SET_ANYWHERE", none);
+	unlink(link);
 }
 END_TEST
 
@@ -356,6 +462,7 @@ static Suite *command_exec_suite(void)
 	tcase_add_test(tc, test_shell_commands);
 	tcase_add_test(tc, test_path_rules);
 	tcase_add_test(tc, test_prepared_words_and_paths);
+	tcase_add_test(tc, test_environment_the_shell_rewrites);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("processes");
@@ -363,6 +470,7 @@ static Suite *command_exec_suite(void)
 	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, test_direct_is_the_process);
 	tcase_add_test(tc, test_direct_argv);
+	tcase_add_test(tc, test_direct_environment_is_the_shells);
 	tcase_add_test(tc, test_direct_assignments);
 	tcase_add_test(tc, test_direct_path_order);
 	tcase_add_test(tc, test_direct_not_found_is_the_shells);
