@@ -10,9 +10,16 @@
  * shell, whose search it changes); then an `exec` is dropped (`sh -c 'exec CMD'` replaces the
  * shell by CMD, which is what running CMD directly does). The command word must not be a
  * reserved word or one of dash's builtins (their behaviour is the shell's own), hold a `=`,
- * nor start with `-`. Without a `/` it is searched in the child's PATH, which must be one
- * entry of absolute directories (an empty or relative one means the current directory to
- * the shell: left to it).
+ * nor start with `-`, and the string must not start with `+` or `-` (dash reads it as more
+ * options). Without a `/` the word is searched in the child's PATH, which must be one entry
+ * of absolute directories (an empty or relative one means the current directory to the shell:
+ * left to it).
+ *
+ * The environment is the one dash would export: an environment dash would rewrite at its start
+ * (entries without `=` or with names it would not take, a name given twice, IFS, OPTIND,
+ * PPID) is left to it, and PWD is set as dash sets it. One difference is known: dash checks
+ * the caller's PWD as the run user, this as the engine (root), so a PWD that reaches the
+ * directory through a path only root may walk is kept where dash would give the real path.
  */
 #include <errno.h>
 #include <limits.h>

@@ -34,9 +34,9 @@ int command_exec_prepare(const char *command, char *const *env, const char *cwd,
 void command_exec_dispose(struct command_exec *c);
 
 /*
- * In the child, its last step: execve() of each path in turn (with c->env when the command
- * set variables), then of /bin/sh with sh_argv and env. Returns only when that last one
- * failed, with its errno. Async-signal-safe (no allocation).
+ * In the child, its last step: execve() of each path in turn (with c->env where the command
+ * set variables or PWD had to be set), then of /bin/sh with sh_argv and env. Returns only when
+ * that last one failed, with its errno. Async-signal-safe (no allocation).
  */
 int command_exec_run(const struct command_exec *c, char *const *env);
 

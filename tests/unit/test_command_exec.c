@@ -177,6 +177,15 @@ START_TEST(test_prepared_words_and_paths)
 	ck_assert_ptr_null(c.env);
 	command_exec_dispose(&c);
 
+	/* No directory given: ours, by its real path. */
+	char here_real[PATH_MAX], want_pwd[PATH_MAX + 8];
+	ck_assert_ptr_nonnull(realpath(".", here_real));
+	snprintf(want_pwd, sizeof(want_pwd), "PWD=%s", here_real);
+	ck_assert_int_eq(command_exec_prepare("node s.js", env_path, NULL, &c), 0);
+	assert_list(c.env, (const char *const[]){"HOME=/", "PATH=/usr/local/bin:/usr/bin:/",
+	                                         want_pwd, NULL});
+	command_exec_dispose(&c);
+
 	ck_assert_int_eq(command_exec_prepare("cd x && y", env_path, "/", &c), 0);
 	ck_assert_ptr_null(c.argv);
 	ck_assert_ptr_null(c.env);
