@@ -142,12 +142,17 @@ void strv_env_unset(char **env, const char *name)
 
 bool strv_env_name_valid(const char *name)
 {
-	if (!name ||
+	return name && strv_env_name_valid_n(name, strlen(name));
+}
+
+bool strv_env_name_valid_n(const char *name, size_t len)
+{
+	if (len == 0 ||
 	    !(*name == '_' || (*name >= 'A' && *name <= 'Z') || (*name >= 'a' && *name <= 'z')))
 		return false;
-	for (const char *p = name + 1; *p; p++)
-		if (!(*p == '_' || (*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') ||
-		      (*p >= '0' && *p <= '9')))
+	for (size_t i = 1; i < len; i++)
+		if (!(name[i] == '_' || (name[i] >= 'A' && name[i] <= 'Z') ||
+		      (name[i] >= 'a' && name[i] <= 'z') || (name[i] >= '0' && name[i] <= '9')))
 			return false;
 	return true;
 }

@@ -32,5 +32,7 @@ void strv_env_unset(char **env, const char *name);
 size_t strv_env_name_len(const char *entry);
 /* [A-Za-z_][A-Za-z0-9_]* */
 bool strv_env_name_valid(const char *name);
+/* The same for the first len bytes of name (the NAME of a "NAME=VALUE" entry). */
+bool strv_env_name_valid_n(const char *name, size_t len);
 
 #endif

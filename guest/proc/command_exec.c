@@ -30,6 +30,7 @@
 
 #include "cleanup.h"
 #include "command_exec.h"
+#include "strv.h"
 
 #define COMMAND_DIRECT_MAX 4096 /* longer commands go through the shell */
 #define PATH_DIRS_MAX 64
@@ -62,21 +63,6 @@ static bool shell_word(const char *w, size_t len)
 	return false;
 }
 
-/* The value of the one PATH= entry of env, or NULL (none, or more than one). */
-static const char *env_path(char *const *env)
-{
-	const char *found = NULL;
-
-	for (size_t i = 0; env && env[i]; i++) {
-		if (strncmp(env[i], "PATH=", 5) != 0)
-			continue;
-		if (found)
-			return NULL;
-		found = env[i] + 5;
-	}
-	return found;
-}
-
 /* The number of PATH's directories, or 0 when one is empty, relative, or they are too many. */
 static size_t path_dirs(const char *path)
 {
@@ -104,22 +90,6 @@ void command_exec_dispose(struct command_exec *c)
 	c->store = c->pwd = NULL;
 }
 
-static size_t count_words(const char *s)
-{
-	size_t n = 0;
-
-	while (*s) {
-		while (blank(*s))
-			s++;
-		if (!*s)
-			break;
-		n++;
-		while (*s && !blank(*s))
-			s++;
-	}
-	return n;
-}
-
 /* The shell's way, after all: nothing prepared for the direct one. */
 static int needs_shell(struct command_exec *c)
 {
@@ -133,35 +103,22 @@ static int prepare_oom(struct command_exec *c)
 	return -ENOMEM;
 }
 
-static size_t name_len(const char *entry)
-{
-	const char *eq = strchr(entry, '=');
-
-	return eq ? (size_t)(eq - entry) : strlen(entry);
-}
-
 /* NAME=value, NAME a shell variable's name: a word the shell takes for an assignment. */
 static bool assignment(const char *w)
 {
-	size_t n = name_len(w);
+	size_t n = strv_env_name_len(w);
 
-	if (!w[n] || n == 0 || (w[0] >= '0' && w[0] <= '9'))
-		return false;
-	for (size_t i = 0; i < n; i++)
-		if (!((w[i] >= 'a' && w[i] <= 'z') || (w[i] >= 'A' && w[i] <= 'Z') ||
-		      (w[i] >= '0' && w[i] <= '9') || w[i] == '_'))
-			return false;
-	return true;
+	return w[n] == '=' && strv_env_name_valid_n(w, n);
 }
 
 static bool same_name(const char *a, const char *b)
 {
-	size_t n = name_len(a);
+	size_t n = strv_env_name_len(a);
 
-	return n == name_len(b) && memcmp(a, b, n) == 0;
+	return n == strv_env_name_len(b) && memcmp(a, b, n) == 0;
 }
 
-/* Split s in place at blanks into words (room for n_words), returns how many. */
+/* Split s in place at blanks into words (room for one every two bytes), returns how many. */
 static size_t split_words(char *s, char **words)
 {
 	size_t n = 0;
@@ -242,12 +199,9 @@ static bool env_plain(char *const *env)
 static int pwd_entry(char *const *env, const char *cwd, char **ret)
 {
 	struct stat here, there;
-	const char *pwd = NULL;
+	const char *pwd = strv_env_get(env, "PWD");
 	char real[PATH_MAX];
 
-	for (size_t i = 0; env && env[i]; i++)
-		if (named(env[i], "PWD"))
-			pwd = env[i] + 4;
 	if (stat(cwd ? cwd : ".", &here) < 0)
 		return -1;
 	if (pwd && pwd[0] == '/' && stat(pwd, &there) == 0 && there.st_dev == here.st_dev &&
@@ -265,7 +219,7 @@ static int pwd_entry(char *const *env, const char *cwd, char **ret)
 int command_exec_prepare(const char *command, char *const *env, const char *cwd,
                          struct command_exec *ret)
 {
-	size_t len = strlen(command), n_words, n_dirs = 0, first, cmd_len, n_sets;
+	size_t len = strlen(command), n_words, n_dirs = 0, n_assigns, first, cmd_len, n_sets;
 	_cleanup_free_ char **words = NULL, **sets = NULL;
 	const char *path = NULL, *cmd;
 	char *s;
@@ -280,24 +234,23 @@ int command_exec_prepare(const char *command, char *const *env, const char *cwd,
 	for (size_t i = 0; i < len; i++)
 		if (!plain_byte((unsigned char)command[i]) && !blank(command[i]))
 			return 0;
-	n_words = count_words(command);
-	if (n_words == 0)
-		return 0;
 
-	/* The command line's words, in a copy the paths will follow. */
-	path = env_path(env);
+	/* The command line's words, in a copy the paths will follow (PATH is there once at most).
+	 */
+	path = strv_env_get(env, "PATH");
 	n_dirs = path ? path_dirs(path) : 0;
 	ret->store = malloc(len + 1 + (path ? strlen(path) + 1 + n_dirs * (len + 2) : 0));
-	words = calloc(n_words + 1, sizeof(char *));
+	words = calloc(len / 2 + 2, sizeof(char *));
 	if (!ret->store || !words)
 		return prepare_oom(ret);
 	memcpy(ret->store, command, len + 1);
-	split_words(ret->store, words);
+	n_words = split_words(ret->store, words);
 
 	/* NAME=value words, then `exec`, then the command; PATH set here is left to the shell. */
-	for (first = 0; first < n_words && assignment(words[first]); first++)
-		if (named(words[first], "PATH") || named(words[first], "OPTIND"))
+	for (n_assigns = 0; n_assigns < n_words && assignment(words[n_assigns]); n_assigns++)
+		if (named(words[n_assigns], "PATH") || named(words[n_assigns], "OPTIND"))
 			return needs_shell(ret);
+	first = n_assigns;
 	if (first + 1 < n_words && strcmp(words[first], "exec") == 0)
 		first++;
 	if (first == n_words)
@@ -313,10 +266,8 @@ int command_exec_prepare(const char *command, char *const *env, const char *cwd,
 	if (!ret->argv || !ret->paths)
 		return prepare_oom(ret);
 	memcpy(ret->argv, words + first, (n_words - first) * sizeof(char *));
-	if (first > 0 && strcmp(words[first - 1], "exec") == 0)
-		first--;
 	/* The settings: PWD where dash would set it, then the NAME=value words (which win). */
-	sets = calloc(first + 2, sizeof(char *));
+	sets = calloc(n_assigns + 2, sizeof(char *));
 	if (!sets)
 		return prepare_oom(ret);
 	n_sets = 0;
@@ -327,8 +278,8 @@ int command_exec_prepare(const char *command, char *const *env, const char *cwd,
 		sets[n_sets++] = ret->pwd;
 		break;
 	}
-	memcpy(sets + n_sets, words, first * sizeof(char *));
-	n_sets += first;
+	memcpy(sets + n_sets, words, n_assigns * sizeof(char *));
+	n_sets += n_assigns;
 	if (n_sets > 0 && !(ret->env = env_with(env, sets, n_sets)))
 		return prepare_oom(ret);
 	if (strchr(cmd, '/')) {
