@@ -100,7 +100,7 @@ static const char *spec_string(json_object *o, const char *key)
 	return json_object_get_string(v);
 }
 
-int checkout_spec_load(const char *path, struct checkout_spec *sp, struct err *err)
+int checkout_spec_read(const char *path, struct checkout_spec *sp, struct err *err)
 {
 	struct json_tokener *tok;
 	json_object *v;
@@ -136,15 +136,27 @@ int checkout_spec_load(const char *path, struct checkout_spec *sp, struct err *e
 		sp->token = json_object_get_string(v);
 		sp->token_len = (size_t)json_object_get_string_len(v);
 	}
-	/* A token only over https (or http to loopback); a ref libgit2 can name. */
-	if (git_fetch_url_check(sp->clone_url, sp->token_len > 0, err) < 0 ||
-	    (sp->ref && sp->ref[0] && git_fetch_ref_check(sp->ref, err) < 0))
+	/* A token only over https (or http to loopback). */
+	return git_fetch_url_check(sp->clone_url, sp->token_len > 0, err);
+}
+
+int checkout_spec_check(const struct checkout_spec *sp, struct err *err)
+{
+	/* A ref libgit2 can name. */
+	if (sp->ref && sp->ref[0] && git_fetch_ref_check(sp->ref, err) < 0)
 		return err_ret(err);
 	/* Checked with libcurl's URL parser: loading libcurl may fail, which is not the spec's. */
 	if (sp->api_url && forge_http_api_url_check(sp->api_url, err) < 0)
 		return err->cls == ERR_REFUSED ? err_wrap(err, "the checkout spec's api_url")
 		                               : err_ret(err);
 	return 0;
+}
+
+int checkout_spec_load(const char *path, struct checkout_spec *sp, struct err *err)
+{
+	if (checkout_spec_read(path, sp, err) < 0)
+		return err_ret(err);
+	return checkout_spec_check(sp, err);
 }
 
 static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)

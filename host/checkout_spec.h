@@ -27,8 +27,16 @@ struct checkout_spec {
 	size_t token_len;
 };
 
-/* Read and check the spec (clone_url present; git_fetch_url_check, git_fetch_ref_check). */
+/* Read and check the spec: checkout_spec_read(), then checkout_spec_check(). */
 int checkout_spec_load(const char *path, struct checkout_spec *sp, struct err *err);
+/*
+ * The two halves: read the spec and check what needs no library (JSON, clone_url present,
+ * git_fetch_url_check); then the rest (git_fetch_ref_check, which sets libgit2 up for
+ * itself unless git_fetch_global_init() has; the api_url). Between them a caller can set
+ * libgit2 up knowing the URL (no CA bundle for one that cannot use TLS).
+ */
+int checkout_spec_read(const char *path, struct checkout_spec *sp, struct err *err);
+int checkout_spec_check(const struct checkout_spec *sp, struct err *err);
 void checkout_spec_dispose(struct checkout_spec *sp);
 /*
  * Read a file that holds a secret (a spec, a private key) into guarded memory (sodium_free

@@ -56,10 +56,12 @@ struct git_fetch_global_opts {
 	const char *ca_file;
 	const char *ca_dir;
 	/*
-	 * Nothing goes over the network (a pack taken in over the channel): the static build loads
-	 * no CA bundle, 10 ms on the test machine.
+	 * Nothing goes over TLS: a pack taken in over the channel, a commit sent to the host, or
+	 * a fetch from an http:// URL (git_fetch_url_tls() false: no redirect is followed and no
+	 * proxy used, so an http URL never turns into TLS). The static build then loads no CA
+	 * bundle, 10 ms on the test machine.
 	 */
-	bool local_only;
+	bool no_tls;
 	/* Read the system, global and XDG git configuration (~/.gitconfig, /etc/gitconfig).
 	 * Default false: the process's libgit2 sees only each repository's own config. */
 	bool user_config;
@@ -121,6 +123,12 @@ struct git_fetch_result {
  * with a user or password in it, control characters or spaces is refused (ERR_REFUSED).
  */
 int git_fetch_url_check(const char *url, bool with_token, struct err *err);
+
+/*
+ * Whether fetching url may go over TLS: false only for http://, file:// and absolute paths.
+ * What git_fetch_global_opts.no_tls is set from for a fetch of that one URL.
+ */
+bool git_fetch_url_tls(const char *url);
 
 /*
  * Check a ref as git_fetch_ref() takes it (a valid ref name, no refspec syntax: no ':', '*',
