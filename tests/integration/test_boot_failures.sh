@@ -370,4 +370,11 @@ check "boots" [ "$RC" -eq 0 ]
 check "the link's target stays root's" [ "$(stat -c %U "$TMP/victim" "$TMP/victim/file" | sort -u)" = root ]
 stop_boot "$app"
 
+echo "--- an app without /up"
+app=$(pyapp_make upmissing start='UP_STATUS=404 exec /usr/bin/python3 server.py')
+pyapp_boot "$app"
+check "no /up route: exit 1" [ "$RC" -eq 1 ]
+check "it says the app has no /up route" grep -q 'the app has no /up route (GET /up answered 404)' "$ERR"
+check "no process left" no_procs_in "$app"
+
 finish
