@@ -16,16 +16,25 @@
 #include "git_fetch.h"
 #include "keys.h"
 
+static void wipe_string(json_object *v)
+{
+	if (json_object_is_type(v, json_type_string))
+		sodium_memzero((char *)json_object_get_string(v),
+		               (size_t)json_object_get_string_len(v));
+}
+
 void checkout_spec_dispose(struct checkout_spec *sp)
 {
-	if (sp->obj) {
+	/* A spec that parsed as something else than an object (refused) has no members. */
+	if (sp->obj && json_object_is_type(sp->obj, json_type_object)) {
 		json_object_object_foreach(sp->obj, key, val)
 		{
 			(void)key;
-			if (json_object_is_type(val, json_type_string))
-				sodium_memzero((char *)json_object_get_string(val),
-				               (size_t)json_object_get_string_len(val));
+			wipe_string(val);
 		}
+	}
+	if (sp->obj) {
+		wipe_string(sp->obj);
 		json_object_put(sp->obj);
 	}
 	if (sp->buf)
@@ -102,13 +111,18 @@ static const char *spec_string(json_object *o, const char *key)
 
 int checkout_spec_read(const char *path, struct checkout_spec *sp, struct err *err)
 {
+	if (checkout_spec_read_private(path, CHECKOUT_SPEC_MAX, "checkout spec", &sp->buf, &sp->len,
+	                               err) < 0)
+		return err_ret(err);
+	return checkout_spec_parse(sp, err);
+}
+
+int checkout_spec_parse(struct checkout_spec *sp, struct err *err)
+{
 	struct json_tokener *tok;
 	json_object *v;
 	int r;
 
-	if (checkout_spec_read_private(path, CHECKOUT_SPEC_MAX, "checkout spec", &sp->buf, &sp->len,
-	                               err) < 0)
-		return err_ret(err);
 	tok = json_tokener_new_ex(4);
 	if (!tok)
 		return err_oom(err);

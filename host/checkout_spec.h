@@ -30,12 +30,15 @@ struct checkout_spec {
 /* Read and check the spec: checkout_spec_read(), then checkout_spec_check(). */
 int checkout_spec_load(const char *path, struct checkout_spec *sp, struct err *err);
 /*
- * The two halves: read the spec and check what needs no library (JSON, clone_url present,
- * git_fetch_url_check); then the rest (git_fetch_ref_check, which sets libgit2 up for
- * itself unless git_fetch_global_init() has; the api_url). Between them a caller can set
- * libgit2 up knowing the URL (no CA bundle for one that cannot use TLS).
+ * The two halves: read the spec and check what needs no libgit2 (one JSON object, clone_url
+ * present, git_fetch_url_check); then the rest (git_fetch_ref_check, which sets libgit2 up
+ * for itself unless git_fetch_global_init() has; the api_url). A caller that sets libgit2 up
+ * anyway does it between them: once, where Debian's libgit2 parses its whole CA bundle at
+ * every set-up.
  */
 int checkout_spec_read(const char *path, struct checkout_spec *sp, struct err *err);
+/* checkout_spec_read() past the reading: the text is in sp->buf (guarded, NUL-terminated). */
+int checkout_spec_parse(struct checkout_spec *sp, struct err *err);
 int checkout_spec_check(const struct checkout_spec *sp, struct err *err);
 void checkout_spec_dispose(struct checkout_spec *sp);
 /*

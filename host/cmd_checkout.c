@@ -224,21 +224,10 @@ int cmd_checkout_run(struct ctl *ctl, const char *spec_path, const char *app_dir
 	json_object *reply = NULL;
 	int r;
 
-	/*
-	 * libgit2 set up once the URL is known (no CA bundle for one that cannot use TLS) and
-	 * before the ref's check, which would set it up a second time: Debian's libgit2 parses
-	 * its own bundle at every initialisation.
-	 */
-	if (checkout_spec_read(spec_path, &sp, &ctl->err) < 0) {
-		checkout_spec_dispose(&sp);
+	/* libgit2 before the spec, whose ref it checks: one initialization (a CA bundle parsed). */
+	if (!guest && git_fetch_global_init(&gopts, &ctl->err) < 0)
 		return output_exit_of(&ctl->err);
-	}
-	gopts.no_tls = !git_fetch_url_tls(sp.clone_url);
-	if (!guest && git_fetch_global_init(&gopts, &ctl->err) < 0) {
-		checkout_spec_dispose(&sp);
-		return output_exit_of(&ctl->err);
-	}
-	if (checkout_spec_check(&sp, &ctl->err) < 0)
+	if (checkout_spec_load(spec_path, &sp, &ctl->err) < 0)
 		r = output_exit_of(&ctl->err);
 	else if (guest)
 		r = guest_fetch(ctl, &sp, app_dir, ret_session, &reply);

@@ -188,7 +188,8 @@ int git_fetch_global_init(const struct git_fetch_global_opts *opts, struct err *
 	 * The system's bundle, as libgit2's own default would be: missing or unreadable, no CA
 	 * (HTTPS then fails to verify, and says so), never an error here.
 	 */
-	if (!opts->ca_file && !opts->ca_dir && !opts->no_tls && access(SA_CA_BUNDLE, R_OK) == 0 &&
+	if (!opts->ca_file && !opts->ca_dir && !opts->local_only &&
+	    access(SA_CA_BUNDLE, R_OK) == 0 &&
 	    git_libgit2_opts(GIT_OPT_SET_SSL_CERT_LOCATIONS, SA_CA_BUNDLE, NULL) < 0)
 		log_warn("cannot load the CA certificates of %s: HTTPS will not verify",
 		         SA_CA_BUNDLE);
@@ -237,12 +238,6 @@ static bool is_loopback_host(const char *host, size_t len)
 		return true;
 	}
 	return false;
-}
-
-bool git_fetch_url_tls(const char *url)
-{
-	return !url || !(url[0] == '/' || strncmp(url, "http://", 7) == 0 ||
-	                 strncmp(url, "file://", 7) == 0);
 }
 
 int git_fetch_url_check(const char *url, bool with_token, struct err *err)

@@ -56,12 +56,10 @@ struct git_fetch_global_opts {
 	const char *ca_file;
 	const char *ca_dir;
 	/*
-	 * Nothing goes over TLS: a pack taken in over the channel, a commit sent to the host, or
-	 * a fetch from an http:// URL (git_fetch_url_tls() false: no redirect is followed and no
-	 * proxy used, so an http URL never turns into TLS). The static build then loads no CA
-	 * bundle, 10 ms on the test machine.
+	 * Nothing goes over the network (a pack taken in over the channel): the static build loads
+	 * no CA bundle, 10 ms on the test machine.
 	 */
-	bool no_tls;
+	bool local_only;
 	/* Read the system, global and XDG git configuration (~/.gitconfig, /etc/gitconfig).
 	 * Default false: the process's libgit2 sees only each repository's own config. */
 	bool user_config;
@@ -118,17 +116,12 @@ struct git_fetch_result {
 };
 
 /*
- * Check a clone URL: https://, or http:// only to a loopback host (127.0.0.0/8, ::1,
- * localhost); file:// and absolute paths only when no token is sent (with_token false). A URL
- * with a user or password in it, control characters or spaces is refused (ERR_REFUSED).
+ * Check a clone URL: https://; http:// too, but only to a loopback host (127.0.0.0/8, ::1,
+ * localhost) when a token is sent; file:// and absolute paths only when no token is sent
+ * (with_token false). A URL with a user or password in it, control characters or spaces is
+ * refused (ERR_REFUSED).
  */
 int git_fetch_url_check(const char *url, bool with_token, struct err *err);
-
-/*
- * Whether fetching url may go over TLS: false only for http://, file:// and absolute paths.
- * What git_fetch_global_opts.no_tls is set from for a fetch of that one URL.
- */
-bool git_fetch_url_tls(const char *url);
 
 /*
  * Check a ref as git_fetch_ref() takes it (a valid ref name, no refspec syntax: no ':', '*',

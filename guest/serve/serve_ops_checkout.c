@@ -221,7 +221,7 @@ int serve_ops_checkout_pack(struct conn *c, struct stream *st, const struct msg 
 	 * "Memory"). Set up before the ref is checked, which needs it too: once, not twice. The
 	 * pack comes over the channel: no CA bundle.
 	 */
-	if (git_fetch_global_init(&(struct git_fetch_global_opts){.no_tls = true}, &err) < 0)
+	if (git_fetch_global_init(&(struct git_fetch_global_opts){.local_only = true}, &err) < 0)
 		return pack_fail(c, st, op, &err);
 	op->git_held = true;
 	if (local_ref_of(msg_get_string(m, "ref"), op->local_ref, sizeof(op->local_ref), &err) < 0)
@@ -386,11 +386,7 @@ int serve_ops_checkout_fetch_run(json_object *req, struct secrets_store *secrets
 	fr.secret = json_get_string(req, "secret");
 	if (!fr.secret || !state_dir)
 		return err_set(err, ERR_REFUSED, EINVAL, "checkout.fetch: a malformed request");
-	/* An http:// URL (loopback only) never goes over TLS: no CA bundle to load for it. */
-	if (git_fetch_global_init(
-	        &(struct git_fetch_global_opts){
-	            .no_tls = !git_fetch_url_tls(json_get_string(req, "clone_url"))},
-	        err) < 0)
+	if (git_fetch_global_init(NULL, err) < 0)
 		return err_ret(err);
 	r = file_mkdir_p(state_dir, 0700, err);
 	if (r == 0)

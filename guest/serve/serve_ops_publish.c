@@ -240,7 +240,7 @@ int serve_ops_publish_run(json_object *req, serve_ops_publish_sink_fn sink, void
 	/* Not even the same uid may ptrace us. */
 	prctl(PR_SET_DUMPABLE, 0);
 	/* The commit goes to the host over the channel: no CA bundle. */
-	if (git_fetch_global_init(&(struct git_fetch_global_opts){.no_tls = true}, err) < 0)
+	if (git_fetch_global_init(&(struct git_fetch_global_opts){.local_only = true}, err) < 0)
 		return err_ret(err);
 	r = git_publish_open(app_dir, &repo, err);
 	if (r == 0)

@@ -374,7 +374,8 @@ echo "--- an app without /up"
 app=$(pyapp_make upmissing start='UP_STATUS=404 exec /usr/bin/python3 server.py')
 pyapp_boot "$app"
 check "no /up route: exit 1" [ "$RC" -eq 1 ]
-check "it says the app has no /up route" grep -q 'the app has no /up route (GET /up answered 404)' "$ERR"
+check "cause last: no /up, and the route to add" bash -c "tail -1 '$ERR' | grep -q '^Sandbox start failed: the app has no /up route (GET /up answered 404);.*add a route that answers 200'"
+check "the port is free again" port_is_free "$LISTEN_PORT"
 check "no process left" no_procs_in "$app"
 
 finish

@@ -305,4 +305,14 @@ ctl hello --connect "$A" --key "$TMP/stranger_key"
 check "a host key the guest does not list: exit 3" [ "$RC" -eq 3 ]
 check "the guest refused it" grep -q 'refused the connection' "$ERR"
 
+echo "--- a checkout spec that is JSON but not an object"
+for spec in '[]' '"https://github.com/o/r.git"' 'true' '{"clone_url": ["x"]}'; do
+	ctl_in "$spec" checkout --spec - --app-dir "$APP" --connect "$A"
+	check "checkout --spec $spec: exit 2" [ "$RC" -eq 2 ]
+	check "checkout --spec $spec: the spec's shape is the cause" \
+		grep -q 'the checkout spec is not one JSON object\|the checkout spec has no clone_url' "$ERR"
+	ctl_in "$spec" publish --spec - --app-dir "$APP" --branch sandbox/x --connect "$A"
+	check "publish --spec $spec: exit 2" [ "$RC" -eq 2 ]
+done
+
 finish

@@ -396,14 +396,6 @@ START_TEST(test_refusals)
 	ck_assert_int_eq(git_fetch_url_check("http://[::1]:8080/r.git", true, &e), 0);
 	ck_assert_int_eq(git_fetch_url_check("https://github.com/o/r.git", true, &e), 0);
 	ck_assert_int_lt(git_fetch_url_check("http://127.0.0.1.evil.example/r.git", true, &e), 0);
-	/* Only what cannot turn into TLS (no redirects, no proxy) goes without the CA bundle. */
-	ck_assert(!git_fetch_url_tls("http://127.0.0.1:8080/r.git"));
-	ck_assert(!git_fetch_url_tls("file:///srv/r.git"));
-	ck_assert(!git_fetch_url_tls("/srv/r.git"));
-	ck_assert(git_fetch_url_tls("https://github.com/o/r.git"));
-	ck_assert(git_fetch_url_tls("HTTP://127.0.0.1/r.git"));
-	ck_assert(git_fetch_url_tls("ftp://h/r.git"));
-	ck_assert(git_fetch_url_tls(NULL));
 
 	for (size_t i = 0; i < ELEMENTSOF(bad_refs); i++) {
 		struct git_fetch_spec s = spec_for(bad_refs[i]);
