@@ -14,27 +14,13 @@
 
 #include "forge_http.h"
 #include "git_fetch.h"
+#include "json_wipe.h"
 #include "keys.h"
-
-static void wipe_string(json_object *v)
-{
-	if (json_object_is_type(v, json_type_string))
-		sodium_memzero((char *)json_object_get_string(v),
-		               (size_t)json_object_get_string_len(v));
-}
 
 void checkout_spec_dispose(struct checkout_spec *sp)
 {
-	/* A spec that parsed as something else than an object (refused) has no members. */
-	if (sp->obj && json_object_is_type(sp->obj, json_type_object)) {
-		json_object_object_foreach(sp->obj, key, val)
-		{
-			(void)key;
-			wipe_string(val);
-		}
-	}
 	if (sp->obj) {
-		wipe_string(sp->obj);
+		json_wipe_strings(sp->obj);
 		json_object_put(sp->obj);
 	}
 	if (sp->buf)
@@ -130,6 +116,10 @@ int checkout_spec_parse(struct checkout_spec *sp, struct err *err)
 	if (tok->pb && tok->pb->buf)
 		sodium_memzero(tok->pb->buf, (size_t)tok->pb->size);
 	r = json_tokener_get_error(tok) == json_tokener_success;
+	/* One object and nothing after it but blanks. */
+	for (size_t end = r ? json_tokener_get_parse_end(tok) : sp->len; end < sp->len; end++)
+		if (!strchr(" \t\r\n", sp->buf[end]))
+			r = 0;
 	json_tokener_free(tok);
 	if (!r || !sp->obj || !json_object_is_type(sp->obj, json_type_object))
 		return err_set(err, ERR_REFUSED, EINVAL,
@@ -158,7 +148,8 @@ int checkout_spec_check(const struct checkout_spec *sp, struct err *err)
 {
 	/* A ref libgit2 can name. */
 	if (sp->ref && sp->ref[0] && git_fetch_ref_check(sp->ref, err) < 0)
-		return err_ret(err);
+		return err->cls == ERR_REFUSED ? err_wrap(err, "the checkout spec's ref")
+		                               : err_ret(err);
 	/* Checked with libcurl's URL parser: loading libcurl may fail, which is not the spec's. */
 	if (sp->api_url && forge_http_api_url_check(sp->api_url, err) < 0)
 		return err->cls == ERR_REFUSED ? err_wrap(err, "the checkout spec's api_url")

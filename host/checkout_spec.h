@@ -2,8 +2,9 @@
 /*
  * The platform's checkout spec {repository, ref, clone_url, username, token}
  * (docs/platform-contract.md, "Token-safe checkout"), read by `sandbox-ctl checkout` and `publish`
- * from stdin ("-") or from a regular file only its owner can read. The text and json-c's copies of
- * the strings are kept in guarded memory and wiped on dispose.
+ * from stdin ("-") or from a regular file only its owner can read. The text is kept in guarded
+ * memory; json-c's copies of its strings (in json-c's own heap) are wiped on dispose, nested
+ * ones too, and so is the tokener's buffer once parsed.
  */
 #ifndef SA_CHECKOUT_SPEC_H
 #define SA_CHECKOUT_SPEC_H

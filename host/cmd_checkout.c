@@ -23,6 +23,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "forge_http.h"
 #include "git_fetch.h"
 #include "git_pack.h"
 #include "checkout_spec.h"
@@ -235,6 +236,7 @@ int cmd_checkout_run(struct ctl *ctl, const char *spec_path, const char *app_dir
 		r = host_fetch(ctl, &sp, app_dir, ret_session, &reply);
 	if (!guest)
 		git_fetch_global_shutdown();
+	forge_http_global_shutdown(); /* the spec's api_url check may have set libcurl up */
 	if (r == 0) {
 		json_object *out = json_object_new_object();
 		json_object *v;

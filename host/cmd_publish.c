@@ -410,6 +410,7 @@ int cmd_publish(struct ctl *ctl, int argc, char **argv)
 	if (checkout_spec_check(&sp, &ctl->err) < 0 ||
 	    (pr.pull_request && pull_request_check(&sp, &ctl->err) < 0)) {
 		git_fetch_global_shutdown();
+		forge_http_global_shutdown(); /* the api_url's check may have set libcurl up */
 		checkout_spec_dispose(&sp);
 		free(pr.body);
 		return output_exit_of(&ctl->err);
@@ -425,8 +426,7 @@ int cmd_publish(struct ctl *ctl, int argc, char **argv)
 		checkout_spec_tmp_remove(tmpl);
 	}
 	git_fetch_global_shutdown();
-	if (pr.pull_request)
-		forge_http_global_shutdown();
+	forge_http_global_shutdown();
 	checkout_spec_dispose(&sp);
 	free(pr.body);
 	/* A failed pull request after a push still tells what was pushed. */

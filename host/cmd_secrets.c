@@ -19,6 +19,7 @@
 
 #include <json-c/printbuf.h>
 
+#include "json_wipe.h"
 #include "keys.h"
 #include "strv.h"
 
@@ -66,25 +67,12 @@ static int read_stdin(char **ret, size_t *ret_len, struct err *err)
 	return 0;
 }
 
-/* Wipe every string of the object, then put it. */
+/* Wipe every string of the document (nested ones too), then put it. */
 static void values_free(struct json_object *obj)
 {
 	if (!obj)
 		return;
-	if (!json_object_is_type(obj, json_type_object)) {
-		if (json_object_is_type(obj, json_type_string))
-			sodium_memzero((char *)json_object_get_string(obj),
-			               (size_t)json_object_get_string_len(obj));
-		json_object_put(obj);
-		return;
-	}
-	json_object_object_foreach(obj, key, val)
-	{
-		(void)key;
-		if (json_object_is_type(val, json_type_string))
-			sodium_memzero((char *)json_object_get_string(val),
-			               (size_t)json_object_get_string_len(val));
-	}
+	json_wipe_strings(obj);
 	json_object_put(obj);
 }
 

@@ -9,6 +9,7 @@
 #include "forge_http.h"
 #include "forge_reply.h"
 #include "json_strict.h"
+#include "json_wipe.h"
 
 #define PERMISSIONS_MAX 32
 #define NAME_MAX_LEN 64
@@ -60,23 +61,6 @@ int github_token_permissions_parse(const char *list, json_object **ret, bool *re
 	return 0;
 }
 
-static void wipe_strings(json_object *o)
-{
-	if (json_object_is_type(o, json_type_string)) {
-		sodium_memzero((char *)json_object_get_string(o),
-		               (size_t)json_object_get_string_len(o));
-	} else if (json_object_is_type(o, json_type_object)) {
-		json_object_object_foreach(o, key, val)
-		{
-			(void)key;
-			wipe_strings(val);
-		}
-	} else if (json_object_is_type(o, json_type_array)) {
-		for (size_t i = 0; i < json_object_array_length(o); i++)
-			wipe_strings(json_object_array_get_idx(o, i));
-	}
-}
-
 void github_token_dispose(json_object *o)
 {
 	char *text;
@@ -91,7 +75,7 @@ void github_token_dispose(json_object *o)
 	                                                     JSON_C_TO_STRING_SPACED);
 	if (text)
 		sodium_memzero(text, strlen(text));
-	wipe_strings(o);
+	json_wipe_strings(o);
 	json_object_put(o);
 }
 

@@ -305,14 +305,22 @@ ctl hello --connect "$A" --key "$TMP/stranger_key"
 check "a host key the guest does not list: exit 3" [ "$RC" -eq 3 ]
 check "the guest refused it" grep -q 'refused the connection' "$ERR"
 
-echo "--- a checkout spec that is JSON but not an object"
-for spec in '[]' '"https://github.com/o/r.git"' 'true' '{"clone_url": ["x"]}'; do
-	ctl_in "$spec" checkout --spec - --app-dir "$APP" --connect "$A"
-	check "checkout --spec $spec: exit 2" [ "$RC" -eq 2 ]
-	check "checkout --spec $spec: the spec's shape is the cause" \
-		grep -q 'the checkout spec is not one JSON object\|the checkout spec has no clone_url' "$ERR"
-	ctl_in "$spec" publish --spec - --app-dir "$APP" --branch sandbox/x --connect "$A"
-	check "publish --spec $spec: exit 2" [ "$RC" -eq 2 ]
+echo "--- a checkout spec that is JSON but not one object"
+not_object='the checkout spec is not one JSON object'
+refused_for() { [ "$RC" -eq 2 ] && grep -q "$1" "$ERR"; } # refused_for TEXT: exit 2, TEXT in stderr
+for spec in '[]' '"https://github.com/o/r.git"' 'true' '{"clone_url": "https://h/r.git"} {}'; do
+	for cmd in checkout publish; do
+		args=(--spec - --app-dir "$APP" --connect "$A")
+		[ "$cmd" = publish ] && args+=(--branch sandbox/x)
+		ctl_in "$spec" "$cmd" "${args[@]}"
+		check "$cmd --spec $spec: exit 2, the spec's shape is the cause" refused_for "$not_object"
+	done
 done
+ctl_in '{"clone_url": ["x"]}' checkout --spec - --app-dir "$APP" --connect "$A"
+check "a clone_url that is not a string: exit 2, no clone_url" \
+	refused_for 'the checkout spec has no clone_url'
+ctl_in '{"clone_url": "https://h/r.git", "ref": "a..b"}' checkout --spec - --app-dir "$APP" --connect "$A"
+check "a bad ref: exit 2, named as the spec's" \
+	refused_for "the checkout spec's ref: 'a..b' is not a valid ref name"
 
 finish

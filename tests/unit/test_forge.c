@@ -19,6 +19,7 @@
 #include "github_app.h"
 #include "github_pulls.h"
 #include "github_token.h"
+#include "json_wipe.h"
 
 static const struct forge_reply_hints hints = {.what = "opening",
                                                .on_401 = "new token",
@@ -256,6 +257,33 @@ START_TEST(test_jwt)
 }
 END_TEST
 
+/* json_wipe_strings(): every string json-c holds of a document, nested ones too, zeroed. */
+START_TEST(test_json_wipe)
+{
+	json_object *o = json_tokener_parse("{\"token\":\"ghs_top\",\"a\":{\"b\":[\"ghs_in_array\","
+	                                    "{\"c\":\"ghs_deep\"}]},\"n\":5}");
+	json_object *a, *b, *c;
+	const char *s[3];
+	size_t len[3];
+
+	ck_assert_ptr_nonnull(o);
+	ck_assert(json_object_object_get_ex(o, "a", &a) && json_object_object_get_ex(a, "b", &b));
+	ck_assert(json_object_object_get_ex(json_object_array_get_idx(b, 1), "c", &c));
+	s[0] = json_object_get_string(json_object_object_get(o, "token"));
+	s[1] = json_object_get_string(json_object_array_get_idx(b, 0));
+	s[2] = json_object_get_string(c);
+	for (int i = 0; i < 3; i++)
+		len[i] = strlen(s[i]);
+	json_wipe_strings(o);
+	for (int i = 0; i < 3; i++)
+		for (size_t k = 0; k < len[i]; k++)
+			ck_assert_msg(s[i][k] == 0, "string %d byte %zu", i, k);
+	ck_assert_int_eq(json_object_get_int(json_object_object_get(o, "n")), 5);
+	json_object_put(o);
+	json_wipe_strings(NULL);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("forge");
@@ -271,6 +299,7 @@ int main(void)
 	tcase_add_test(tc, test_permissions);
 	tcase_add_test(tc, test_repository);
 	tcase_add_test(tc, test_jwt);
+	tcase_add_test(tc, test_json_wipe);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
