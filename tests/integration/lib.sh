@@ -100,6 +100,22 @@ system_libsodium() { pkg-config --modversion libsodium 2>/dev/null || echo 0; }
 
 need_root() { [ "$(id -u)" -eq 0 ] || skip "needs root (runs apps as another user)"; }
 
+# all_of COMMAND... [-- COMMAND...]...: true when every command holds (for check, which runs one
+# command: `check "x" [ a ] && [ b ]` would assert only the first).
+all_of() {
+	local cmd=()
+	while [ $# -gt 0 ]; do
+		if [ "$1" = -- ]; then
+			"${cmd[@]}" || return 1
+			cmd=()
+		else
+			cmd+=("$1")
+		fi
+		shift
+	done
+	[ ${#cmd[@]} -eq 0 ] || "${cmd[@]}"
+}
+
 check() { # check DESCRIPTION [!] COMMAND...
 	local what=$1 negate=0
 	shift

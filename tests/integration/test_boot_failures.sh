@@ -29,7 +29,7 @@ check "MCP without the token: 401" [ "$(http_status "http://127.0.0.1:$LISTEN_PO
 check "MCP GET with the token: 405" \
 	[ "$(http_status "http://127.0.0.1:$LISTEN_PORT/mcp" -H "Authorization: Bearer $token")" = 405 ]
 srv=$(procs_in "$app" | head -1)
-check "the server runs as the sandbox user" [ -n "$srv" ] && [ "$(stat -c %U "/proc/$srv")" = sandbox ]
+check "the server runs as the sandbox user" all_of [ -n "$srv" ] -- [ "$(stat -c %U "/proc/$srv")" = sandbox ]
 check "the model credential is in no process of the app" [ -z "$(procs_holding sk-ant-test-0123456789abcdef)" ]
 check "the model credential is in no log" ! grep -rqF sk-ant-test-0123456789abcdef "$TMP/ok"
 check "the server's log has the request lines" grep -q 'request: "GET /up' "$TMP/ok/.sandbox/logs/server.log"
@@ -41,7 +41,7 @@ pyapp_boot "$app"
 check "a second boot of a running app succeeds" [ "$RC" -eq 0 ]
 check "the first boot's server is gone" [ ! -e "/proc/$srv" ]
 srv2=$(procs_in "$app" | head -1)
-check "a new server runs as the sandbox user" [ -n "$srv2" ] && [ "$srv2" != "$srv" ] &&
+check "a new server runs as the sandbox user" all_of [ -n "$srv2" ] -- [ "$srv2" != "$srv" ] -- \
 	[ "$(stat -c %U "/proc/$srv2")" = sandbox ]
 check "a file root added since the first boot is given to the run user" \
 	[ "$(stat -c %U "$app/added-by-root")" = sandbox ]
@@ -53,7 +53,7 @@ check "--restart succeeds" [ "$RC" -eq 0 ]
 check "--stop exits 0" [ $? -eq 0 ]
 check "--stop leaves no process" no_procs_in "$app"
 check "--stop frees the port" port_is_free "$LISTEN_PORT"
-check "--stop keeps the checkout and logs" [ -f "$app/server.py" ] && [ -f "$TMP/ok/.sandbox/logs/setup.log" ]
+check "--stop keeps the checkout and logs" all_of [ -f "$app/server.py" ] -- [ -f "$TMP/ok/.sandbox/logs/setup.log" ]
 
 echo "--- a setup step fails"
 app=$(pyapp_make setupfail 'setup=["echo about to fail", "echo failing now; exit 3"]')
@@ -302,7 +302,7 @@ pyapp_boot "$app"
 check "boots" [ "$RC" -eq 0 ]
 sd=$(dirname "$app")/.sandbox
 sup=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["supervisor_pid"])' "$sd/supervisor.json")
-check "its supervisor runs" [ -n "$sup" ] && [ -d "/proc/$sup" ]
+check "its supervisor runs" all_of [ -n "$sup" ] -- [ -d "/proc/$sup" ]
 # The state as a boot killed between the supervisor's start and the save that names it leaves it.
 python3 -c 'import json,sys
 d = json.load(open(sys.argv[1]))
@@ -346,7 +346,7 @@ if chattr +i "$app/immutable" 2>/dev/null; then
 	check "exit 1" [ "$RC" -eq 1 ]
 	check "cause last: the checkout could not be given to the run user" \
 		grep -q 'cannot give the checkout to sandbox' "$ERR"
-	check "the first boot's server was stopped" [ -n "$srv" ] && [ ! -e "/proc/$srv" ]
+	check "the first boot's server was stopped" all_of [ -n "$srv" ] -- [ ! -e "/proc/$srv" ]
 	check "no process left" no_procs_in "$app"
 	check "the state says failed, for this app, at preflight" python3 -c '
 import json, sys

@@ -48,7 +48,7 @@ check "a directory above the spec writable by others: refused (exit 2)" [ $? -eq
 check "and the message names that directory" grep -qF "$TMP/open must be a directory of root's" "$TMP/open.err"
 ln -s "$W/boot" "$TMP/linked"
 "$BOOT" --spec "$TMP/linked/spec.json" --dry-run >/dev/null 2>"$TMP/link.err"
-check "a link above the spec: refused (exit 2)" [ $? -eq 2 ] && grep -q "a link" "$TMP/link.err"
+check "a link above the spec: refused (exit 2)" all_of [ $? -eq 2 ] -- grep -q "a link" "$TMP/link.err"
 mkdir -p "$TMP/theirs/boot" && chown sandbox: "$TMP/theirs" && cp "$SPEC" "$TMP/theirs/boot/"
 "$BOOT" --spec "$TMP/theirs/boot/spec.json" --dry-run >/dev/null 2>&1
 check "a directory of another user above the spec: refused (exit 2)" [ $? -eq 2 ]
@@ -81,7 +81,7 @@ check "--restart after a failed boot: refused (exit 2)" [ $? -eq 2 ]
 check "and state.json still shows the failed boot" [ "$(json "$W/boot/state.json" 'd["status"]')" = failed ]
 touch "$W/go"
 out=$(boot --from setup_3 2>"$TMP/f1.err")
-check "--from setup_3 after the failure: ready" [ $? -eq 0 ] && [ "$out" = '{"status":"ready"}' ]
+check "--from setup_3 after the failure: ready" all_of [ $? -eq 0 ] -- [ "$out" = '{"status":"ready"}' ]
 check "state.json: running phases all succeeded, resumed_from setup_3" \
 	[ "$(json "$W/boot/state.json" 'd["status"] + " " + d["resumed_from"] + " " + str(all(s["status"] in ("succeeded", "skipped") for s in d["steps"][1:]))')" = "ready setup_3 True" ]
 check "state.json: server_pid and forwarder_pid" \

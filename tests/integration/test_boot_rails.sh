@@ -50,7 +50,8 @@ if [ -n "$server" ]; then
 	check "PORT is set for the server" grep -q '^PORT=[0-9]' "$TMP/server.env"
 fi
 check "the sqlite database exists" [ -s "$ws/db/development.sqlite3" ]
-check "logs: setup, manifest, server" [ -s "$ws/.sandbox/logs/setup.log" ] && [ -s "$ws/.sandbox/logs/manifest.log" ] && [ -s "$ws/.sandbox/logs/server.log" ]
+check "logs: setup, manifest, server" all_of [ -s "$ws/.sandbox/logs/setup.log" ] -- \
+	[ -s "$ws/.sandbox/logs/manifest.log" ] -- [ -s "$ws/.sandbox/logs/server.log" ]
 check "setup.log has each command under its \$ line" \
 	bash -c "grep -qx '\$ bundle install' '$ws/.sandbox/logs/setup.log' && grep -qx '\$ bin/rails db:prepare' '$ws/.sandbox/logs/setup.log'"
 check "the MCP token is masked in the server log" ! grep -qF "$token" "$ws/.sandbox/logs/server.log"

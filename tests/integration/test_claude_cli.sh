@@ -189,7 +189,7 @@ rc=$?
 took_ms=$(($(now_ms) - s))
 took=$(elapsed "$s")
 log "case d: exit $rc in $took s, $(grep -c '"POST"' "$TMP/d/requests.jsonl") POSTs"
-check "d: the CLI exits non-zero" [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ]
+check "d: the CLI exits non-zero" all_of [ "$rc" -ne 0 ] -- [ "$rc" -ne 124 ]
 check "d: within 30 s" [ "$took_ms" -lt 30000 ]
 py "d: the result is an error carrying the status" d \
 	'of("result")[-1]["is_error"] is True and of("result")[-1]["api_error_status"] == 500'

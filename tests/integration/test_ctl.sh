@@ -211,7 +211,7 @@ check "a second daemon finds the app from its state" [ "$(json "$OUT" 'd["status
 # shellcheck disable=SC2016 # the words are sh -c's positional parameters
 ctl hello --instance agent-stdio --connect exec -- sh -c 'exec "$0" serve --stdio --authorized-keys "$1" --authorized-keys-dir "" --key "$2" --state-dir "$3"' \
 	"$AGENT" "$TMP/authorized_keys" "$TMP/guest_key" "$TMP/agent.state"
-check "through sh -c: the same guest key, pinned" [ "$RC" -eq 0 ] && [ "$(json "$OUT" 'd["pin"]')" = match ]
+check "through sh -c: the same guest key, pinned" all_of [ "$RC" -eq 0 ] -- [ "$(json "$OUT" 'd["pin"]')" = match ]
 check "a daemon of its own says so in its hello" [ "$(json "$OUT" 'd["daemon"]')" = one-shot ]
 check "and sandbox-ctl says what that means" grep -q "runs no sandbox-agent daemon" "$ERR"
 
