@@ -116,10 +116,11 @@ int checkout_spec_parse(struct checkout_spec *sp, struct err *err)
 	if (tok->pb && tok->pb->buf)
 		sodium_memzero(tok->pb->buf, (size_t)tok->pb->size);
 	r = json_tokener_get_error(tok) == json_tokener_success;
-	/* One object and nothing after it but blanks. */
-	for (size_t end = r ? json_tokener_get_parse_end(tok) : sp->len; end < sp->len; end++)
-		if (!strchr(" \t\r\n", sp->buf[end]))
-			r = 0;
+	/* One object and nothing after it but blanks (sp->buf is NUL-terminated). */
+	if (r) {
+		size_t end = json_tokener_get_parse_end(tok);
+		r = end + strspn(sp->buf + end, " \t\r\n") == sp->len;
+	}
 	json_tokener_free(tok);
 	if (!r || !sp->obj || !json_object_is_type(sp->obj, json_type_object))
 		return err_set(err, ERR_REFUSED, EINVAL,

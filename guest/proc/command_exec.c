@@ -57,7 +57,7 @@ static bool blank(char c)
 
 static bool shell_word(const char *w, size_t len)
 {
-	for (size_t i = 0; i < sizeof(shell_words) / sizeof(shell_words[0]); i++)
+	for (size_t i = 0; i < ELEMENTSOF(shell_words); i++)
 		if (strlen(shell_words[i]) == len && memcmp(shell_words[i], w, len) == 0)
 			return true;
 	return false;
@@ -141,11 +141,9 @@ static size_t split_words(char *s, char **words)
  */
 static char **env_with(char *const *env, char *const *sets, size_t n_sets)
 {
-	size_t n_env = 0, k = 0;
+	size_t n_env = strv_length(env), k = 0;
 	char **out;
 
-	while (env && env[n_env])
-		n_env++;
 	out = calloc(n_env + n_sets + 1, sizeof(char *));
 	if (!out)
 		return NULL;
@@ -166,13 +164,6 @@ static char **env_with(char *const *env, char *const *sets, size_t n_sets)
 	return out;
 }
 
-static bool named(const char *entry, const char *name)
-{
-	size_t n = strlen(name);
-
-	return strncmp(entry, name, n) == 0 && entry[n] == '=';
-}
-
 /*
  * Whether dash would hand env to a command as it is: every entry NAME=value with a name the
  * shell accepts, each name once, and none of the variables dash sets itself at its start
@@ -181,14 +172,14 @@ static bool named(const char *entry, const char *name)
 static bool env_plain(char *const *env)
 {
 	for (size_t i = 0; env && env[i]; i++) {
-		if (!assignment(env[i]) || named(env[i], "IFS") || named(env[i], "OPTIND") ||
-		    named(env[i], "PPID"))
+		if (!assignment(env[i]))
 			return false;
 		for (size_t j = 0; j < i; j++)
 			if (same_name(env[i], env[j]))
 				return false;
 	}
-	return true;
+	return !strv_env_get(env, "IFS") && !strv_env_get(env, "OPTIND") &&
+	       !strv_env_get(env, "PPID");
 }
 
 /*
@@ -222,6 +213,7 @@ int command_exec_prepare(const char *command, char *const *env, const char *cwd,
 	size_t len = strlen(command), n_words, n_dirs = 0, n_assigns, first, cmd_len, n_sets;
 	_cleanup_free_ char **words = NULL, **sets = NULL;
 	const char *path = NULL, *cmd;
+	bool has_slash;
 	char *s;
 
 	*ret =
@@ -248,7 +240,7 @@ int command_exec_prepare(const char *command, char *const *env, const char *cwd,
 
 	/* NAME=value words, then `exec`, then the command; PATH set here is left to the shell. */
 	for (n_assigns = 0; n_assigns < n_words && assignment(words[n_assigns]); n_assigns++)
-		if (named(words[n_assigns], "PATH") || named(words[n_assigns], "OPTIND"))
+		if (same_name(words[n_assigns], "PATH") || same_name(words[n_assigns], "OPTIND"))
 			return needs_shell(ret);
 	first = n_assigns;
 	if (first + 1 < n_words && strcmp(words[first], "exec") == 0)
@@ -257,12 +249,13 @@ int command_exec_prepare(const char *command, char *const *env, const char *cwd,
 		return needs_shell(ret);
 	cmd = words[first];
 	cmd_len = strlen(cmd);
+	has_slash = strchr(cmd, '/') != NULL;
 	if (cmd[0] == '-' || strchr(cmd, '=') || shell_word(cmd, cmd_len) ||
-	    (!strchr(cmd, '/') && n_dirs == 0))
+	    (!has_slash && n_dirs == 0))
 		return needs_shell(ret);
 
 	ret->argv = calloc(n_words - first + 1, sizeof(char *));
-	ret->paths = calloc((strchr(cmd, '/') ? 1 : n_dirs) + 1, sizeof(char *));
+	ret->paths = calloc((has_slash ? 1 : n_dirs) + 1, sizeof(char *));
 	if (!ret->argv || !ret->paths)
 		return prepare_oom(ret);
 	memcpy(ret->argv, words + first, (n_words - first) * sizeof(char *));
@@ -282,7 +275,7 @@ int command_exec_prepare(const char *command, char *const *env, const char *cwd,
 	n_sets += n_assigns;
 	if (n_sets > 0 && !(ret->env = env_with(env, sets, n_sets)))
 		return prepare_oom(ret);
-	if (strchr(cmd, '/')) {
+	if (has_slash) {
 		ret->paths[0] = ret->argv[0];
 		return 0;
 	}
