@@ -68,6 +68,8 @@ void tree_stage_free(struct tree_stage *s)
 		close(s->stage_fd);
 	if (!s->swapped)
 		dir_swap_stage_discard(&s->sw);
+	else
+		(void)dir_swap_old_remove(&s->sw);
 	dir_swap_dispose(&s->sw);
 	free(s->file_path);
 	strv_free(s->links);
@@ -348,6 +350,11 @@ int tree_stage_data(struct tree_stage *s, const void *buf, size_t len, struct er
 	return 0;
 }
 
+bool tree_stage_old_remove(struct tree_stage *s)
+{
+	return s->swapped && dir_swap_old_remove(&s->sw);
+}
+
 static int openat2_beneath(int dfd, const char *path)
 {
 #if defined(HAVE_OPENAT2_H) && defined(SYS_openat2)
@@ -416,7 +423,6 @@ int tree_stage_finish(struct tree_stage *s, uint64_t entries, uint64_t bytes,
 	if (r < 0)
 		return r;
 	s->swapped = true;
-	res.old_tree_left = dir_swap_old_remove(&s->sw);
 	res.entries = s->entries;
 	res.bytes = s->bytes;
 	if (ret)

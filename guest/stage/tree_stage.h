@@ -52,7 +52,6 @@ struct tree_stage_result {
 	uint64_t entries;
 	uint64_t bytes;
 	int method; /* enum dir_swap_method */
-	bool old_tree_left;
 };
 
 struct tree_stage;
@@ -70,11 +69,15 @@ int tree_stage_data(struct tree_stage *s, const void *buf, size_t len, struct er
 /*
  * The end: the last file must be complete and the totals must match (entries: every entry;
  * bytes: the files' sizes). Then the tree is checked, given to the run user, flushed, and
- * swapped in.
+ * swapped in. The old tree waits beside it (.app.checkout-old) until tree_stage_old_remove() or
+ * tree_stage_free(), so a caller can answer before removing it.
  */
 int tree_stage_finish(struct tree_stage *s, uint64_t entries, uint64_t bytes,
                       struct tree_stage_result *ret, struct err *err);
-/* Release; a stage that was not swapped in is removed. Accepts NULL. */
+/* Remove the old tree a swap left: true when it could not be removed yet (recovery retries). */
+bool tree_stage_old_remove(struct tree_stage *s);
+/* Release; a stage that was not swapped in is removed, the old tree of one that was too.
+ * Accepts NULL. */
 void tree_stage_free(struct tree_stage *s);
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct tree_stage *, tree_stage_free)
 #define _cleanup_tree_stage_ _cleanup_(tree_stage_freep)

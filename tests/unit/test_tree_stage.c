@@ -111,9 +111,14 @@ START_TEST(test_push_and_swap)
 	ck_assert(exists("app/old.txt"));
 	ck_assert(!exists("app/link"));
 	ck_assert_msg(tree_stage_finish(s, 5, 11, &res, &err) == 0, "%s", err.msg);
+	/* Swapped: the old tree waits beside the new one until it is removed, after the answer. */
+	ck_assert(exists(".app" DIR_SWAP_OLD_SUFFIX "/old.txt"));
+	ck_assert(!tree_stage_old_remove(s));
+	ck_assert(!exists(".app" DIR_SWAP_OLD_SUFFIX));
+	/* Once: nothing is left for a second call, or for the release. */
+	ck_assert(!tree_stage_old_remove(s));
 	tree_stage_free(s);
 	ck_assert_int_eq(res.method, DIR_SWAP_EXCHANGE);
-	ck_assert(!res.old_tree_left);
 	ck_assert(!exists("app/old.txt"));
 	ck_assert_str_eq(slurp("app/config/app.yml"), "hello world");
 	ck_assert_str_eq(slurp("app/link"), "hello world");
@@ -203,6 +208,8 @@ START_TEST(test_first_push_and_renames)
 	ck_assert_int_eq(tree_stage_entry(s, "new", TREE_ENTRY_FILE, 0644, 2, NULL, &err), 0);
 	ck_assert_int_eq(tree_stage_data(s, "ok", 2, &err), 0);
 	ck_assert_int_eq(tree_stage_finish(s, 1, 2, &res, &err), 0);
+	/* The old tree goes with the release when nothing removed it before. */
+	ck_assert(exists(".app" DIR_SWAP_OLD_SUFFIX "/config/app.yml"));
 	tree_stage_free(s);
 	ck_assert_int_eq(res.method, DIR_SWAP_RENAMES);
 	ck_assert_str_eq(slurp("app/new"), "ok");
