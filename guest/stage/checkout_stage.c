@@ -72,7 +72,7 @@ void checkout_stage_free(struct checkout_stage *s)
 	if (!s->swapped)
 		dir_swap_stage_discard(&s->sw);
 	else
-		dir_swap_old_remove(&s->sw);
+		(void)dir_swap_old_discard(&s->sw);
 	dir_swap_dispose(&s->sw);
 	free(s->clone_url);
 	free(s);

@@ -111,7 +111,8 @@ int checkout_stage_swap(struct checkout_stage *s, struct checkout_result *ret, s
 /* Remove the old tree a swap left: true when it could not be removed yet (recovery retries). */
 bool checkout_stage_old_remove(struct checkout_stage *s);
 /*
- * Release: a stage that was not swapped in is removed, the old tree of one that was too.
+ * Release: a stage that was not swapped in is removed; the old tree of one that was goes on a
+ * thread of its own (dir_swap_old_discard), the caller does not wait for it.
  * Accepts NULL.
  */
 void checkout_stage_free(struct checkout_stage *s);

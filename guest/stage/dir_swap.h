@@ -5,7 +5,8 @@
  * two renames, with the window and the recovery documented"; docs/checkout.md).
  *
  * For the directory /workspace/app the new tree is built at /workspace/.app.checkout-new and
- * the old one ends up at /workspace/.app.checkout-old, then removed. Git checkouts
+ * the old one ends up at /workspace/.app.checkout-old, then removed (or renamed to
+ * .app.checkout-trash.<random> and removed on a thread: dir_swap_old_discard). Git checkouts
  * (checkout_stage.c) and pushed trees (tree_stage.c) use the same names, so a recovery by
  * either finishes or undoes an interrupted swap of the other. The caller holds the app's boot
  * lock: one swap of a directory at a time.
@@ -25,6 +26,8 @@
 
 #define DIR_SWAP_NEW_SUFFIX ".checkout-new"
 #define DIR_SWAP_OLD_SUFFIX ".checkout-old"
+/* An old tree on its way out (dir_swap_old_discard): ".app.checkout-trash.<16 hex digits>". */
+#define DIR_SWAP_TRASH_INFIX ".checkout-trash."
 
 enum dir_swap_flags {
 	/* Swap with two renames even where RENAME_EXCHANGE works (to test that path). */
@@ -77,7 +80,8 @@ void dir_swap_dispose(struct dir_swap *s);
  *     (it is flushed before the directory moves): rename it in, remove the old one (FINISHED);
  *   missing, with only the old tree: rename it back (RESTORED);
  *   missing, with only the stage: a first swap that never finished: remove it.
- * ret may be NULL.
+ * Old trees a discard left (.app.checkout-trash.*) are removed too, except those a discard is
+ * still removing (it holds a flock() on them); a failure there is only logged. ret may be NULL.
  */
 int dir_swap_recover(struct dir_swap *s, enum dir_swap_recovery *ret, struct err *err);
 
@@ -103,6 +107,15 @@ int dir_swap_exchange(struct dir_swap *s, int *ret_method, struct err *err);
  * recovery retries; a failure is only logged).
  */
 bool dir_swap_old_remove(struct dir_swap *s);
+/*
+ * The same without waiting for it: the old tree is renamed to a name of its own
+ * (.app.checkout-trash.<random>), locked with flock(), and removed on a thread of its own,
+ * detached, so the caller goes on at once and the name .app.checkout-old is free for the next
+ * swap. What a process that ends meanwhile leaves there, the next recovery removes. Where the
+ * rename or the thread is not possible, it is removed here, as dir_swap_old_remove() does.
+ * The thread calls no function of this struct: s may be disposed of at once.
+ */
+bool dir_swap_old_discard(struct dir_swap *s);
 
 /* Trees are removed with fs_safe_tree_remove_at() (fs_safe.h): never through a link. */
 

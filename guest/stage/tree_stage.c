@@ -69,7 +69,7 @@ void tree_stage_free(struct tree_stage *s)
 	if (!s->swapped)
 		dir_swap_stage_discard(&s->sw);
 	else
-		(void)dir_swap_old_remove(&s->sw);
+		(void)dir_swap_old_discard(&s->sw);
 	dir_swap_dispose(&s->sw);
 	free(s->file_path);
 	strv_free(s->links);

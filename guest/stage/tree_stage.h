@@ -76,8 +76,10 @@ int tree_stage_finish(struct tree_stage *s, uint64_t entries, uint64_t bytes,
                       struct tree_stage_result *ret, struct err *err);
 /* Remove the old tree a swap left: true when it could not be removed yet (recovery retries). */
 bool tree_stage_old_remove(struct tree_stage *s);
-/* Release; a stage that was not swapped in is removed, the old tree of one that was too.
- * Accepts NULL. */
+/*
+ * Release: a stage that was not swapped in is removed; the old tree of one that was goes on a
+ * thread of its own (dir_swap_old_discard), the caller does not wait for it. Accepts NULL.
+ */
 void tree_stage_free(struct tree_stage *s);
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct tree_stage *, tree_stage_free)
 #define _cleanup_tree_stage_ _cleanup_(tree_stage_freep)

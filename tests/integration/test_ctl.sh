@@ -248,9 +248,12 @@ ctl push "$SRC" --app-dir "$APP" --connect "$A"
 check "a second push exits 0" [ "$RC" -eq 0 ]
 ctl boot --app-dir "$APP" --wait --deadline 60 --connect "$A"
 check "a failing boot exits 1" [ "$RC" -eq 1 ]
-# The push answers before the old tree goes; the daemon removes it before the next request.
-check "the tree the second push replaced is gone once the boot was answered" \
+# The push answers before the old tree goes: renamed aside at once, removed on a thread.
+check "the name of the tree the second push replaced is free once the boot was answered" \
 	[ ! -e "$(dirname "$APP")/.$(basename "$APP").checkout-old" ]
+TRASH="$(dirname "$APP")/.$(basename "$APP").checkout-trash.*"
+for _ in $(seq 200); do compgen -G "$TRASH" >/dev/null || break; sleep 0.1; done
+check "the tree the second push replaced is removed" bash -c "! compgen -G '$TRASH' >/dev/null"
 check "status failed" [ "$(json "$OUT" 'd["status"]')" = failed ]
 check "the step is named" [ -n "$(json "$OUT" 'd["step"]')" ]
 check "the cause is the last line" bash -c "tail -1 '$ERR' | grep -q '^sandbox-ctl: Sandbox .* failed: .*exit.* 3'"

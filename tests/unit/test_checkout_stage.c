@@ -5,6 +5,7 @@
  * git server of tests/git-server/ and the host-side fetch + pack stream.
  */
 #include <check.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -72,10 +73,34 @@ static void setup(void)
 	ck_assert_msg(git_fetch_global_init(NULL, &e) == 0, "%s", e.msg);
 }
 
+static char *tpath(const char *fmt, ...) _printf_(1, 2);
+
+/* A release's thread is done with the old tree (no .app.checkout-trash.* left), within 20 s. */
+static bool trash_gone(void)
+{
+	for (int i = 0; i < 2000; i++) {
+		DIR *d = opendir(tpath("ws"));
+		struct dirent *de;
+		int n = 0;
+
+		if (!d)
+			return true;
+		while ((de = readdir(d)))
+			n += strncmp(de->d_name, ".app" DIR_SWAP_TRASH_INFIX,
+			             strlen(".app" DIR_SWAP_TRASH_INFIX)) == 0;
+		closedir(d);
+		if (n == 0)
+			return true;
+		usleep(10000);
+	}
+	return false;
+}
+
 static void teardown(void)
 {
 	char cmd[128];
 
+	ck_assert(trash_gone());
 	git_fetch_global_shutdown();
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
 	ck_assert_int_eq(system(cmd), 0);
@@ -336,7 +361,10 @@ START_TEST(test_old_tree_removed_after_swap)
 		ck_assert_int_ne(access(tpath("ws/app/untracked.txt"), F_OK), 0);
 		ck_assert_int_eq(access(tpath("ws/.app.checkout-old/untracked.txt"), F_OK), 0);
 		if (by_free) {
+			/* The release leaves it to a thread: the name is free at once. */
 			checkout_stage_free(TAKE_PTR(s));
+			ck_assert(access(tpath("ws/.app.checkout-old"), F_OK) != 0);
+			ck_assert(trash_gone());
 		} else {
 			ck_assert(!checkout_stage_old_remove(s));
 			ck_assert(!leftovers());

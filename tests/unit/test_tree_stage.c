@@ -1,12 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include <check.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "file.h"
@@ -22,9 +25,37 @@ static void setup(void)
 	snprintf(app, sizeof(app), "%s/app", root);
 }
 
+/* How many old trees on their way out (.app.checkout-trash.*) are beside the app. */
+static int trash_count(void)
+{
+	DIR *d = opendir(root);
+	struct dirent *de;
+	int n = 0;
+
+	ck_assert_ptr_nonnull(d);
+	while ((de = readdir(d)))
+		n += strncmp(de->d_name, ".app" DIR_SWAP_TRASH_INFIX,
+		             strlen(".app" DIR_SWAP_TRASH_INFIX)) == 0;
+	closedir(d);
+	return n;
+}
+
+/* A discard's thread is done with its tree: none is left, within 20 s. */
+static bool trash_gone(void)
+{
+	for (int i = 0; i < 2000; i++) {
+		if (trash_count() == 0)
+			return true;
+		nanosleep(&(struct timespec){.tv_nsec = 10 * 1000 * 1000}, NULL);
+	}
+	return false;
+}
+
 static void teardown(void)
 {
 	char cmd[PATH_MAX + 32];
+
+	ck_assert(trash_gone());
 
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
 	ck_assert_int_eq(system(cmd), 0);
@@ -349,6 +380,85 @@ START_TEST(test_recovery)
 }
 END_TEST
 
+/* The release leaves the old tree to a thread: its name is free at once, the tree goes. */
+START_TEST(test_old_tree_discarded)
+{
+	struct tree_stage_result res;
+	struct tree_stage *s;
+	struct err err;
+
+	ck_assert_int_eq(mkdir(app, 0755), 0);
+	for (int i = 0; i < 64; i++) {
+		char name[32];
+		snprintf(name, sizeof(name), "app/old-%d", i);
+		put_file(name, "old");
+	}
+	/* Deep enough that the thread's walk needs a stack of its own size. */
+	{
+		int fd = open(app, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		for (int i = 0; i < 500 && fd >= 0; i++) {
+			int sub;
+			ck_assert_int_eq(mkdirat(fd, "d", 0755), 0);
+			sub = openat(fd, "d", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+			close(fd);
+			fd = sub;
+		}
+		ck_assert_int_ge(fd, 0);
+		close(fd);
+	}
+	s = begin(0);
+	push_normal(s);
+	ck_assert_msg(tree_stage_finish(s, 5, 11, &res, &err) == 0, "%s", err.msg);
+	ck_assert(exists(".app" DIR_SWAP_OLD_SUFFIX "/old-0"));
+	tree_stage_free(s);
+	ck_assert(!exists(".app" DIR_SWAP_OLD_SUFFIX));
+	ck_assert_str_eq(slurp("app/config/app.yml"), "hello world");
+	ck_assert(trash_gone());
+	ck_assert(!exists("app/old-0"));
+}
+END_TEST
+
+/*
+ * Old trees a discard left (its process ended first) go with the next recovery; one whose
+ * flock() is held (a discard removes it now) stays; a link of that name is removed, not
+ * followed.
+ */
+START_TEST(test_trash_recovered)
+{
+	char path[PATH_MAX * 2], outside[PATH_MAX * 2];
+	int lock_fd;
+
+	ck_assert_int_eq(mkdir(app, 0755), 0);
+	put_file("app/keep", "keep");
+	snprintf(path, sizeof(path), "%s/.app" DIR_SWAP_TRASH_INFIX "0123456789abcdef", root);
+	ck_assert_int_eq(mkdir(path, 0755), 0);
+	put_file(".app" DIR_SWAP_TRASH_INFIX "0123456789abcdef/file", "old");
+	snprintf(outside, sizeof(outside), "%s/outside", root);
+	ck_assert_int_eq(mkdir(outside, 0755), 0);
+	put_file("outside/precious", "precious");
+	snprintf(path, sizeof(path), "%s/.app" DIR_SWAP_TRASH_INFIX "link", root);
+	ck_assert_int_eq(symlink(outside, path), 0);
+	snprintf(path, sizeof(path), "%s/.app" DIR_SWAP_TRASH_INFIX "fedcba9876543210", root);
+	ck_assert_int_eq(mkdir(path, 0755), 0);
+	put_file(".app" DIR_SWAP_TRASH_INFIX "fedcba9876543210/file", "busy");
+	lock_fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	ck_assert_int_ge(lock_fd, 0);
+	ck_assert_int_eq(flock(lock_fd, LOCK_EX | LOCK_NB), 0);
+
+	tree_stage_free(begin(0));
+	ck_assert(!exists(".app" DIR_SWAP_TRASH_INFIX "0123456789abcdef"));
+	ck_assert(!exists(".app" DIR_SWAP_TRASH_INFIX "link"));
+	ck_assert_str_eq(slurp("outside/precious"), "precious");
+	ck_assert_str_eq(slurp(".app" DIR_SWAP_TRASH_INFIX "fedcba9876543210/file"), "busy");
+	ck_assert_str_eq(slurp("app/keep"), "keep");
+
+	close(lock_fd);
+	tree_stage_free(begin(0));
+	ck_assert_int_eq(trash_count(), 0);
+	ck_assert_str_eq(slurp("app/keep"), "keep");
+}
+END_TEST
+
 START_TEST(test_target_inside)
 {
 	ck_assert(tree_stage_target_inside("a", "b"));
@@ -377,6 +487,8 @@ static Suite *tree_stage_suite(void)
 	tcase_add_test(tc, test_refusals);
 	tcase_add_test(tc, test_refused_mid_push);
 	tcase_add_test(tc, test_recovery);
+	tcase_add_test(tc, test_old_tree_discarded);
+	tcase_add_test(tc, test_trash_recovered);
 	tcase_add_test(tc, test_target_inside);
 	suite_add_tcase(s, tc);
 	return s;
