@@ -1057,7 +1057,7 @@ int boot_engine_run(struct boot_plan *p, const struct boot_options *o,
 	boot_state_set(&st.cgroup, procset_cgroup_path(procs));
 	if (boot_limits_apply(p, procs, set_name, o->notes, err) < 0)
 		goto out;
-	boot_disk_budget_init(&disk, p->workspace, p->state_dir, p->limits.disk);
+	boot_disk_budget_init(&disk, p->workspace, p->state_dir, p->app_dir, p->limits.disk);
 	boot_limits_state(p, &st);
 	if (boot_egress_apply(p, &st, o->notes, err) < 0)
 		goto out;

@@ -1,36 +1,18 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "dir_swap.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <pthread.h>
-#include <signal.h>
-#include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
+#include "dir_discard.h"
 #include "fs_safe.h"
 #include "log.h"
-
-#ifndef RENAME_NOREPLACE
-#define RENAME_NOREPLACE (1 << 0)
-#endif
-#ifndef RENAME_EXCHANGE
-#define RENAME_EXCHANGE (1 << 1)
-#endif
-
-/* renameat2(2) through the system call: musl has no wrapper. */
-static int rename2(int olddfd, const char *oldname, int newdfd, const char *newname, unsigned flags)
-{
-	return (int)syscall(SYS_renameat2, olddfd, oldname, newdfd, newname, flags);
-}
 
 static void call_hook(struct dir_swap *s, const char *point)
 {
@@ -50,13 +32,7 @@ static int remove_beside(struct dir_swap *s, const char *name, const char *what,
 /* The same where a failure only leaves the tree for the next recovery: true if it did. */
 static bool remove_left(struct dir_swap *s, const char *name)
 {
-	struct err e;
-
-	if (fs_safe_tree_remove_at(s->parent_fd, name, &e) < 0) {
-		log_debug("removing %s beside %s: %s", name, s->dir, e.msg);
-		return true;
-	}
-	return false;
+	return dir_discard_now(s->parent_fd, name);
 }
 
 void dir_swap_dispose(struct dir_swap *s)
@@ -137,40 +113,6 @@ static int fsync_parent(struct dir_swap *s, struct err *err)
 	return 0;
 }
 
-/*
- * Old trees a discard left beside the directory: removed, unless a discard still holds its
- * flock() on one (it is removing it now). Anything else of that name (a link, a file) is
- * removed without being followed.
- */
-static void trash_sweep(struct dir_swap *s)
-{
-	_cleanup_closedir_ DIR *d = NULL;
-	char prefix[NAME_MAX + 1];
-	struct dirent *de;
-	int fd;
-
-	snprintf(prefix, sizeof(prefix), ".%s" DIR_SWAP_TRASH_INFIX, s->base);
-	fd = openat(s->parent_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0 || !(d = fdopendir(fd))) {
-		if (fd >= 0)
-			close(fd);
-		return;
-	}
-	while ((de = readdir(d))) {
-		_cleanup_close_ int lock_fd = -1;
-
-		if (strncmp(de->d_name, prefix, strlen(prefix)) != 0)
-			continue;
-		lock_fd = openat(s->parent_fd, de->d_name,
-		                 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		/* A discard is removing it (or the app, whose tree it was, holds the lock). */
-		if (lock_fd >= 0 && flock(lock_fd, LOCK_EX | LOCK_NB) < 0)
-			continue;
-		if (remove_left(s, de->d_name))
-			log_debug("%s is left beside %s for the next recovery", de->d_name, s->dir);
-	}
-}
-
 int dir_swap_recover(struct dir_swap *s, enum dir_swap_recovery *ret, struct err *err)
 {
 	bool have_dir = exists_at(s->parent_fd, s->base);
@@ -182,12 +124,14 @@ int dir_swap_recover(struct dir_swap *s, enum dir_swap_recovery *ret, struct err
 	if (!have_dir && have_new && have_old) {
 		/* Between the two renames of a swap: the stage was complete (it was flushed
 		 * before the directory moved). Finish the swap. */
-		if (rename2(s->parent_fd, s->new_name, s->parent_fd, s->base, RENAME_NOREPLACE) < 0)
+		if (fs_safe_rename_at(s->parent_fd, s->new_name, s->parent_fd, s->base,
+		                      RENAME_NOREPLACE) < 0)
 			return err_errno(err, "finishing the interrupted swap of %s", s->dir);
 		action = DIR_SWAP_RECOVER_FINISHED;
 		have_new = false;
 	} else if (!have_dir && have_old) {
-		if (rename2(s->parent_fd, s->old_name, s->parent_fd, s->base, RENAME_NOREPLACE) < 0)
+		if (fs_safe_rename_at(s->parent_fd, s->old_name, s->parent_fd, s->base,
+		                      RENAME_NOREPLACE) < 0)
 			return err_errno(err, "restoring %s after an interrupted swap", s->dir);
 		action = DIR_SWAP_RECOVER_RESTORED;
 		have_old = false;
@@ -207,7 +151,7 @@ int dir_swap_recover(struct dir_swap *s, enum dir_swap_recovery *ret, struct err
 			return r;
 		log_debug("recovered %s: %d", s->dir, (int)action);
 	}
-	trash_sweep(s);
+	dir_discard_sweep(s->parent_fd, s->base, s->dir);
 	if (ret)
 		*ret = action;
 	return 0;
@@ -252,20 +196,23 @@ static int swap_renames(struct dir_swap *s, struct err *err)
 {
 	int r;
 
-	if (rename2(s->parent_fd, s->base, s->parent_fd, s->old_name, RENAME_NOREPLACE) < 0)
+	if (fs_safe_rename_at(s->parent_fd, s->base, s->parent_fd, s->old_name, RENAME_NOREPLACE) <
+	    0)
 		return err_errno(err, "moving %s aside", s->dir);
 	/* The window: the directory is missing until the next rename. */
 	r = fsync_parent(s, err);
 	if (r < 0)
 		goto undo;
 	call_hook(s, "renamed-old");
-	if (rename2(s->parent_fd, s->new_name, s->parent_fd, s->base, RENAME_NOREPLACE) < 0) {
+	if (fs_safe_rename_at(s->parent_fd, s->new_name, s->parent_fd, s->base, RENAME_NOREPLACE) <
+	    0) {
 		r = err_errno(err, "moving the new tree into %s", s->dir);
 		goto undo;
 	}
 	return 0;
 undo:
-	if (rename2(s->parent_fd, s->old_name, s->parent_fd, s->base, RENAME_NOREPLACE) < 0)
+	if (fs_safe_rename_at(s->parent_fd, s->old_name, s->parent_fd, s->base, RENAME_NOREPLACE) <
+	    0)
 		log_debug("putting %s back: %m", s->dir);
 	return r;
 }
@@ -279,7 +226,8 @@ int dir_swap_exchange(struct dir_swap *s, int *ret_method, struct err *err)
 	if (fstatat(s->parent_fd, s->base, &st, AT_SYMLINK_NOFOLLOW) < 0) {
 		if (errno != ENOENT)
 			return err_errno(err, "examining %s", s->dir);
-		if (rename2(s->parent_fd, s->new_name, s->parent_fd, s->base, RENAME_NOREPLACE) < 0)
+		if (fs_safe_rename_at(s->parent_fd, s->new_name, s->parent_fd, s->base,
+		                      RENAME_NOREPLACE) < 0)
 			return err_errno(err, "moving the new tree into %s", s->dir);
 		method = DIR_SWAP_FIRST;
 	} else if (!S_ISDIR(st.st_mode)) {
@@ -287,8 +235,8 @@ int dir_swap_exchange(struct dir_swap *s, int *ret_method, struct err *err)
 		               "%s is not a directory (a symbolic link?): refusing to replace it",
 		               s->dir);
 	} else if (!(s->flags & DIR_SWAP_NO_EXCHANGE) &&
-	           rename2(s->parent_fd, s->new_name, s->parent_fd, s->base, RENAME_EXCHANGE) ==
-	               0) {
+	           fs_safe_rename_at(s->parent_fd, s->new_name, s->parent_fd, s->base,
+	                             RENAME_EXCHANGE) == 0) {
 		method = DIR_SWAP_EXCHANGE;
 	} else {
 		if (!(s->flags & DIR_SWAP_NO_EXCHANGE) && errno != EINVAL && errno != ENOSYS &&
@@ -307,7 +255,8 @@ int dir_swap_exchange(struct dir_swap *s, int *ret_method, struct err *err)
 	/* After an exchange the stage's name holds the old tree: give it the old tree's name. */
 	s->old_tree = method == DIR_SWAP_FIRST ? NULL : s->old_name;
 	if (method == DIR_SWAP_EXCHANGE &&
-	    rename2(s->parent_fd, s->new_name, s->parent_fd, s->old_name, RENAME_NOREPLACE) < 0) {
+	    fs_safe_rename_at(s->parent_fd, s->new_name, s->parent_fd, s->old_name,
+	                      RENAME_NOREPLACE) < 0) {
 		log_debug("renaming the old tree of %s: %m", s->dir);
 		s->old_tree = s->new_name;
 	}
@@ -325,92 +274,12 @@ bool dir_swap_old_remove(struct dir_swap *s)
 	return remove_left(s, name);
 }
 
-#define DISCARD_STACK ((size_t)1024 * 1024) /* reserved, not resident until used */
-
-struct discard {
-	int parent_fd;
-	int lock_fd; /* the tree's own descriptor, holding the flock() until it is gone */
-	char name[];
-};
-
-/*
- * The thread. It logs nothing (stdio's locks and a fork() of the caller's do not mix): what it
- * could not remove, the next recovery finds and names.
- */
-static void *discard_main(void *userdata)
-{
-	struct discard *d = userdata;
-	struct err e;
-
-	(void)fs_safe_tree_remove_at(d->parent_fd, d->name, &e);
-	close(d->lock_fd);
-	close(d->parent_fd);
-	free(d);
-	return NULL;
-}
-
-/* The thread that removes d: false when it cannot start (d is then still the caller's). */
-static bool discard_start(struct discard *d)
-{
-	pthread_attr_t attr;
-	sigset_t all, old;
-	pthread_t t;
-	int r;
-
-	if (pthread_attr_init(&attr) != 0)
-		return false;
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	/* The walk recurses once per level, up to fs_safe's 512: not musl's 128 KiB default. */
-	pthread_attr_setstacksize(&attr, DISCARD_STACK);
-	/* It takes no signal: they stay the caller's (signalfd, the default actions). */
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	r = pthread_create(&t, &attr, discard_main, d);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	pthread_attr_destroy(&attr);
-	if (r != 0)
-		log_debug("no thread to remove %s: %s", d->name, strerror(r));
-	return r == 0;
-}
-
 bool dir_swap_old_discard(struct dir_swap *s)
 {
 	const char *name = s->old_tree;
-	unsigned char id[8];
-	char hex[2 * sizeof(id) + 1];
-	char trash[NAME_MAX + 2];
-	struct discard *d;
-	int n;
 
 	if (!name)
 		return false;
-	randombytes_buf(id, sizeof(id));
-	sodium_bin2hex(hex, sizeof(hex), id, sizeof(id));
-	n = snprintf(trash, sizeof(trash), ".%s" DIR_SWAP_TRASH_INFIX "%s", s->base, hex);
-	if (n < 0 || n > NAME_MAX ||
-	    rename2(s->parent_fd, name, s->parent_fd, trash, RENAME_NOREPLACE) < 0)
-		return dir_swap_old_remove(s);
 	s->old_tree = NULL;
-	d = malloc(sizeof(*d) + (size_t)n + 1);
-	if (!d)
-		return remove_left(s, trash);
-	memcpy(d->name, trash, (size_t)n + 1);
-	d->parent_fd = fcntl(s->parent_fd, F_DUPFD_CLOEXEC, 3);
-	d->lock_fd = openat(s->parent_fd, trash, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	/*
-	 * Never a blocking flock(): the tree is the app's, and the app may open it and take the
-	 * lock first (it then only keeps its own old tree on its disk while it holds it).
-	 */
-	if (d->parent_fd < 0 || d->lock_fd < 0 || flock(d->lock_fd, LOCK_EX | LOCK_NB) < 0 ||
-	    !discard_start(d)) {
-		bool left = remove_left(s, trash);
-
-		if (d->lock_fd >= 0)
-			close(d->lock_fd);
-		if (d->parent_fd >= 0)
-			close(d->parent_fd);
-		free(d);
-		return left;
-	}
-	return false;
+	return dir_discard_start(s->parent_fd, s->base, name, s->hook, s->hook_userdata);
 }

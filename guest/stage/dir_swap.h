@@ -5,8 +5,8 @@
  * two renames, with the window and the recovery documented"; docs/checkout.md).
  *
  * For the directory /workspace/app the new tree is built at /workspace/.app.checkout-new and
- * the old one ends up at /workspace/.app.checkout-old, then removed (or renamed to
- * .app.checkout-trash.<random> and removed on a thread: dir_swap_old_discard). Git checkouts
+ * the old one ends up at /workspace/.app.checkout-old, then removed (or moved into a box and
+ * removed on a thread: dir_swap_old_discard, dir_discard.h). Git checkouts
  * (checkout_stage.c) and pushed trees (tree_stage.c) use the same names, so a recovery by
  * either finishes or undoes an interrupted swap of the other. The caller holds the app's boot
  * lock: one swap of a directory at a time.
@@ -22,12 +22,11 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
+#include "dir_discard.h"
 #include "err.h"
 
 #define DIR_SWAP_NEW_SUFFIX ".checkout-new"
 #define DIR_SWAP_OLD_SUFFIX ".checkout-old"
-/* An old tree on its way out (dir_swap_old_discard): ".app.checkout-trash.<16 hex digits>". */
-#define DIR_SWAP_TRASH_INFIX ".checkout-trash."
 
 enum dir_swap_flags {
 	/* Swap with two renames even where RENAME_EXCHANGE works (to test that path). */
@@ -80,8 +79,8 @@ void dir_swap_dispose(struct dir_swap *s);
  *     (it is flushed before the directory moves): rename it in, remove the old one (FINISHED);
  *   missing, with only the old tree: rename it back (RESTORED);
  *   missing, with only the stage: a first swap that never finished: remove it.
- * Old trees a discard left (.app.checkout-trash.*) are removed too, except those a discard is
- * still removing (it holds a flock() on them); a failure there is only logged. ret may be NULL.
+ * Old trees a discard left (dir_discard.h) are removed too, on threads, except those a discard
+ * is still removing; nothing there fails the recovery. ret may be NULL.
  */
 int dir_swap_recover(struct dir_swap *s, enum dir_swap_recovery *ret, struct err *err);
 
@@ -108,12 +107,10 @@ int dir_swap_exchange(struct dir_swap *s, int *ret_method, struct err *err);
  */
 bool dir_swap_old_remove(struct dir_swap *s);
 /*
- * The same without waiting for it: the old tree is renamed to a name of its own
- * (.app.checkout-trash.<random>), locked with flock(), and removed on a thread of its own,
- * detached, so the caller goes on at once and the name .app.checkout-old is free for the next
- * swap. What a process that ends meanwhile leaves there, the next recovery removes. Where the
- * rename or the thread is not possible, it is removed here, as dir_swap_old_remove() does.
- * The thread calls no function of this struct: s may be disposed of at once.
+ * The same without waiting for it: the old tree goes into a box of its own and is removed on a
+ * thread (dir_discard.h), so the caller goes on at once and the name .app.checkout-old is free
+ * for the next swap; the hook sees "discarding" on that thread. Where that is not possible it
+ * is removed here, as dir_swap_old_remove() does. s may be disposed of at once.
  */
 bool dir_swap_old_discard(struct dir_swap *s);
 

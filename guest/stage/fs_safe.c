@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "log.h"
@@ -299,4 +300,10 @@ int fs_safe_dir_check_root_owned(const char *path, struct err *err)
 		}
 	}
 	return 0;
+}
+
+int fs_safe_rename_at(int olddfd, const char *oldname, int newdfd, const char *newname,
+                      unsigned flags)
+{
+	return (int)syscall(SYS_renameat2, olddfd, oldname, newdfd, newname, flags);
 }

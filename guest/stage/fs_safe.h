@@ -12,6 +12,17 @@
 
 #include "err.h"
 
+#ifndef RENAME_NOREPLACE
+#define RENAME_NOREPLACE (1 << 0)
+#endif
+#ifndef RENAME_EXCHANGE
+#define RENAME_EXCHANGE (1 << 1)
+#endif
+
+/* renameat2(2) through the system call (musl has no wrapper): 0, or -1 with errno. */
+int fs_safe_rename_at(int olddfd, const char *oldname, int newdfd, const char *newname,
+                      unsigned flags);
+
 /*
  * Create the absolute directory path (and missing parents, mode 0755 root's) without following
  * links in any component; give the last one to uid:gid with mode (uid -1: leave the owner).

@@ -10,16 +10,12 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sodium.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "file.h"
+#include "fs_safe.h"
 #include "log.h"
 #include "strv.h"
-
-#ifndef RENAME_NOREPLACE
-#define RENAME_NOREPLACE (1 << 0)
-#endif
 
 static const char *const node_inputs[] = {"package.json",
                                           "package-lock.json",
@@ -284,12 +280,6 @@ static int group_unchanged(int old_fd, int new_fd, const struct tree_carry_group
 	return 1;
 }
 
-/* renameat2(2) through the system call: musl has no wrapper. */
-static int rename_noreplace(int olddfd, const char *oldname, int newdfd, const char *newname)
-{
-	return (int)syscall(SYS_renameat2, olddfd, oldname, newdfd, newname, RENAME_NOREPLACE);
-}
-
 /* Move one directory; on refusal why says what stopped it. */
 static bool carry_one(int old_fd, int new_fd, const char *path, uid_t uid, gid_t gid, char *why,
                       size_t len)
@@ -334,7 +324,7 @@ static bool carry_one(int old_fd, int new_fd, const char *path, uid_t uid, gid_t
 		snprintf(why, len, "the new tree has its own %s", path);
 		return false;
 	}
-	if (rename_noreplace(src, sname, dst, dname) < 0) {
+	if (fs_safe_rename_at(src, sname, dst, dname, RENAME_NOREPLACE) < 0) {
 		snprintf(why, len, "moving %s failed: %s", path, strerror(errno));
 		return false;
 	}

@@ -86,8 +86,8 @@ static bool trash_gone(void)
 		if (!d)
 			return true;
 		while ((de = readdir(d)))
-			n += strncmp(de->d_name, ".app" DIR_SWAP_TRASH_INFIX,
-			             strlen(".app" DIR_SWAP_TRASH_INFIX)) == 0;
+			n += strncmp(de->d_name, ".app" DIR_DISCARD_INFIX,
+			             strlen(".app" DIR_DISCARD_INFIX)) == 0;
 		closedir(d);
 		if (n == 0)
 			return true;

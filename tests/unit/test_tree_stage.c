@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include <check.h>
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "dir_discard.h"
 #include "file.h"
 #include "tree_stage.h"
 
@@ -34,8 +37,8 @@ static int trash_count(void)
 
 	ck_assert_ptr_nonnull(d);
 	while ((de = readdir(d)))
-		n += strncmp(de->d_name, ".app" DIR_SWAP_TRASH_INFIX,
-		             strlen(".app" DIR_SWAP_TRASH_INFIX)) == 0;
+		n += strncmp(de->d_name, ".app" DIR_DISCARD_INFIX,
+		             strlen(".app" DIR_DISCARD_INFIX)) == 0;
 	closedir(d);
 	return n;
 }
@@ -380,12 +383,62 @@ START_TEST(test_recovery)
 }
 END_TEST
 
-/* The release leaves the old tree to a thread: its name is free at once, the tree goes. */
+/* The hook of test_old_tree_discarded: on the discard's thread, held until the test lets go. */
+struct held {
+	int go[2];              /* the test writes a byte when the thread may go on */
+	volatile int reached;   /* the thread is in the hook */
+	volatile int timed_out; /* nobody let it go within 10 s (the discard ran on our thread) */
+};
+
+static void hold_hook(void *userdata, const char *point)
+{
+	struct held *h = userdata;
+	struct pollfd p;
+	char c;
+
+	if (strcmp(point, "discarding") != 0)
+		return;
+	h->reached = 1;
+	p = (struct pollfd){.fd = h->go[0], .events = POLLIN};
+	if (poll(&p, 1, 10000) != 1 || read(h->go[0], &c, 1) != 1)
+		h->timed_out = 1;
+}
+
+/* The name of the one box beside the app (.app.checkout-trash.*), or NULL. */
+static const char *box_of_app(void)
+{
+	static char name[NAME_MAX + 1];
+	DIR *d = opendir(root);
+	struct dirent *de;
+	const char *r = NULL;
+
+	ck_assert_ptr_nonnull(d);
+	while ((de = readdir(d)))
+		if (strncmp(de->d_name, ".app" DIR_DISCARD_INFIX,
+		            strlen(".app" DIR_DISCARD_INFIX)) == 0) {
+			snprintf(name, sizeof(name), "%s", de->d_name);
+			r = name;
+		}
+	closedir(d);
+	return r;
+}
+
+/*
+ * The release leaves the old tree to a thread: it returns at once, the old tree's name is free,
+ * the tree waits in a box root's alone and locked, and a boot that counts the disk can wait for
+ * it. The app holding a lock on its old tree changes nothing of that.
+ */
 START_TEST(test_old_tree_discarded)
 {
+	struct tree_stage_target t = {.uid = (uid_t)-1, .gid = (gid_t)-1, .hook = hold_hook};
+	struct held h = {0};
 	struct tree_stage_result res;
-	struct tree_stage *s;
+	struct tree_stage *s = NULL;
+	char path[PATH_MAX * 2];
+	const char *box;
+	struct stat st;
 	struct err err;
+	int app_lock, fd;
 
 	ck_assert_int_eq(mkdir(app, 0755), 0);
 	for (int i = 0; i < 64; i++) {
@@ -394,34 +447,77 @@ START_TEST(test_old_tree_discarded)
 		put_file(name, "old");
 	}
 	/* Deep enough that the thread's walk needs a stack of its own size. */
-	{
-		int fd = open(app, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		for (int i = 0; i < 500 && fd >= 0; i++) {
-			int sub;
-			ck_assert_int_eq(mkdirat(fd, "d", 0755), 0);
-			sub = openat(fd, "d", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-			close(fd);
-			fd = sub;
-		}
-		ck_assert_int_ge(fd, 0);
+	fd = open(app, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	for (int i = 0; i < 500 && fd >= 0; i++) {
+		int sub;
+		ck_assert_int_eq(mkdirat(fd, "d", 0755), 0);
+		sub = openat(fd, "d", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		close(fd);
+		fd = sub;
 	}
-	s = begin(0);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	app_lock = open(app, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	ck_assert_int_eq(flock(app_lock, LOCK_EX | LOCK_NB), 0);
+	ck_assert_int_eq(pipe(h.go), 0);
+	t.app_dir = app;
+	t.hook_userdata = &h;
+	ck_assert_msg(tree_stage_begin(&t, &s, &err) == 0, "%s", err.msg);
 	push_normal(s);
 	ck_assert_msg(tree_stage_finish(s, 5, 11, &res, &err) == 0, "%s", err.msg);
 	ck_assert(exists(".app" DIR_SWAP_OLD_SUFFIX "/old-0"));
 	tree_stage_free(s);
+	for (int i = 0; i < 1000 && !h.reached; i++)
+		usleep(10000);
+	ck_assert(h.reached);
+
 	ck_assert(!exists(".app" DIR_SWAP_OLD_SUFFIX));
 	ck_assert_str_eq(slurp("app/config/app.yml"), "hello world");
+	box = box_of_app();
+	ck_assert_ptr_nonnull(box);
+	snprintf(path, sizeof(path), "%s/%s", root, box);
+	ck_assert_int_eq(lstat(path, &st), 0);
+	ck_assert(S_ISDIR(st.st_mode));
+	ck_assert_uint_eq(st.st_mode & 07777, 0700);
+	ck_assert_uint_eq(st.st_uid, geteuid());
+	snprintf(path, sizeof(path), "%s/%s/tree/old-0", root, box);
+	ck_assert_int_eq(access(path, F_OK), 0);
+	snprintf(path, sizeof(path), "%s/%s", root, box);
+	fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(flock(fd, LOCK_SH | LOCK_NB), -1);
+	ck_assert_int_eq(errno, EWOULDBLOCK);
+	close(fd);
+	ck_assert(!dir_discard_wait(app, 50));
+
+	ck_assert_int_eq(write(h.go[1], "g", 1), 1);
+	ck_assert(dir_discard_wait(app, 20000));
+	ck_assert(!h.timed_out);
 	ck_assert(trash_gone());
-	ck_assert(!exists("app/old-0"));
+	close(app_lock);
+	close(h.go[0]);
+	close(h.go[1]);
 }
 END_TEST
 
+/* A box: root's 0700 directory holding "tree" (what a discard makes), name below root. */
+static void make_box(const char *name)
+{
+	char path[PATH_MAX * 2];
+
+	snprintf(path, sizeof(path), "%s/%s", root, name);
+	ck_assert_int_eq(mkdir(path, 0700), 0);
+	ck_assert_int_eq(chmod(path, 0700), 0);
+	snprintf(path, sizeof(path), "%s/%s/tree", root, name);
+	ck_assert_int_eq(mkdir(path, 0755), 0);
+	snprintf(path, sizeof(path), "%s/tree/file", name);
+	put_file(path, "old");
+}
+
 /*
- * Old trees a discard left (its process ended first) go with the next recovery; one whose
- * flock() is held (a discard removes it now) stays; a link of that name is removed, not
- * followed.
+ * Boxes left over (their process ended first) go with the next recovery; a held one (a discard
+ * removes it now) stays; a link of a box's name is removed, not followed; what is not a box
+ * (another name, not root's 0700) is left alone.
  */
 START_TEST(test_trash_recovered)
 {
@@ -430,32 +526,45 @@ START_TEST(test_trash_recovered)
 
 	ck_assert_int_eq(mkdir(app, 0755), 0);
 	put_file("app/keep", "keep");
-	snprintf(path, sizeof(path), "%s/.app" DIR_SWAP_TRASH_INFIX "0123456789abcdef", root);
-	ck_assert_int_eq(mkdir(path, 0755), 0);
-	put_file(".app" DIR_SWAP_TRASH_INFIX "0123456789abcdef/file", "old");
-	snprintf(outside, sizeof(outside), "%s/outside", root);
-	ck_assert_int_eq(mkdir(outside, 0755), 0);
-	put_file("outside/precious", "precious");
-	snprintf(path, sizeof(path), "%s/.app" DIR_SWAP_TRASH_INFIX "link", root);
-	ck_assert_int_eq(symlink(outside, path), 0);
-	snprintf(path, sizeof(path), "%s/.app" DIR_SWAP_TRASH_INFIX "fedcba9876543210", root);
-	ck_assert_int_eq(mkdir(path, 0755), 0);
-	put_file(".app" DIR_SWAP_TRASH_INFIX "fedcba9876543210/file", "busy");
+	make_box(".app" DIR_DISCARD_INFIX "0123456789abcdef");
+	make_box(".app" DIR_DISCARD_INFIX "fedcba9876543210");
+	snprintf(path, sizeof(path), "%s/.app" DIR_DISCARD_INFIX "fedcba9876543210", root);
 	lock_fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	ck_assert_int_ge(lock_fd, 0);
 	ck_assert_int_eq(flock(lock_fd, LOCK_EX | LOCK_NB), 0);
+	snprintf(outside, sizeof(outside), "%s/outside", root);
+	ck_assert_int_eq(mkdir(outside, 0700), 0);
+	put_file("outside/precious", "precious");
+	snprintf(path, sizeof(path), "%s/.app" DIR_DISCARD_INFIX "1111111111111111", root);
+	ck_assert_int_eq(symlink(outside, path), 0);
+	snprintf(path, sizeof(path), "%s/.app" DIR_DISCARD_INFIX "sibling", root);
+	ck_assert_int_eq(mkdir(path, 0700), 0);
+	snprintf(path, sizeof(path), "%s/.app" DIR_DISCARD_INFIX "2222222222222222", root);
+	ck_assert_int_eq(mkdir(path, 0755), 0);
 
 	tree_stage_free(begin(0));
-	ck_assert(!exists(".app" DIR_SWAP_TRASH_INFIX "0123456789abcdef"));
-	ck_assert(!exists(".app" DIR_SWAP_TRASH_INFIX "link"));
+	for (int i = 0; i < 1000 && exists(".app" DIR_DISCARD_INFIX "0123456789abcdef"); i++)
+		usleep(10000);
+	ck_assert(!exists(".app" DIR_DISCARD_INFIX "0123456789abcdef"));
+	ck_assert(!exists(".app" DIR_DISCARD_INFIX "1111111111111111"));
 	ck_assert_str_eq(slurp("outside/precious"), "precious");
-	ck_assert_str_eq(slurp(".app" DIR_SWAP_TRASH_INFIX "fedcba9876543210/file"), "busy");
+	ck_assert_str_eq(slurp(".app" DIR_DISCARD_INFIX "fedcba9876543210/tree/file"), "old");
+	ck_assert(exists(".app" DIR_DISCARD_INFIX "sibling"));
+	ck_assert(exists(".app" DIR_DISCARD_INFIX "2222222222222222"));
 	ck_assert_str_eq(slurp("app/keep"), "keep");
 
 	close(lock_fd);
 	tree_stage_free(begin(0));
-	ck_assert_int_eq(trash_count(), 0);
+	for (int i = 0; i < 1000 && exists(".app" DIR_DISCARD_INFIX "fedcba9876543210"); i++)
+		usleep(10000);
+	ck_assert(!exists(".app" DIR_DISCARD_INFIX "fedcba9876543210"));
+	ck_assert(exists(".app" DIR_DISCARD_INFIX "sibling"));
 	ck_assert_str_eq(slurp("app/keep"), "keep");
+	/* Not boxes: the test's own to remove. */
+	snprintf(path, sizeof(path), "%s/.app" DIR_DISCARD_INFIX "sibling", root);
+	ck_assert_int_eq(rmdir(path), 0);
+	snprintf(path, sizeof(path), "%s/.app" DIR_DISCARD_INFIX "2222222222222222", root);
+	ck_assert_int_eq(rmdir(path), 0);
 }
 END_TEST
 
