@@ -12,7 +12,6 @@
 
 #include "cleanup.h"
 #include "clock.h"
-#include "dir_discard.h"
 #include "log.h"
 
 struct walk {
@@ -99,13 +98,12 @@ int boot_disk_usage(const char *dir, uint64_t *ret, struct err *err)
 }
 
 void boot_disk_budget_init(struct boot_disk_budget *b, const char *workspace, const char *state_dir,
-                           const char *app_dir, uint64_t max)
+                           uint64_t max)
 {
 	size_t wl = strlen(workspace);
 
 	memset(b, 0, sizeof(*b));
 	b->max = max;
-	b->app_dir = app_dir;
 	b->every_ms = 1000;
 	b->dirs[b->n++] = workspace;
 	if (strncmp(state_dir, workspace, wl) || (state_dir[wl] != '/' && state_dir[wl]))
@@ -208,18 +206,6 @@ int boot_disk_budget_check(struct boot_disk_budget *b, bool final, uint64_t *ret
 	}
 	if (b->used <= b->max)
 		return 0;
-	if (b->app_dir && !b->settled) {
-		b->settled = true;
-		if (!dir_discard_wait(b->app_dir, BOOT_DISK_SETTLE_MS))
-			log_warn(
-			    "disk budget: an old tree of %s is still being removed after %u s; "
-			    "it is counted",
-			    b->app_dir, BOOT_DISK_SETTLE_MS / 1000);
-		if (walk(b) < 0)
-			return boot_disk_budget_check(b, final, ret_used);
-		if (b->used <= b->max)
-			return 0;
-	}
 	*ret_used = b->used;
 	return 1;
 }

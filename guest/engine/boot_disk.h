@@ -27,17 +27,11 @@ int boot_disk_usage(const char *dir, uint64_t *ret, struct err *err);
  * the filesystems' own counters (statfs) say how much was written since; only when that
  * estimate passes the budget is the workspace walked again to be sure, at most every second
  * and never more than a twentieth of the time (a filesystem shared with other writers makes the
- * estimate high, never low, unless files outside are deleted meanwhile). A walk over the budget
- * first waits, once and at most BOOT_DISK_SETTLE_MS, for the app's old trees still being
- * removed beside it (dir_discard.h), then walks again: bytes on their way out do not fail a boot.
+ * estimate high, never low, unless files outside are deleted meanwhile).
  */
-#define BOOT_DISK_SETTLE_MS 30000u
-
 struct boot_disk_budget {
 	const char *dirs[2]; /* the workspace, and the state directory when it is outside */
 	size_t n;
-	const char *app_dir;    /* whose old trees a walk over the budget waits for; NULL: none */
-	bool settled;           /* that wait was made */
 	uint64_t max;           /* bytes; 0: not checked */
 	uint64_t used, fs_used; /* the last walk, and the filesystems' use then */
 	bool known, broken;     /* a walk was made; a walk could not measure (too many entries,
@@ -48,7 +42,7 @@ struct boot_disk_budget {
 };
 
 void boot_disk_budget_init(struct boot_disk_budget *b, const char *workspace, const char *state_dir,
-                           const char *app_dir, uint64_t max);
+                           uint64_t max);
 /*
  * 1 with *ret_used when the workspace uses more than the budget (measured by a walk), else 0.
  * final: the step ended, decide now (a walk is not put off).

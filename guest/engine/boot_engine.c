@@ -23,6 +23,7 @@
 
 #include "clock.h"
 #include "boot_services.h"
+#include "dir_discard.h"
 #include "boot_state.h"
 #include "boot_step.h"
 #include "child_env.h"
@@ -196,6 +197,37 @@ static int prepare_directories(const struct boot_plan *p, struct err *err)
 
 static int engine_stop_loaded(const char *state_dir, struct boot_state *st, unsigned grace_ms,
                               struct err *err);
+
+/*
+ * An old tree of the app still being removed beside it (dir_discard.h) is no use of the app's
+ * disk budget, which counts the workspace from the first step on: wait for it first, while a
+ * stop is still answered, at most BOOT_DISCARD_WAIT_MS and never past the boot's deadline.
+ * Then it is counted like any other bytes, and the log says why.
+ */
+#define BOOT_DISCARD_WAIT_MS 30000
+
+static int wait_old_trees(const struct step_context *ctx, struct err *err)
+{
+	const struct boot_plan *p = ctx->plan;
+	uint64_t until = clock_now_ms() + BOOT_DISCARD_WAIT_MS;
+
+	if (!p->limits.disk)
+		return 0;
+	while (!dir_discard_wait(p->app_dir, 50)) {
+		uint64_t now = clock_now_ms();
+
+		if (boot_step_interrupted(ctx, err))
+			return -1;
+		if (now >= until || now >= ctx->deadline_ms) {
+			log_warn(
+			    "an old tree of %s is still being removed beside it: the disk budget "
+			    "counts it",
+			    p->app_dir);
+			return 0;
+		}
+	}
+	return 0;
+}
 
 /*
  * Stop what a previous boot of this app left running (a second boot, --restart), by its state
@@ -1057,7 +1089,7 @@ int boot_engine_run(struct boot_plan *p, const struct boot_options *o,
 	boot_state_set(&st.cgroup, procset_cgroup_path(procs));
 	if (boot_limits_apply(p, procs, set_name, o->notes, err) < 0)
 		goto out;
-	boot_disk_budget_init(&disk, p->workspace, p->state_dir, p->app_dir, p->limits.disk);
+	boot_disk_budget_init(&disk, p->workspace, p->state_dir, p->limits.disk);
 	boot_limits_state(p, &st);
 	if (boot_egress_apply(p, &st, o->notes, err) < 0)
 		goto out;
@@ -1084,7 +1116,8 @@ int boot_engine_run(struct boot_plan *p, const struct boot_options *o,
 		err_wrap(err, "cannot apply the limits");
 		goto out;
 	}
-	if (run_setup(&ctx, &prev, &st, from < p->n_steps ? from : p->n_steps, res, err) < 0)
+	if (wait_old_trees(&ctx, err) < 0 ||
+	    run_setup(&ctx, &prev, &st, from < p->n_steps ? from : p->n_steps, res, err) < 0)
 		goto out;
 
 	result_fail_at(res, "start", NULL);

@@ -429,10 +429,13 @@ int checkout_stage_fetch(const struct checkout_target *t, const struct git_fetch
                          struct err *err)
 {
 	_cleanup_checkout_stage_ struct checkout_stage *s = NULL;
+	/* A runner's: its process ends with the answer, and a thread with it. */
+	struct checkout_target own = *t;
 	struct git_fetch_result fr;
 	int r;
 
-	r = checkout_stage_begin(t, &s, err);
+	own.flags |= DIR_SWAP_NO_THREADS;
+	r = checkout_stage_begin(&own, &s, err);
 	if (r < 0)
 		return r;
 	r = git_fetch_ref(s->repo, spec, &fr, err);

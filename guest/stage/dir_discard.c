@@ -23,9 +23,9 @@
 #include "log.h"
 
 #define BOX_TREE "tree" /* the tree's name in its box */
-#define BOX_ID_BYTES 8  /* 16 hex digits */
-#define SWEEP_MAX 16    /* boxes one recovery hands to threads */
-#define WAIT_NAP_MS 5   /* dir_discard_wait's look, while a box is held */
+#define BOX_ID_BYTES (DIR_DISCARD_ID_LEN / 2)
+#define SWEEP_MAX 16  /* boxes one sweep hands to its thread */
+#define WAIT_NAP_MS 5 /* dir_discard_wait's look, while a box is held */
 /* The walk recurses once per level, up to fs_safe's 512: not musl's 128 KiB default stack. */
 #define THREAD_STACK ((size_t)1024 * 1024)
 
@@ -97,39 +97,36 @@ static bool discard_run(struct discard *d)
 	return left;
 }
 
-static void *discard_main(void *userdata)
-{
-	(void)discard_run(userdata);
-	return NULL;
-}
-
-/* d removed on a detached thread, or here when none starts: true when something is left. */
-static bool discard_hand_over(struct discard *d)
+/* fn(userdata) on a detached thread: false when none starts (fn is then not called). */
+static bool thread_start(void *(*fn)(void *), void *userdata)
 {
 	pthread_attr_t attr;
 	sigset_t all, old;
 	pthread_t t;
-	int r = -1;
+	int r;
 
-	if (pthread_attr_init(&attr) == 0) {
+	r = pthread_attr_init(&attr);
+	if (r == 0) {
 		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 		pthread_attr_setstacksize(&attr, THREAD_STACK);
 		/* It takes no signal: they stay the caller's (signalfd, the default actions). */
 		sigfillset(&all);
 		pthread_sigmask(SIG_SETMASK, &all, &old);
-		r = pthread_create(&t, &attr, discard_main, d);
+		r = pthread_create(&t, &attr, fn, userdata);
 		pthread_sigmask(SIG_SETMASK, &old, NULL);
 		pthread_attr_destroy(&attr);
 	}
-	if (r == 0)
-		return false;
-	log_debug("no thread to remove %s: %s", d->name, strerror(r > 0 ? r : errno));
-	return discard_run(d);
+	if (r != 0)
+		log_debug("no thread to remove an old tree on: %s", strerror(r));
+	return r == 0;
 }
 
-/* The box box_fd (locked), named name below parent_fd, to be removed: takes box_fd. */
-static bool discard_box(int parent_fd, int box_fd, const char *name, dir_discard_hook_fn hook,
-                        void *hook_userdata)
+/*
+ * The removal of the box box_fd (locked), named name below parent_fd; takes box_fd. NULL when
+ * there is no memory or descriptor for it: the box is then removed here.
+ */
+static struct discard *discard_new(int parent_fd, int box_fd, const char *name,
+                                   dir_discard_hook_fn hook, void *hook_userdata)
 {
 	size_t n = strlen(name);
 	struct discard *d = malloc(sizeof(*d) + n + 1);
@@ -138,24 +135,31 @@ static bool discard_box(int parent_fd, int box_fd, const char *name, dir_discard
 		d->parent_fd = fcntl(parent_fd, F_DUPFD_CLOEXEC, 3);
 	if (!d || d->parent_fd < 0) {
 		struct err e;
-		bool left = fs_safe_tree_remove_at(box_fd, BOX_TREE, &e) < 0 ||
-		            (unlinkat(parent_fd, name, AT_REMOVEDIR) < 0 && errno != ENOENT);
 
+		if (fs_safe_tree_remove_at(box_fd, BOX_TREE, &e) == 0)
+			(void)unlinkat(parent_fd, name, AT_REMOVEDIR);
 		free(d);
 		close(box_fd);
-		return left;
+		return NULL;
 	}
 	d->box_fd = box_fd;
 	d->hook = hook;
 	d->hook_userdata = hook_userdata;
 	memcpy(d->name, name, n + 1);
-	return discard_hand_over(d);
+	return d;
 }
 
-bool dir_discard_start(int parent_fd, const char *base, const char *name, dir_discard_hook_fn hook,
-                       void *hook_userdata)
+static void *discard_main(void *userdata)
+{
+	(void)discard_run(userdata);
+	return NULL;
+}
+
+bool dir_discard_start(int parent_fd, const char *base, const char *name, bool wait,
+                       dir_discard_hook_fn hook, void *hook_userdata)
 {
 	char box[NAME_MAX + 2];
+	struct discard *d;
 	int box_fd;
 
 	if (!box_name(base, box, sizeof(box)) || mkdirat(parent_fd, box, 0700) < 0)
@@ -168,7 +172,13 @@ bool dir_discard_start(int parent_fd, const char *base, const char *name, dir_di
 		(void)unlinkat(parent_fd, box, AT_REMOVEDIR);
 		return dir_discard_now(parent_fd, name);
 	}
-	return discard_box(parent_fd, box_fd, box, hook, hook_userdata);
+	/* From here the tree is in the box: whatever fails, a sweep finds it there. */
+	d = discard_new(parent_fd, box_fd, box, hook, hook_userdata);
+	if (!d)
+		return faccessat(parent_fd, box, F_OK, AT_SYMLINK_NOFOLLOW) == 0;
+	if (!wait && thread_start(discard_main, d))
+		return false;
+	return discard_run(d);
 }
 
 /*
@@ -219,7 +229,8 @@ static void boxes_each(int parent_fd, const char *base, bool (*fn)(int, const ch
 
 struct sweep {
 	const char *what;
-	unsigned n;
+	size_t n;
+	struct discard *v[SWEEP_MAX];
 };
 
 static bool sweep_one(int parent_fd, const char *name, void *userdata)
@@ -231,15 +242,32 @@ static bool sweep_one(int parent_fd, const char *name, void *userdata)
 	if (fd < 0)
 		return true; /* held: a discard is removing it; or not a box */
 	log_info("removing an old tree of %s that an earlier removal left (%s)", sw->what, name);
-	(void)discard_box(parent_fd, fd, name, NULL, NULL);
-	return ++sw->n < SWEEP_MAX;
+	sw->v[sw->n] = discard_new(parent_fd, fd, name, NULL, NULL);
+	if (sw->v[sw->n])
+		sw->n++;
+	return sw->n < SWEEP_MAX;
+}
+
+static void *sweep_main(void *userdata)
+{
+	struct sweep *sw = userdata;
+
+	for (size_t i = 0; i < sw->n; i++)
+		(void)discard_run(sw->v[i]);
+	free(sw);
+	return NULL;
 }
 
 void dir_discard_sweep(int parent_fd, const char *base, const char *what)
 {
-	struct sweep sw = {.what = what};
+	struct sweep *sw = calloc(1, sizeof(*sw));
 
-	boxes_each(parent_fd, base, sweep_one, &sw);
+	if (!sw)
+		return;
+	sw->what = what;
+	boxes_each(parent_fd, base, sweep_one, sw);
+	if (sw->n == 0 || !thread_start(sweep_main, sw))
+		(void)sweep_main(sw);
 }
 
 static bool held_one(int parent_fd, const char *name, void *userdata)

@@ -9,8 +9,8 @@
  * was, can neither open the box nor take that lock, and the tree is reached through the box's
  * descriptor, never by a name in the parent. A box whose lock nobody holds is left over (its
  * process ended, or its removal failed): the next recovery of that directory removes it, again
- * on a thread. A boot waits, a bounded time, for the boxes of its app before it counts the
- * workspace's disk use (dir_discard_wait).
+ * on a thread. A boot with a disk budget waits, a bounded time, for the boxes of its app
+ * before its first step (dir_discard_wait): bytes on their way out are not the app's use.
  */
 #ifndef SA_DIR_DISCARD_H
 #define SA_DIR_DISCARD_H
@@ -18,23 +18,25 @@
 #include <stdbool.h>
 
 #define DIR_DISCARD_INFIX ".checkout-trash."
+#define DIR_DISCARD_ID_LEN 16 /* the hex digits after it */
 
 /* Tests only: called with "discarding" on the thread, before it removes anything. */
 typedef void (*dir_discard_hook_fn)(void *userdata, const char *point);
 
 /*
  * Move name (below parent_fd, swapped out of the directory base) into a new box and remove it
- * on a thread. Where the box, the move or the thread is not possible, name is removed here and
- * now. True when something is left for the next recovery.
+ * on a thread, or here with wait. Where the box, the move or the thread is not possible, name
+ * is removed here and now. True when something is left for the next recovery (in a box, or at
+ * name when not even the box was possible).
  */
-bool dir_discard_start(int parent_fd, const char *base, const char *name, dir_discard_hook_fn hook,
-                       void *hook_userdata);
+bool dir_discard_start(int parent_fd, const char *base, const char *name, bool wait,
+                       dir_discard_hook_fn hook, void *hook_userdata);
 /* Remove name below parent_fd here and now (a failure is only logged): true when some is left. */
 bool dir_discard_now(int parent_fd, const char *name);
 
 /*
- * The boxes of base below parent_fd that nobody holds, each removed on a thread (here, where
- * no thread starts). what names the directory in the log.
+ * The boxes of base below parent_fd that nobody holds (at most 16 a sweep), removed one after
+ * the other on one thread (here, where no thread starts). what names the directory in the log.
  */
 void dir_discard_sweep(int parent_fd, const char *base, const char *what);
 

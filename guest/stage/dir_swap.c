@@ -72,7 +72,8 @@ int dir_swap_init(struct dir_swap *s, const char *dir, unsigned flags, dir_swap_
 	slash = strrchr(s->dir, '/');
 	if (!slash[1] || strcmp(slash + 1, ".") == 0 || strcmp(slash + 1, "..") == 0)
 		return err_set(err, ERR_REFUSED, EINVAL, "%s cannot be an app directory", dir);
-	if (strlen(slash + 1) + strlen(DIR_SWAP_NEW_SUFFIX) + 1 > NAME_MAX)
+	/* The longest name beside it: a discard's box (".app.checkout-trash.<16 hex>"). */
+	if (1 + strlen(slash + 1) + strlen(DIR_DISCARD_INFIX) + DIR_DISCARD_ID_LEN > NAME_MAX)
 		return err_set(err, ERR_REFUSED, ENAMETOOLONG, "the name of %s is too long", dir);
 	s->parent = slash == s->dir ? strdup("/") : strndup(s->dir, (size_t)(slash - s->dir));
 	s->base = strdup(slash + 1);
@@ -138,7 +139,11 @@ int dir_swap_recover(struct dir_swap *s, enum dir_swap_recovery *ret, struct err
 	}
 	if (have_new || have_old) {
 		r = have_new ? remove_beside(s, s->new_name, "the unfinished tree", err) : 0;
-		if (r >= 0 && have_old)
+		/* Into a box, as after a swap; only an old tree that could not even move fails. */
+		if (r >= 0 && have_old &&
+		    dir_discard_start(s->parent_fd, s->base, s->old_name,
+		                      s->flags & DIR_SWAP_NO_THREADS, NULL, NULL) &&
+		    exists_at(s->parent_fd, s->old_name))
 			r = remove_beside(s, s->old_name, "the old tree", err);
 		if (r < 0)
 			return r;
@@ -151,7 +156,8 @@ int dir_swap_recover(struct dir_swap *s, enum dir_swap_recovery *ret, struct err
 			return r;
 		log_debug("recovered %s: %d", s->dir, (int)action);
 	}
-	dir_discard_sweep(s->parent_fd, s->base, s->dir);
+	if (!(s->flags & DIR_SWAP_NO_THREADS))
+		dir_discard_sweep(s->parent_fd, s->base, s->dir);
 	if (ret)
 		*ret = action;
 	return 0;
@@ -264,22 +270,24 @@ int dir_swap_exchange(struct dir_swap *s, int *ret_method, struct err *err)
 	return 0;
 }
 
-bool dir_swap_old_remove(struct dir_swap *s)
+/* The old tree into a box, removed on a thread or, with wait, before this returns. */
+static bool old_tree_discard(struct dir_swap *s, bool wait)
 {
 	const char *name = s->old_tree;
 
 	if (!name)
 		return false;
 	s->old_tree = NULL;
-	return remove_left(s, name);
+	return dir_discard_start(s->parent_fd, s->base, name, wait, wait ? NULL : s->hook,
+	                         s->hook_userdata);
+}
+
+bool dir_swap_old_remove(struct dir_swap *s)
+{
+	return old_tree_discard(s, true);
 }
 
 bool dir_swap_old_discard(struct dir_swap *s)
 {
-	const char *name = s->old_tree;
-
-	if (!name)
-		return false;
-	s->old_tree = NULL;
-	return dir_discard_start(s->parent_fd, s->base, name, s->hook, s->hook_userdata);
+	return old_tree_discard(s, s->flags & DIR_SWAP_NO_THREADS);
 }

@@ -31,6 +31,12 @@
 enum dir_swap_flags {
 	/* Swap with two renames even where RENAME_EXCHANGE works (to test that path). */
 	DIR_SWAP_NO_EXCHANGE = 1 << 0,
+	/*
+	 * No thread (a process that ends with its answer, which would end it too): old trees
+	 * are removed before the call returns, and leftover boxes are left to the next recovery
+	 * of a process that may start one (dir_discard.h).
+	 */
+	DIR_SWAP_NO_THREADS = 1 << 1,
 };
 
 enum dir_swap_method {

@@ -9,13 +9,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "boot_disk.h"
-#include "dir_discard.h"
 
 static char tmpdir[64];
 
@@ -80,7 +77,7 @@ START_TEST(test_too_deep_fails_closed)
 	ck_assert_int_eq(e.code, ELOOP);
 	ck_assert_ptr_nonnull(strstr(e.msg, "levels deep"));
 	/* A budget of 4 MiB: the walk cannot measure, so the filesystem's counters decide. */
-	boot_disk_budget_init(&b, tmpdir, tmpdir, NULL, 4 << 20);
+	boot_disk_budget_init(&b, tmpdir, tmpdir, 4 << 20);
 	ck_assert_int_eq(boot_disk_budget_check(&b, true, &used), 0);
 	ck_assert(b.broken);
 	/* 8 MiB written at the bottom, where no walk reaches: over the budget all the same. */
@@ -108,7 +105,7 @@ START_TEST(test_state_dir_on_another_filesystem)
 	ck_assert_int_eq(stat(tmpdir, &ws), 0);
 	ck_assert_int_eq(stat(state, &sd), 0);
 	if (ws.st_dev != sd.st_dev) {
-		boot_disk_budget_init(&b, tmpdir, state, NULL, 4 << 20);
+		boot_disk_budget_init(&b, tmpdir, state, 4 << 20);
 		ck_assert_int_eq(boot_disk_budget_check(&b, true, &used), 0);
 		d = open(state, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		write_bytes(d, "log", 8 << 20);
@@ -118,63 +115,6 @@ START_TEST(test_state_dir_on_another_filesystem)
 	}
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", state);
 	ck_assert_int_eq(system(cmd), 0);
-}
-END_TEST
-
-/*
- * An old tree of the app still being removed beside it (a discard's box, locked) does not fail
- * the budget: the walk over it waits for the box, then walks again. Without the app's
- * directory given, the same bytes are over the budget.
- */
-START_TEST(test_old_tree_on_its_way_out)
-{
-	char app[96], box[128];
-	struct boot_disk_budget b;
-	uint64_t used = 0;
-	int lock[2], go[2], d, fd;
-	pid_t pid;
-	char c;
-
-	snprintf(app, sizeof(app), "%s/app", tmpdir);
-	snprintf(box, sizeof(box), "%s/.app" DIR_DISCARD_INFIX "0123456789abcdef", tmpdir);
-	ck_assert_int_eq(mkdir(app, 0755), 0);
-	ck_assert_int_eq(mkdir(box, 0700), 0);
-	d = open(box, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	write_bytes(d, "old", 6 << 20);
-	close(d);
-
-	/* A discard of our making: holds the box's lock, removes it, then lets go. */
-	ck_assert_int_eq(pipe(lock), 0);
-	ck_assert_int_eq(pipe(go), 0);
-	pid = fork();
-	ck_assert_int_ge(pid, 0);
-	if (pid == 0) {
-		fd = open(box, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (fd < 0 || flock(fd, LOCK_EX) < 0 || write(lock[1], "l", 1) != 1 ||
-		    read(go[0], &c, 1) != 1)
-			_exit(1);
-		usleep(200 * 1000);
-		if (unlinkat(fd, "old", 0) < 0 || rmdir(box) < 0)
-			_exit(1);
-		_exit(0);
-	}
-	ck_assert_int_eq(read(lock[0], &c, 1), 1);
-	boot_disk_budget_init(&b, tmpdir, tmpdir, NULL, 4 << 20);
-	ck_assert_int_eq(boot_disk_budget_check(&b, true, &used), 1);
-	/* The box goes 200 ms from now, while the check below waits for it. */
-	ck_assert_int_eq(write(go[1], "g", 1), 1);
-	boot_disk_budget_init(&b, tmpdir, tmpdir, app, 4 << 20);
-	ck_assert_int_eq(boot_disk_budget_check(&b, true, &used), 0);
-	ck_assert_int_eq(access(box, F_OK), -1);
-	{
-		int status;
-		ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-		ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-	}
-	close(lock[0]);
-	close(lock[1]);
-	close(go[0]);
-	close(go[1]);
 }
 END_TEST
 
@@ -188,7 +128,6 @@ int main(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_usage_counts_files);
 	tcase_add_test(tc, test_too_deep_fails_closed);
-	tcase_add_test(tc, test_old_tree_on_its_way_out);
 	tcase_add_test(tc, test_state_dir_on_another_filesystem);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -388,6 +389,7 @@ struct held {
 	int go[2];              /* the test writes a byte when the thread may go on */
 	volatile int reached;   /* the thread is in the hook */
 	volatile int timed_out; /* nobody let it go within 10 s (the discard ran on our thread) */
+	size_t stack;           /* the thread's stack, where the C library says (glibc) */
 };
 
 static void hold_hook(void *userdata, const char *point)
@@ -398,6 +400,15 @@ static void hold_hook(void *userdata, const char *point)
 
 	if (strcmp(point, "discarding") != 0)
 		return;
+#ifdef __GLIBC__
+	{
+		pthread_attr_t attr;
+		if (pthread_getattr_np(pthread_self(), &attr) == 0) {
+			(void)pthread_attr_getstacksize(&attr, &h->stack);
+			pthread_attr_destroy(&attr);
+		}
+	}
+#endif
 	h->reached = 1;
 	p = (struct pollfd){.fd = h->go[0], .events = POLLIN};
 	if (poll(&p, 1, 10000) != 1 || read(h->go[0], &c, 1) != 1)
@@ -493,6 +504,9 @@ START_TEST(test_old_tree_discarded)
 	ck_assert_int_eq(write(h.go[1], "g", 1), 1);
 	ck_assert(dir_discard_wait(app, 20000));
 	ck_assert(!h.timed_out);
+#ifdef __GLIBC__
+	ck_assert_uint_ge(h.stack, 1024 * 1024);
+#endif
 	ck_assert(trash_gone());
 	close(app_lock);
 	close(h.go[0]);
@@ -568,6 +582,65 @@ START_TEST(test_trash_recovered)
 }
 END_TEST
 
+/*
+ * An old tree too deep to remove, left beside the app: the recovery moves it into a box and
+ * goes on (the swap's name is free again); the box stays, and fails no later recovery.
+ */
+START_TEST(test_old_tree_too_deep)
+{
+	char cmd[PATH_MAX + 32];
+	const char *box;
+	int fd;
+
+	ck_assert_int_eq(mkdir(app, 0755), 0);
+	put_file("app/keep", "keep");
+	snprintf(cmd, sizeof(cmd), "%s/.app" DIR_SWAP_OLD_SUFFIX, root);
+	ck_assert_int_eq(mkdir(cmd, 0755), 0);
+	fd = open(cmd, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	for (int i = 0; i < 600 && fd >= 0; i++) {
+		int sub;
+		ck_assert_int_eq(mkdirat(fd, "d", 0755), 0);
+		sub = openat(fd, "d", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		close(fd);
+		fd = sub;
+	}
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+
+	tree_stage_free(begin(0));
+	ck_assert(!exists(".app" DIR_SWAP_OLD_SUFFIX));
+	ck_assert(dir_discard_wait(app, 20000));
+	box = box_of_app();
+	ck_assert_ptr_nonnull(box);
+	tree_stage_free(begin(0));
+	ck_assert(dir_discard_wait(app, 20000));
+	ck_assert_str_eq(slurp("app/keep"), "keep");
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'/.app" DIR_DISCARD_INFIX "*", root);
+	ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
+/* Every name beside the directory must fit: a discard's box is the longest. */
+START_TEST(test_name_too_long)
+{
+	struct tree_stage_target t = {.uid = (uid_t)-1, .gid = (gid_t)-1};
+	char dir[PATH_MAX];
+	struct tree_stage *s = NULL;
+	struct err err;
+	int n;
+
+	n = snprintf(dir, sizeof(dir), "%s/", root);
+	memset(dir + n, 'a', 230);
+	dir[n + 230] = '\0';
+	t.app_dir = dir;
+	ck_assert_int_lt(tree_stage_begin(&t, &s, &err), 0);
+	ck_assert_int_eq(err.code, ENAMETOOLONG);
+	dir[n + 200] = '\0';
+	ck_assert_msg(tree_stage_begin(&t, &s, &err) == 0, "%s", err.msg);
+	tree_stage_free(s);
+}
+END_TEST
+
 START_TEST(test_target_inside)
 {
 	ck_assert(tree_stage_target_inside("a", "b"));
@@ -598,6 +671,8 @@ static Suite *tree_stage_suite(void)
 	tcase_add_test(tc, test_recovery);
 	tcase_add_test(tc, test_old_tree_discarded);
 	tcase_add_test(tc, test_trash_recovered);
+	tcase_add_test(tc, test_old_tree_too_deep);
+	tcase_add_test(tc, test_name_too_long);
 	tcase_add_test(tc, test_target_inside);
 	suite_add_tcase(s, tc);
 	return s;
