@@ -384,6 +384,22 @@ START_TEST(test_recovery)
 }
 END_TEST
 
+/* levels directories "d" nested below dir. */
+static void make_chain(const char *dir, int levels)
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	for (int i = 0; i < levels && fd >= 0; i++) {
+		int sub;
+		ck_assert_int_eq(mkdirat(fd, "d", 0755), 0);
+		sub = openat(fd, "d", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		close(fd);
+		fd = sub;
+	}
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+}
+
 /* The hook of test_old_tree_discarded: on the discard's thread, held until the test lets go. */
 struct held {
 	int go[2];              /* the test writes a byte when the thread may go on */
@@ -458,16 +474,7 @@ START_TEST(test_old_tree_discarded)
 		put_file(name, "old");
 	}
 	/* Deep enough that the thread's walk needs a stack of its own size. */
-	fd = open(app, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	for (int i = 0; i < 500 && fd >= 0; i++) {
-		int sub;
-		ck_assert_int_eq(mkdirat(fd, "d", 0755), 0);
-		sub = openat(fd, "d", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		close(fd);
-		fd = sub;
-	}
-	ck_assert_int_ge(fd, 0);
-	close(fd);
+	make_chain(app, 500);
 	app_lock = open(app, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	ck_assert_int_eq(flock(app_lock, LOCK_EX | LOCK_NB), 0);
 	ck_assert_int_eq(pipe(h.go), 0);
@@ -590,22 +597,12 @@ START_TEST(test_old_tree_too_deep)
 {
 	char cmd[PATH_MAX + 32];
 	const char *box;
-	int fd;
 
 	ck_assert_int_eq(mkdir(app, 0755), 0);
 	put_file("app/keep", "keep");
 	snprintf(cmd, sizeof(cmd), "%s/.app" DIR_SWAP_OLD_SUFFIX, root);
 	ck_assert_int_eq(mkdir(cmd, 0755), 0);
-	fd = open(cmd, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	for (int i = 0; i < 600 && fd >= 0; i++) {
-		int sub;
-		ck_assert_int_eq(mkdirat(fd, "d", 0755), 0);
-		sub = openat(fd, "d", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		close(fd);
-		fd = sub;
-	}
-	ck_assert_int_ge(fd, 0);
-	close(fd);
+	make_chain(cmd, 600);
 
 	tree_stage_free(begin(0));
 	ck_assert(!exists(".app" DIR_SWAP_OLD_SUFFIX));
