@@ -200,32 +200,32 @@ static int engine_stop_loaded(const char *state_dir, struct boot_state *st, unsi
 
 /*
  * An old tree of the app still being removed beside it (dir_discard.h) is no use of the app's
- * disk budget, which counts the workspace from the first step on: wait for it first, while a
- * stop is still answered, at most BOOT_DISCARD_WAIT_MS and never past the boot's deadline.
- * Then it is counted like any other bytes, and the log says why.
+ * disk budget, which counts the workspace from the first step on: the preflight waits for it,
+ * while a stop is still answered, at most BOOT_DISCARD_WAIT_MS. The time waited is added to the
+ * boot's deadline (that removal used to come before the boot). After the wait the tree is
+ * counted like any other bytes, and the log says why.
  */
 #define BOOT_DISCARD_WAIT_MS 30000
 
-static int wait_old_trees(const struct step_context *ctx, struct err *err)
+static int wait_old_trees(struct step_context *ctx, struct err *err)
 {
 	const struct boot_plan *p = ctx->plan;
-	uint64_t until = clock_now_ms() + BOOT_DISCARD_WAIT_MS;
+	uint64_t since = clock_now_ms();
 
 	if (!p->limits.disk)
 		return 0;
 	while (!dir_discard_wait(p->app_dir, 50)) {
-		uint64_t now = clock_now_ms();
-
 		if (boot_step_interrupted(ctx, err))
 			return -1;
-		if (now >= until || now >= ctx->deadline_ms) {
+		if (clock_now_ms() - since >= BOOT_DISCARD_WAIT_MS) {
 			log_warn(
 			    "an old tree of %s is still being removed beside it: the disk budget "
 			    "counts it",
 			    p->app_dir);
-			return 0;
+			break;
 		}
 	}
+	ctx->deadline_ms += clock_now_ms() - since;
 	return 0;
 }
 
@@ -1095,7 +1095,7 @@ int boot_engine_run(struct boot_plan *p, const struct boot_options *o,
 		goto out;
 	save_state(p, &st, "booting", "preflight");
 
-	if (prepare_directories(p, err) < 0)
+	if (prepare_directories(p, err) < 0 || wait_old_trees(&ctx, err) < 0)
 		goto out;
 	/* Saved only before a service starts: without one the phase lasts a moment. */
 	mark_state_phase(&st, "booting", "toolchain", "toolchain");
@@ -1116,8 +1116,7 @@ int boot_engine_run(struct boot_plan *p, const struct boot_options *o,
 		err_wrap(err, "cannot apply the limits");
 		goto out;
 	}
-	if (wait_old_trees(&ctx, err) < 0 ||
-	    run_setup(&ctx, &prev, &st, from < p->n_steps ? from : p->n_steps, res, err) < 0)
+	if (run_setup(&ctx, &prev, &st, from < p->n_steps ? from : p->n_steps, res, err) < 0)
 		goto out;
 
 	result_fail_at(res, "start", NULL);

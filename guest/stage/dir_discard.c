@@ -75,7 +75,11 @@ static bool is_box_name(const char *base, const char *name)
 	return strspn(name, "0123456789abcdef") == 2 * BOX_ID_BYTES;
 }
 
-/* Remove what the box holds, then the box; the lock goes with the descriptor. */
+/*
+ * Remove what the box holds, then the box; the lock goes with the descriptor. A box that cannot
+ * be emptied (a tree nested deeper than fs_safe goes, a file the app still writes) is renamed
+ * <name>.left: no later sweep walks it again, and the log says it stays.
+ */
 static bool discard_run(struct discard *d)
 {
 	bool left = false;
@@ -84,8 +88,13 @@ static bool discard_run(struct discard *d)
 	if (d->hook)
 		d->hook(d->hook_userdata, "discarding");
 	if (fs_safe_tree_remove_at(d->box_fd, BOX_TREE, &e) < 0) {
-		log_debug("removing the old tree in %s: %s (left for the next recovery)", d->name,
-		          e.msg);
+		char aside[NAME_MAX + 1];
+
+		snprintf(aside, sizeof(aside), "%s" DIR_DISCARD_LEFT_SUFFIX, d->name);
+		if (fs_safe_rename_at(d->parent_fd, d->name, d->parent_fd, aside,
+		                      RENAME_NOREPLACE) < 0)
+			snprintf(aside, sizeof(aside), "%s", d->name);
+		log_warn("an old tree could not be removed (%s): it stays in %s", e.msg, aside);
 		left = true;
 	} else if (unlinkat(d->parent_fd, d->name, AT_REMOVEDIR) < 0 && errno != ENOENT) {
 		log_debug("removing %s: %m (left for the next recovery)", d->name);
@@ -123,7 +132,8 @@ static bool thread_start(void *(*fn)(void *), void *userdata)
 
 /*
  * The removal of the box box_fd (locked), named name below parent_fd; takes box_fd. NULL when
- * there is no memory or descriptor for it: the box is then removed here.
+ * there is no memory or descriptor for it: the box is then left, unlocked, to the next sweep
+ * (never removed here, which could take long).
  */
 static struct discard *discard_new(int parent_fd, int box_fd, const char *name,
                                    dir_discard_hook_fn hook, void *hook_userdata)
@@ -134,10 +144,7 @@ static struct discard *discard_new(int parent_fd, int box_fd, const char *name,
 	if (d)
 		d->parent_fd = fcntl(parent_fd, F_DUPFD_CLOEXEC, 3);
 	if (!d || d->parent_fd < 0) {
-		struct err e;
-
-		if (fs_safe_tree_remove_at(box_fd, BOX_TREE, &e) == 0)
-			(void)unlinkat(parent_fd, name, AT_REMOVEDIR);
+		log_debug("no room to remove %s now: left to the next recovery", name);
 		free(d);
 		close(box_fd);
 		return NULL;
@@ -175,7 +182,7 @@ bool dir_discard_start(int parent_fd, const char *base, const char *name, bool w
 	/* From here the tree is in the box: whatever fails, a sweep finds it there. */
 	d = discard_new(parent_fd, box_fd, box, hook, hook_userdata);
 	if (!d)
-		return faccessat(parent_fd, box, F_OK, AT_SYMLINK_NOFOLLOW) == 0;
+		return true;
 	if (!wait && thread_start(discard_main, d))
 		return false;
 	return discard_run(d);
@@ -285,7 +292,7 @@ bool dir_discard_wait(const char *dir, unsigned timeout_ms)
 	uint64_t until = clock_now_ms() + timeout_ms;
 
 	if (!c1 || !c2)
-		return false;
+		return true; /* no memory to look: nothing is known to be held */
 	parent_fd = open(dirname(c1), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (parent_fd < 0)
 		return true;

@@ -8,9 +8,10 @@
  * the thread holds a flock() on it until the box and the tree are gone: the app, whose tree it
  * was, can neither open the box nor take that lock, and the tree is reached through the box's
  * descriptor, never by a name in the parent. A box whose lock nobody holds is left over (its
- * process ended, or its removal failed): the next recovery of that directory removes it, again
- * on a thread. A boot with a disk budget waits, a bounded time, for the boxes of its app
- * before its first step (dir_discard_wait): bytes on their way out are not the app's use.
+ * process ended): the next recovery of that directory removes it, again on a thread. A box that
+ * cannot be emptied is renamed <box>.left, with a warning, and no sweep takes it again. A boot with
+ * a disk budget waits, a bounded time, for the boxes of its app before its first step
+ * (dir_discard_wait): bytes on their way out are not the app's use.
  */
 #ifndef SA_DIR_DISCARD_H
 #define SA_DIR_DISCARD_H
@@ -19,6 +20,8 @@
 
 #define DIR_DISCARD_INFIX ".checkout-trash."
 #define DIR_DISCARD_ID_LEN 16 /* the hex digits after it */
+/* A box that could not be emptied, set aside: no sweep takes it again. */
+#define DIR_DISCARD_LEFT_SUFFIX ".left"
 
 /* Tests only: called with "discarding" on the thread, before it removes anything. */
 typedef void (*dir_discard_hook_fn)(void *userdata, const char *point);

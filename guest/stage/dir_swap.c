@@ -21,9 +21,23 @@ static void call_hook(struct dir_swap *s, const char *point)
 		s->hook(s->hook_userdata, point);
 }
 
-/* Remove name beside the directory; on failure say what it was, with err's message. */
-static int remove_beside(struct dir_swap *s, const char *name, const char *what, struct err *err)
+static bool exists_at(int dfd, const char *name)
 {
+	struct stat st;
+
+	return fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
+}
+
+/*
+ * name beside the directory, through a box (dir_discard.h). An error only when it could neither
+ * move into one nor be removed; the removal is tried once more then, for the error's reason.
+ */
+static int discard_beside(struct dir_swap *s, const char *name, const char *what, struct err *err)
+{
+	if (!dir_discard_start(s->parent_fd, s->base, name, s->flags & DIR_SWAP_NO_THREADS, NULL,
+	                       NULL) ||
+	    !exists_at(s->parent_fd, name))
+		return 0;
 	if (fs_safe_tree_remove_at(s->parent_fd, name, err) < 0)
 		return err_wrap(err, "removing %s %s beside %s", what, name, s->dir);
 	return 0;
@@ -72,8 +86,10 @@ int dir_swap_init(struct dir_swap *s, const char *dir, unsigned flags, dir_swap_
 	slash = strrchr(s->dir, '/');
 	if (!slash[1] || strcmp(slash + 1, ".") == 0 || strcmp(slash + 1, "..") == 0)
 		return err_set(err, ERR_REFUSED, EINVAL, "%s cannot be an app directory", dir);
-	/* The longest name beside it: a discard's box (".app.checkout-trash.<16 hex>"). */
-	if (1 + strlen(slash + 1) + strlen(DIR_DISCARD_INFIX) + DIR_DISCARD_ID_LEN > NAME_MAX)
+	/* The longest name beside it: a box set aside (".app.checkout-trash.<16 hex>.left"). */
+	if (1 + strlen(slash + 1) + strlen(DIR_DISCARD_INFIX) + DIR_DISCARD_ID_LEN +
+	        strlen(DIR_DISCARD_LEFT_SUFFIX) >
+	    NAME_MAX)
 		return err_set(err, ERR_REFUSED, ENAMETOOLONG, "the name of %s is too long", dir);
 	s->parent = slash == s->dir ? strdup("/") : strndup(s->dir, (size_t)(slash - s->dir));
 	s->base = strdup(slash + 1);
@@ -98,13 +114,6 @@ int dir_swap_init(struct dir_swap *s, const char *dir, unsigned flags, dir_swap_
 	return 0;
 out_oom:
 	return err_oom(err);
-}
-
-static bool exists_at(int dfd, const char *name)
-{
-	struct stat st;
-
-	return fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
 }
 
 static int fsync_parent(struct dir_swap *s, struct err *err)
@@ -138,13 +147,14 @@ int dir_swap_recover(struct dir_swap *s, enum dir_swap_recovery *ret, struct err
 		have_old = false;
 	}
 	if (have_new || have_old) {
-		r = have_new ? remove_beside(s, s->new_name, "the unfinished tree", err) : 0;
-		/* Into a box, as after a swap; only an old tree that could not even move fails. */
-		if (r >= 0 && have_old &&
-		    dir_discard_start(s->parent_fd, s->base, s->old_name,
-		                      s->flags & DIR_SWAP_NO_THREADS, NULL, NULL) &&
-		    exists_at(s->parent_fd, s->old_name))
-			r = remove_beside(s, s->old_name, "the old tree", err);
+		/*
+		 * Into a box, as after a swap (an unfinished tree may be the app's old one, left
+		 * under the stage's name by an exchange): only one that can neither move nor be
+		 * removed fails, named with why.
+		 */
+		r = have_new ? discard_beside(s, s->new_name, "the unfinished tree", err) : 0;
+		if (r >= 0 && have_old)
+			r = discard_beside(s, s->old_name, "the old tree", err);
 		if (r < 0)
 			return r;
 		if (action == DIR_SWAP_RECOVER_NONE)

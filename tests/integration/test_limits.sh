@@ -106,6 +106,35 @@ pyapp_boot "$app" --timeout 90
 check "the boot fails on the budget" grep -q 'over its disk budget' "$ERR"
 stop_boot "$app"
 
+echo "--- an old tree on its way out beside the app is not the app's use of limits.disk"
+# A discard's box (root's, 0700, locked while a thread removes it: guest/stage/dir_discard.h)
+# of the test's making, 60 MB: the boot waits for it before its first step, then counts.
+box_app() { # box_app NAME HEX: an app under a 40 MiB budget and a 60 MB box beside it ($BOX)
+	app=$(pyapp_make "$1" raw="$(yml '{disk: 40MiB}' '["echo setting up"]')")
+	chown -R sandbox: "$app"
+	BOX="$(dirname "$app")/.app.checkout-trash.$2"
+	mkdir -m 0700 "$BOX" "$BOX/tree"
+	head -c 60000000 /dev/zero >"$BOX/tree/big.bin"
+}
+box_app diskbox 0123456789abcdef
+# shellcheck disable=SC2016 # expanded by that shell, not this one
+flock -x "$BOX" sh -c 'touch "$1.locked"; sleep 2; rm -rf "$1/tree"; rmdir "$1"' sh "$BOX" &
+holder=$!
+for _ in $(seq 100); do [ -e "$BOX.locked" ] && break; sleep 0.05; done
+pyapp_boot "$app" --timeout 90
+check "the boot is ready: the box's 60 MB were not counted" [ "$RC" -eq 0 ]
+[ "$RC" -eq 0 ] || cat "$ERR"
+check "the box was gone before the boot ended" [ ! -e "$BOX" ]
+wait "$holder"
+rm -f "$BOX.locked"
+stop_boot "$app"
+echo "--- the same box left over (nobody removes it) is counted"
+box_app diskbox2 fedcba9876543210
+pyapp_boot "$app" --timeout 90
+check "the boot fails on the budget" grep -q 'over its disk budget' "$ERR"
+rm -rf "$BOX"
+stop_boot "$app"
+
 echo "--- a server killed for memory after it was ready"
 app=$(pyapp_make grow raw="$(yml '{memory: 96MiB}' '["echo setting up"]' \
 	'exec /usr/bin/python3 grow_server.py')")

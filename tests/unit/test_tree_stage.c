@@ -591,11 +591,12 @@ END_TEST
 
 /*
  * An old tree too deep to remove, left beside the app: the recovery moves it into a box and
- * goes on (the swap's name is free again); the box stays, and fails no later recovery.
+ * goes on (the swap's name is free again); the box that could not be emptied is set aside
+ * (<box>.left), and fails no later recovery.
  */
 START_TEST(test_old_tree_too_deep)
 {
-	char cmd[PATH_MAX + 32];
+	char cmd[PATH_MAX + 32], left[NAME_MAX + 1];
 	const char *box;
 
 	ck_assert_int_eq(mkdir(app, 0755), 0);
@@ -607,10 +608,15 @@ START_TEST(test_old_tree_too_deep)
 	tree_stage_free(begin(0));
 	ck_assert(!exists(".app" DIR_SWAP_OLD_SUFFIX));
 	ck_assert(dir_discard_wait(app, 20000));
+	/* Set aside, never swept again. */
 	box = box_of_app();
 	ck_assert_ptr_nonnull(box);
+	ck_assert_str_eq(box + strlen(box) - strlen(DIR_DISCARD_LEFT_SUFFIX),
+	                 DIR_DISCARD_LEFT_SUFFIX);
+	snprintf(left, sizeof(left), "%s", box);
 	tree_stage_free(begin(0));
 	ck_assert(dir_discard_wait(app, 20000));
+	ck_assert_str_eq(box_of_app(), left);
 	ck_assert_str_eq(slurp("app/keep"), "keep");
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'/.app" DIR_DISCARD_INFIX "*", root);
 	ck_assert_int_eq(system(cmd), 0);
