@@ -162,8 +162,8 @@ static int pack_end(struct conn *c, struct stream *st, struct pack_op *op)
 	reply_add_carry(o, &res.carry);
 	/*
 	 * The answer first: the stage is released with the finished stream (pack_op_free), which
-	 * renames the old tree aside and removes it on a thread (dir_swap_old_discard), then frees
-	 * the app's lock: the host's next request waits for neither.
+	 * moves the old tree into a box and removes it on a thread (dir_swap_old_discard), then
+	 * frees the app's lock: the host's next request waits for neither.
 	 */
 	return serve_stream_ok(c, st, o);
 }

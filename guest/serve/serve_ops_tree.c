@@ -127,7 +127,7 @@ static int on_end(struct conn *c, struct stream *st, struct tree_op *op, const s
 	                       json_object_new_boolean(serve_target_server_running(&op->target)));
 	/*
 	 * The answer first, as for a checkout.pack: the stage is released with the finished
-	 * stream (tree_op_free), which renames the old tree aside and removes it on a thread
+	 * stream (tree_op_free), which moves the old tree into a box and removes it on a thread
 	 * (dir_swap_old_discard; 4096 files of 4 KiB: 22-27 ms), then frees the app's lock.
 	 */
 	return serve_stream_ok(c, st, o);

@@ -290,16 +290,18 @@ bool dir_discard_wait(const char *dir, unsigned timeout_ms)
 	_cleanup_free_ char *c1 = strdup(dir), *c2 = strdup(dir);
 	_cleanup_close_ int parent_fd = -1;
 	uint64_t until = clock_now_ms() + timeout_ms;
+	const char *base;
 
 	if (!c1 || !c2)
 		return true; /* no memory to look: nothing is known to be held */
 	parent_fd = open(dirname(c1), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (parent_fd < 0)
 		return true;
+	base = basename(c2);
 	for (;;) {
 		bool held = false;
 
-		boxes_each(parent_fd, basename(c2), held_one, &held);
+		boxes_each(parent_fd, base, held_one, &held);
 		if (!held)
 			return true;
 		if (clock_now_ms() >= until)

@@ -43,12 +43,6 @@ static int discard_beside(struct dir_swap *s, const char *name, const char *what
 	return 0;
 }
 
-/* The same where a failure only leaves the tree for the next recovery: true if it did. */
-static bool remove_left(struct dir_swap *s, const char *name)
-{
-	return dir_discard_now(s->parent_fd, name);
-}
-
 void dir_swap_dispose(struct dir_swap *s)
 {
 	if (s->parent_fd >= 0)
@@ -204,7 +198,7 @@ int dir_swap_stage_create(struct dir_swap *s, mode_t want, mode_t mode_bits, mod
 
 void dir_swap_stage_discard(struct dir_swap *s)
 {
-	if (s->parent_fd >= 0 && s->new_name && remove_left(s, s->new_name))
+	if (s->parent_fd >= 0 && s->new_name && dir_discard_now(s->parent_fd, s->new_name))
 		log_debug("the stage %s is left for the next recovery", s->new_path);
 }
 

@@ -85,8 +85,8 @@ void dir_swap_dispose(struct dir_swap *s);
  *     (it is flushed before the directory moves): rename it in, remove the old one (FINISHED);
  *   missing, with only the old tree: rename it back (RESTORED);
  *   missing, with only the stage: a first swap that never finished: remove it.
- * Old trees a discard left (dir_discard.h) are removed too, on threads, except those a discard
- * is still removing; nothing there fails the recovery. ret may be NULL.
+ * What it removes goes through a box (dir_discard.h); the boxes a discard left are removed on
+ * a thread, except those a discard is still removing. ret may be NULL.
  */
 int dir_swap_recover(struct dir_swap *s, enum dir_swap_recovery *ret, struct err *err);
 
