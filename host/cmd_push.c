@@ -411,8 +411,11 @@ static int open_leased(int dfd, const char *leaf)
 	return open(proc, O_RDONLY | O_NOCTTY | O_CLOEXEC);
 }
 
-/* A file's entry with the mode and size of the descriptor it is read from, then its bytes. */
-static int send_file(struct push *p, const struct entry *e, uint8_t *buf)
+/*
+ * A file's entry with the mode and size of the descriptor it is read from, then its bytes, each
+ * chunk read straight into the frame that carries it (connect_session_data_room()).
+ */
+static int send_file(struct push *p, const struct entry *e)
 {
 	_cleanup_close_ int fd = -1;
 	_cleanup_json_ struct json_object *ej = NULL;
@@ -459,7 +462,12 @@ static int send_file(struct push *p, const struct entry *e, uint8_t *buf)
 	 */
 	for (left = st.st_size;;) {
 		size_t want = left > CHUNK ? CHUNK : (size_t)left + 1;
-		ssize_t n = read(fd, buf, want);
+		uint8_t *buf = connect_session_data_room(p->s, want, err);
+		ssize_t n;
+
+		if (!buf)
+			return CTL_EXIT_FAILED;
+		n = read(fd, buf, want);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0) {
@@ -489,14 +497,13 @@ static int send_file(struct push *p, const struct entry *e, uint8_t *buf)
 
 static int send_tree(struct push *p, const char *app_dir, struct json_object **ret_reply)
 {
-	_cleanup_free_ uint8_t *buf = malloc(CHUNK + 1);
 	struct err *err = &p->ctl->err;
 	_cleanup_json_ struct json_object *begin = json_object_new_object();
 	_cleanup_json_ struct json_object *end = json_object_new_object();
 	int64_t deadline;
 	int r;
 
-	if (!buf || !begin || !end) {
+	if (!begin || !end) {
 		err_oom(err);
 		return CTL_EXIT_FAILED;
 	}
@@ -509,7 +516,7 @@ static int send_tree(struct push *p, const char *app_dir, struct json_object **r
 		const struct entry *e = &p->t->v[i];
 		r = check_agent(p);
 		if (r == 0 && e->kind == K_FILE) {
-			r = send_file(p, e, buf);
+			r = send_file(p, e);
 		} else if (r == 0) {
 			_cleanup_json_ struct json_object *ej =
 			    entry_json(e, e->kind == K_DIR ? e->mode : 0777, 0);

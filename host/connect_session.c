@@ -142,6 +142,11 @@ int connect_session_flush(struct session *s, struct err *err)
 	return sent(s, channel_flush(s->ch, s->timeout_ms, err), err);
 }
 
+uint8_t *connect_session_data_room(struct session *s, size_t len, struct err *err)
+{
+	return channel_data_room(s->ch, len, err);
+}
+
 /* A message on stream 0: 0 to go on, or an exit code. */
 static int on_connection_msg(struct session *s, const struct msg *m, struct err *err)
 {

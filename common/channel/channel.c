@@ -48,6 +48,7 @@ struct channel {
 	uint8_t *tx_buf; /* frames batched, then length | seq | ciphertext encrypted in place */
 	size_t tx_cap;
 	size_t tx_pending; /* bytes of whole frames at the start of tx_buf not written yet */
+	bool tx_room;      /* channel_data_room() was called: plaintext may follow the frames */
 	uint8_t *rx_buf;   /* plaintext of the last message */
 	size_t rx_cap;
 	size_t rx_len;
@@ -155,6 +156,8 @@ void channel_free(struct channel *ch)
 		json_tokener_free(ch->tok);
 	sodium_free(ch->keys_mem);
 	free(ch->rx_buf);
+	if (ch->tx_room)
+		sodium_memzero(ch->tx_buf, ch->tx_cap);
 	free(ch->tx_buf);
 	free(ch);
 }
@@ -330,6 +333,21 @@ int channel_send_batched(struct channel *ch, const struct msg *m, int timeout_ms
 	if (r == 0 && ch->tx_pending >= CHANNEL_BATCH_BYTES)
 		r = write_pending(ch, m, timeout_ms, err);
 	return r;
+}
+
+uint8_t *channel_data_room(struct channel *ch, size_t len, struct err *err)
+{
+	size_t at = ch->tx_pending + AD_LEN + MSG_HEADER_LEN;
+
+	if (len > FRAME_PLAINTEXT_MAX - MSG_HEADER_LEN) {
+		err_set(err, ERR_FAILED, EMSGSIZE, "%zu bytes of data are over a message's limit",
+		        len);
+		return NULL;
+	}
+	if (grow(&ch->tx_buf, &ch->tx_cap, at + len + ch->tag_len, ch->tx_pending, err) < 0)
+		return NULL;
+	ch->tx_room = true;
+	return ch->tx_buf + at;
 }
 
 int channel_flush(struct channel *ch, int timeout_ms, struct err *err)

@@ -107,6 +107,15 @@ int channel_recv(struct channel *ch, struct msg *ret, int timeout_ms, struct err
 int channel_send_batched(struct channel *ch, const struct msg *m, int timeout_ms, struct err *err);
 int channel_flush(struct channel *ch, int timeout_ms, struct err *err);
 
+/*
+ * Room for len bytes of the next message's data, where sealing it would copy them to: fill it
+ * and send a message without JSON whose data is there, and the channel encrypts the bytes in
+ * place instead of copying them first (a tree push reads its files straight into the frames).
+ * Valid until the next call that sends on the channel; bytes left in it unsent are wiped when
+ * the channel is freed. NULL with err set when len is over a message's limit or out of memory.
+ */
+uint8_t *channel_data_room(struct channel *ch, size_t len, struct err *err);
+
 /* Send the close message that ends the session cleanly. */
 int channel_close(struct channel *ch, int timeout_ms, struct err *err);
 

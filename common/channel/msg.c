@@ -132,7 +132,8 @@ ssize_t msg_encode(const struct msg *m, uint8_t *buf, size_t cap, struct err *er
 	put_be32(buf + 4, m->stream);
 	put_be32(buf + 8, (uint32_t)jlen);
 	memcpy(buf + MSG_HEADER_LEN, text, jlen);
-	if (m->data_len)
+	/* Data already in its place (channel_data_room()) is not copied onto itself. */
+	if (m->data_len && m->data != buf + MSG_HEADER_LEN + jlen)
 		memcpy(buf + MSG_HEADER_LEN + jlen, m->data, m->data_len);
 	return (ssize_t)total;
 }
