@@ -12,7 +12,10 @@
 # copy's the whole push_raw process (socketpair, fork of the reader, walk, send, the reader's
 # acknowledgement). "in-session" is the time sandbox-ctl reports from the first tree message to
 # the agent's confirmation, against the time push_raw reports from the start of its walk to the
-# acknowledgement.
+# acknowledgement. Then the 64 MiB tree again with each end of both copies on a CPU of its own
+# (taskset: sandbox-ctl and the raw copy's sender on the first CPU this script may use, the daemon
+# and the raw copy's reader on the second): where the scheduler puts two processes that wake each
+# other moves both figures from run to run, and this takes that out of the comparison.
 #
 #   bench/push_bench.sh    (needs root; BUILD=build-static for the static build; RUNS=N)
 set -euo pipefail
@@ -77,6 +80,11 @@ daemon_ns() { awk '{print $1}' "/proc/$DAEMON/schedstat"; }
 median() { sort -g | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
 ns() { date +%s%N; }
 
+# Set for the run with each end on a CPU of its own: what starts sandbox-ctl and push_raw (the same
+# for both, so that both whole processes are timed alike) and push_raw's own option.
+PIN=()
+RAW_OPTS=()
+
 bench_tree() { # bench_tree NAME LABEL
 	local name=$1 label=$2 mib raw rawin push sess
 	local f
@@ -85,13 +93,14 @@ bench_tree() { # bench_tree NAME LABEL
 		local t0 t1 d0 d1
 		t0=$(ns)
 		# The same wrapper as the push's, so both whole processes are timed alike.
-		/usr/bin/time -f '%U %S' -o /dev/null "$RAW" "$TMP/$name" "$TMP/raw-$i" >>"$TMP/raw.t"
+		/usr/bin/time -f '%U %S' -o /dev/null "${PIN[@]}" "$RAW" "${RAW_OPTS[@]}" \
+			"$TMP/$name" "$TMP/raw-$i" >>"$TMP/raw.t"
 		t1=$(ns)
 		awk -v a="$t0" -v b="$t1" 'BEGIN {print (b - a) / 1e9}' >>"$TMP/rawwall.t"
 		rm -rf "$TMP/raw-$i"
 		d0=$(daemon_ns)
 		t0=$(ns)
-		/usr/bin/time -f '%U %S' -o "$TMP/ctl.cpu" \
+		/usr/bin/time -f '%U %S' -o "$TMP/ctl.cpu" "${PIN[@]}" \
 			"$CTL" --connect "$A" --timeout 60 push "$TMP/$name" --app-dir "$TMP/ws/app-$i" \
 			>"$TMP/push.json" 2>"$TMP/push.err" || {
 			cat "$TMP/push.err" >&2
@@ -134,6 +143,20 @@ bench_tree() { # bench_tree NAME LABEL
 echo "push against a raw copy over a unix socket into tmpfs ($BUILD)"
 bench_tree big "64 MiB in 64 files"
 bench_tree small "16 MiB in 4096 files of 4 KiB"
+# Each end on a CPU of its own, the push's and the raw copy's alike.
+read -r CPU_A CPU_B _ < <(python3 -c 'import os; print(*sorted(os.sched_getaffinity(0)))')
+if [ -n "${CPU_B:-}" ] && command -v taskset >/dev/null; then
+	mask=$(taskset -pc "$DAEMON" | sed 's/.*: //')
+	taskset -a -pc "$CPU_B" "$DAEMON" >/dev/null
+	PIN=(taskset -c "$CPU_A")
+	RAW_OPTS=(--reader-cpu "$CPU_B")
+	bench_tree big "64 MiB in 64 files with each end (of both copies) on a CPU of its own"
+	taskset -a -pc "$mask" "$DAEMON" >/dev/null
+	PIN=()
+	RAW_OPTS=()
+else
+	echo "each end on a CPU of its own: skipped (one CPU to run on, or no taskset)"
+fi
 # The channel alone, without files (memory to memory): what the AEAD leaves of the socket.
 HSB=${HSB:-$ROOT/build/bench/handshake_bench}
 if [ -x "$HSB" ]; then

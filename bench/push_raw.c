@@ -6,14 +6,17 @@
  * data); a forked reader creates each directory and file under DEST (which must not exist)
  * and writes the data into it, then acknowledges. Prints the seconds from the start of the walk
  * to the acknowledgement, the entries and bytes copied, and the CPU seconds of both ends.
+ * --reader-cpu N keeps the reader on CPU N (the sender stays where its caller put it, `taskset`
+ * in bench/push_bench.sh): the two ends on CPUs of their own, as the bench places the push's.
  *
- *   push_raw SRC DEST
+ *   push_raw [--reader-cpu N] SRC DEST
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
 #include <dirent.h>
 #include <errno.h>
+#include <sched.h>
 #include <fcntl.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -237,9 +240,21 @@ int main(int argc, char **argv)
 	double t0;
 	char ack;
 	pid_t pid;
+	int reader_cpu = -1;
 
+	if (argc == 5 && strcmp(argv[1], "--reader-cpu") == 0) {
+		char *end;
+		long n = strtol(argv[2], &end, 10);
+		if (*argv[2] == '\0' || *end != '\0' || n < 0 || n >= CPU_SETSIZE) {
+			fprintf(stderr, "push_raw: --reader-cpu %s: not a CPU number\n", argv[2]);
+			return 2;
+		}
+		reader_cpu = (int)n;
+		argv += 2;
+		argc -= 2;
+	}
 	if (argc != 3) {
-		fprintf(stderr, "usage: push_raw SRC DEST\n");
+		fprintf(stderr, "usage: push_raw [--reader-cpu N] SRC DEST\n");
 		return 2;
 	}
 	t0 = now();
@@ -250,7 +265,16 @@ int main(int argc, char **argv)
 	if (pid < 0)
 		die("fork");
 	if (pid == 0) {
-		int dest_fd = open(argv[2], O_RDONLY | O_DIRECTORY);
+		int dest_fd;
+
+		if (reader_cpu >= 0) {
+			cpu_set_t set;
+			CPU_ZERO(&set);
+			CPU_SET(reader_cpu, &set);
+			if (sched_setaffinity(0, sizeof(set), &set) < 0)
+				die("--reader-cpu");
+		}
+		dest_fd = open(argv[2], O_RDONLY | O_DIRECTORY);
 		if (dest_fd < 0)
 			die(argv[2]);
 		close(sv[0]);
