@@ -48,7 +48,6 @@ struct channel {
 	uint8_t *tx_buf; /* frames batched, then length | seq | ciphertext encrypted in place */
 	size_t tx_cap;
 	size_t tx_pending; /* bytes of whole frames at the start of tx_buf not written yet */
-	bool tx_room;      /* channel_data_room() was called: plaintext may follow the frames */
 	uint8_t *rx_buf;   /* plaintext of the last message */
 	size_t rx_cap;
 	size_t rx_len;
@@ -156,8 +155,7 @@ void channel_free(struct channel *ch)
 		json_tokener_free(ch->tok);
 	sodium_free(ch->keys_mem);
 	free(ch->rx_buf);
-	if (ch->tx_room)
-		sodium_memzero(ch->tx_buf, ch->tx_cap);
+	sodium_memzero(ch->tx_buf, ch->tx_cap); /* what channel_data_room() gave, if unsent */
 	free(ch->tx_buf);
 	free(ch);
 }
@@ -346,7 +344,6 @@ uint8_t *channel_data_room(struct channel *ch, size_t len, struct err *err)
 	}
 	if (grow(&ch->tx_buf, &ch->tx_cap, at + len + ch->tag_len, ch->tx_pending, err) < 0)
 		return NULL;
-	ch->tx_room = true;
 	return ch->tx_buf + at;
 }
 
