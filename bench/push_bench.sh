@@ -144,7 +144,7 @@ echo "push against a raw copy over a unix socket into tmpfs ($BUILD)"
 bench_tree big "64 MiB in 64 files"
 bench_tree small "16 MiB in 4096 files of 4 KiB"
 # Each end on a CPU of its own, the push's and the raw copy's alike.
-read -r CPU_A CPU_B _ < <(python3 -c 'import os; print(*sorted(os.sched_getaffinity(0)))')
+read -r CPU_A CPU_B _ < <(/usr/bin/python3 -c 'import os; print(*sorted(os.sched_getaffinity(0)))')
 if [ -n "${CPU_B:-}" ] && command -v taskset >/dev/null; then
 	mask=$(taskset -pc "$DAEMON" | sed 's/.*: //')
 	taskset -a -pc "$CPU_B" "$DAEMON" >/dev/null

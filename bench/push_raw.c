@@ -16,8 +16,8 @@
 #endif
 #include <dirent.h>
 #include <errno.h>
-#include <sched.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -271,8 +271,11 @@ int main(int argc, char **argv)
 			cpu_set_t set;
 			CPU_ZERO(&set);
 			CPU_SET(reader_cpu, &set);
-			if (sched_setaffinity(0, sizeof(set), &set) < 0)
-				die("--reader-cpu");
+			if (sched_setaffinity(0, sizeof(set), &set) < 0) {
+				fprintf(stderr, "push_raw: cannot run the reader on CPU %d: %s\n",
+				        reader_cpu, strerror(errno));
+				_exit(1);
+			}
 		}
 		dest_fd = open(argv[2], O_RDONLY | O_DIRECTORY);
 		if (dest_fd < 0)

@@ -465,8 +465,10 @@ static int send_file(struct push *p, const struct entry *e)
 		uint8_t *buf = connect_session_data_room(p->s, want, err);
 		ssize_t n;
 
-		if (!buf)
+		if (!buf) {
+			err_wrap(err, "cannot send %s", e->path);
 			return CTL_EXIT_FAILED;
+		}
 		n = read(fd, buf, want);
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -482,8 +484,8 @@ static int send_file(struct push *p, const struct entry *e)
 		}
 		if (n == 0)
 			break;
-		r = connect_session_send_batched(p->s, MSG_TREE_PUSH_DATA, p->stream, NULL, buf,
-		                                 (size_t)n, err);
+		r = connect_session_send_room_batched(p->s, MSG_TREE_PUSH_DATA, p->stream,
+		                                      (size_t)n, err);
 		if (r != 0)
 			return r;
 		left -= n;

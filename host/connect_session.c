@@ -147,6 +147,12 @@ uint8_t *connect_session_data_room(struct session *s, size_t len, struct err *er
 	return channel_data_room(s->ch, len, err);
 }
 
+int connect_session_send_room_batched(struct session *s, uint16_t type, uint32_t stream, size_t n,
+                                      struct err *err)
+{
+	return sent(s, channel_send_room_batched(s->ch, type, stream, n, s->timeout_ms, err), err);
+}
+
 /* A message on stream 0: 0 to go on, or an exit code. */
 static int on_connection_msg(struct session *s, const struct msg *m, struct err *err)
 {

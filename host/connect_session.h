@@ -109,8 +109,13 @@ int connect_session_send_batched(struct session *s, uint16_t type, uint32_t stre
                                  struct json_object *json, const void *data, size_t data_len,
                                  struct err *err);
 int connect_session_flush(struct session *s, struct err *err);
-/* channel_data_room(): where the next message's data can be read to, to be sent without a copy. */
+/*
+ * channel_data_room(): where the next message's data can be read to, then sent without a copy
+ * by connect_session_send_room_batched() (channel_send_room_batched()).
+ */
 uint8_t *connect_session_data_room(struct session *s, size_t len, struct err *err);
+int connect_session_send_room_batched(struct session *s, uint16_t type, uint32_t stream, size_t n,
+                                      struct err *err);
 
 /*
  * The next message on a stream other than 0, before deadline (frame_io_deadline(); -1: none).

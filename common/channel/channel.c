@@ -60,6 +60,10 @@ struct channel {
 	bool we_closed;
 	bool broken;
 	struct err broken_err;
+	/* channel_data_room()'s last room (last, so the fields above keep their offsets). */
+	const uint8_t *room;
+	size_t room_len;
+	uint64_t room_seq; /* tx_seq when it was given: a frame sealed since took it back */
 };
 
 static_assert(crypto_aead_chacha20poly1305_IETF_ABYTES == FRAME_TAG_LEN, "tag length");
@@ -155,7 +159,8 @@ void channel_free(struct channel *ch)
 		json_tokener_free(ch->tok);
 	sodium_free(ch->keys_mem);
 	free(ch->rx_buf);
-	sodium_memzero(ch->tx_buf, ch->tx_cap); /* what channel_data_room() gave, if unsent */
+	/* What channel_data_room() gave, if unsent (NULL and 0 before the first send: a no-op). */
+	sodium_memzero(ch->tx_buf, ch->tx_cap);
 	free(ch->tx_buf);
 	free(ch);
 }
@@ -333,18 +338,43 @@ int channel_send_batched(struct channel *ch, const struct msg *m, int timeout_ms
 	return r;
 }
 
+/* Where the data of the next message without JSON goes in tx_buf. */
+static size_t room_offset(const struct channel *ch)
+{
+	return ch->tx_pending + AD_LEN + MSG_HEADER_LEN;
+}
+
 uint8_t *channel_data_room(struct channel *ch, size_t len, struct err *err)
 {
-	size_t at = ch->tx_pending + AD_LEN + MSG_HEADER_LEN;
+	size_t at = room_offset(ch);
 
+	ch->room = NULL;
 	if (len > FRAME_PLAINTEXT_MAX - MSG_HEADER_LEN) {
-		err_set(err, ERR_FAILED, EMSGSIZE, "%zu bytes of data are over a message's limit",
-		        len);
+		err_set(err, ERR_FAILED, EMSGSIZE,
+		        "%zu bytes of data are over a message's limit of %d", len,
+		        FRAME_PLAINTEXT_MAX - MSG_HEADER_LEN);
 		return NULL;
 	}
 	if (grow(&ch->tx_buf, &ch->tx_cap, at + len + ch->tag_len, ch->tx_pending, err) < 0)
 		return NULL;
+	ch->room = ch->tx_buf + at;
+	ch->room_len = len;
+	ch->room_seq = ch->tx_seq;
 	return ch->tx_buf + at;
+}
+
+int channel_send_room_batched(struct channel *ch, uint16_t type, uint32_t stream, size_t n,
+                              int timeout_ms, struct err *err)
+{
+	const uint8_t *at = ch->tx_buf + room_offset(ch);
+	struct msg m = {.type = type, .stream = stream, .data = at, .data_len = n};
+
+	/* The room is where seal() puts the data, so msg_encode() copies nothing. */
+	if (!ch->room || ch->room != at || ch->room_seq != ch->tx_seq || n > ch->room_len)
+		return err_set(err, ERR_FAILED, EINVAL,
+		               "a message's data is not in the room the channel gave for it");
+	ch->room = NULL;
+	return channel_send_batched(ch, &m, timeout_ms, err);
 }
 
 int channel_flush(struct channel *ch, int timeout_ms, struct err *err)

@@ -108,13 +108,17 @@ int channel_send_batched(struct channel *ch, const struct msg *m, int timeout_ms
 int channel_flush(struct channel *ch, int timeout_ms, struct err *err);
 
 /*
- * Room for len bytes of the next message's data, where sealing it would copy them to: fill it
- * and send a message without JSON whose data is there, and the channel encrypts the bytes in
+ * Room for up to len bytes of the next message's data, where sealing puts them: read the data
+ * there and send it with channel_send_room_batched(), and the channel encrypts the bytes in
  * place instead of copying them first (a tree push reads its files straight into the frames).
- * Valid until the next call that sends on the channel; bytes left in it unsent are wiped when
- * the channel is freed. NULL with err set when len is over a message's limit or out of memory.
+ * Any other message sent first, or another room asked for, takes the room back (the send then
+ * fails with EINVAL); bytes left in it unsent are wiped when the channel is freed. NULL with
+ * err set when len is over a message's data limit or memory runs out.
  */
 uint8_t *channel_data_room(struct channel *ch, size_t len, struct err *err);
+/* channel_send_batched() of a message without JSON whose n bytes of data are in the room. */
+int channel_send_room_batched(struct channel *ch, uint16_t type, uint32_t stream, size_t n,
+                              int timeout_ms, struct err *err);
 
 /* Send the close message that ends the session cleanly. */
 int channel_close(struct channel *ch, int timeout_ms, struct err *err);
