@@ -150,7 +150,12 @@ uint8_t *connect_session_data_room(struct session *s, size_t len, struct err *er
 int connect_session_send_room_batched(struct session *s, uint16_t type, uint32_t stream, size_t n,
                                       struct err *err)
 {
-	return sent(s, channel_send_room_batched(s->ch, type, stream, n, s->timeout_ms, err), err);
+	int r = channel_send_room_batched(s->ch, type, stream, n, s->timeout_ms, err);
+
+	/* A room misused is this program's fault, not the connection's. */
+	if (r < 0 && err->code == EINVAL)
+		return fail(err, CTL_EXIT_FAILED, "internal error");
+	return sent(s, r, err);
 }
 
 /* A message on stream 0: 0 to go on, or an exit code. */

@@ -368,7 +368,10 @@ int channel_send_room_batched(struct channel *ch, uint16_t type, uint32_t stream
 {
 	const uint8_t *at = ch->tx_buf + room_offset(ch);
 	struct msg m = {.type = type, .stream = stream, .data = at, .data_len = n};
+	int r = check_sendable(ch, err);
 
+	if (r < 0)
+		return r;
 	/* The room is where seal() puts the data, so msg_encode() copies nothing. */
 	if (!ch->room || ch->room != at || ch->room_seq != ch->tx_seq || n > ch->room_len)
 		return err_set(err, ERR_FAILED, EINVAL,

@@ -111,8 +111,9 @@ int channel_flush(struct channel *ch, int timeout_ms, struct err *err);
  * Room for up to len bytes of the next message's data, where sealing puts them: read the data
  * there and send it with channel_send_room_batched(), and the channel encrypts the bytes in
  * place instead of copying them first (a tree push reads its files straight into the frames).
- * Any other message sent first, or another room asked for, takes the room back (the send then
- * fails with EINVAL); bytes left in it unsent are wiped when the channel is freed. NULL with
+ * Any other message sent first, a channel_flush() while frames wait, or another room asked
+ * for takes the room back (the send then fails with EINVAL and the channel stays usable);
+ * bytes left in it unsent are wiped when the channel is freed. NULL with
  * err set when len is over a message's data limit or memory runs out.
  */
 uint8_t *channel_data_room(struct channel *ch, size_t len, struct err *err);

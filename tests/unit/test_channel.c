@@ -272,12 +272,13 @@ static void full_session(bool nonblock)
 	ck_assert_int_eq(channel_send(ch, &m, TIMEOUT_MS, &e), 0);
 	msg_dispose(&m);
 	/*
-	 * Data read straight into its frame (channel_data_room()): a small message, batched, then
-	 * one as large as allowed, for which the buffer grows with the small one's frame still in
-	 * it. A room is used once, for at most its length, and a message sent in between takes it
-	 * back; one byte more than a message carries gets none.
+	 * Data read straight into its frame (channel_data_room()): a small message, batched and
+	 * shorter than its room, then one as large as allowed, for which the buffer grows with the
+	 * small one's frame still in it. A room is used once, for at most its length; a message
+	 * batched or written in between, or a flush of the frames waiting, takes it back; one byte
+	 * more than a message carries gets none.
 	 */
-	room = channel_data_room(ch, 28, &e);
+	room = channel_data_room(ch, 40, &e);
 	ck_assert_ptr_nonnull(room);
 	memcpy(room, "read straight into its frame", 28);
 	ck_assert_int_eq(channel_send_room_batched(ch, MSG_TREE_PUSH_DATA, 7, 28, TIMEOUT_MS, &e),
@@ -297,6 +298,16 @@ static void full_session(bool nonblock)
 	ck_assert_ptr_nonnull(channel_data_room(ch, 16, &e));
 	m = (struct msg){.type = MSG_PONG, .stream = 0};
 	ck_assert_int_eq(channel_send_batched(ch, &m, TIMEOUT_MS, &e), 0);
+	ck_assert_int_lt(channel_send_room_batched(ch, MSG_TREE_PUSH_DATA, 7, 16, TIMEOUT_MS, &e),
+	                 0);
+	ck_assert_int_eq(e.code, EINVAL);
+	ck_assert_ptr_nonnull(channel_data_room(ch, 16, &e)); /* behind the waiting pong */
+	ck_assert_int_eq(channel_flush(ch, TIMEOUT_MS, &e), 0);
+	ck_assert_int_lt(channel_send_room_batched(ch, MSG_TREE_PUSH_DATA, 7, 16, TIMEOUT_MS, &e),
+	                 0);
+	ck_assert_int_eq(e.code, EINVAL);
+	ck_assert_ptr_nonnull(channel_data_room(ch, 16, &e)); /* nothing waits: where a send goes */
+	ck_assert_int_eq(channel_send(ch, &m, TIMEOUT_MS, &e), 0);
 	ck_assert_int_lt(channel_send_room_batched(ch, MSG_TREE_PUSH_DATA, 7, 16, TIMEOUT_MS, &e),
 	                 0);
 	ck_assert_int_eq(e.code, EINVAL);
@@ -378,6 +389,7 @@ START_TEST(test_each_local_cipher)
 	uint8_t ciphers[HS_CIPHERS_MAX];
 	size_t n = handshake_local_ciphers(ciphers);
 	size_t big_len = FRAME_PLAINTEXT_MAX - MSG_HEADER_LEN;
+	size_t fit = 4096 - FRAME_HEADER_LEN - FRAME_SEQ_LEN - MSG_HEADER_LEN - 1;
 	_cleanup_free_ uint8_t *big = malloc(big_len);
 
 	ck_assert_uint_ge(n, 1);
@@ -420,6 +432,23 @@ START_TEST(test_each_local_cipher)
 		ck_assert_int_eq(channel_recv(ch, &m, TIMEOUT_MS, &e), 1);
 		ck_assert_uint_eq(m.type, MSG_HELLO);
 		msg_dispose(&m);
+		/*
+		 * The first thing sent, read into its frame: one byte short of filling the send
+		 * buffer's first 4 KiB without the cipher's tag, so the room must hold the tag too
+		 * or the seal would move the frame away from the data.
+		 */
+		room = channel_data_room(ch, fit, &e);
+		ck_assert_ptr_nonnull(room);
+		for (size_t i = 0; i < fit; i++)
+			room[i] = (uint8_t)('A' + i % 26);
+		ck_assert_int_eq(
+		    channel_send_room_batched(ch, MSG_TREE_PUSH_DATA, 6, fit, TIMEOUT_MS, &e), 0);
+		ck_assert_int_eq(channel_flush(ch, TIMEOUT_MS, &e), 0);
+		ck_assert_int_eq(channel_recv(ch, &m, TIMEOUT_MS, &e), 1);
+		ck_assert_uint_eq(m.type, MSG_OK);
+		ck_assert(msg_get_int64(&m, "len", &len));
+		ck_assert_int_eq(len, (int64_t)fit);
+		msg_dispose(&m);
 		for (int k = 0; k < 2; k++) {
 			m = (struct msg){.type = MSG_TREE_PUSH_DATA,
 			                 .flags = MSG_F_END,
@@ -453,6 +482,9 @@ START_TEST(test_each_local_cipher)
 		snprintf(line, sizeof(line), "msg tree.push.data 3 %zu ", big_len);
 		ck_assert_msg(strstr(out, line), "%s", out);
 		snprintf(line, sizeof(line), "msg tree.push.data 5 %zu %s -", big_len,
+		         "ABCDEFGHIJKLMNOPQRSTUVWXYZABCDEFGHIJKLMN");
+		ck_assert_msg(strstr(out, line), "%s", out);
+		snprintf(line, sizeof(line), "msg tree.push.data 6 %zu %s -", fit,
 		         "ABCDEFGHIJKLMNOPQRSTUVWXYZABCDEFGHIJKLMN");
 		ck_assert_msg(strstr(out, line), "%s", out);
 		close(sv[0]);
