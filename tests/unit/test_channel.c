@@ -380,6 +380,31 @@ static void full_session(bool nonblock)
 }
 
 /*
+ * len bytes of letters read into a room, sent on stream and flushed: the echoing guest's OK
+ * names the length it got.
+ */
+static void room_round_trip(struct channel *ch, uint32_t stream, size_t len)
+{
+	uint8_t *room;
+	int64_t got;
+	struct err e;
+	struct msg m;
+
+	room = channel_data_room(ch, len, &e);
+	ck_assert_ptr_nonnull(room);
+	for (size_t i = 0; i < len; i++)
+		room[i] = (uint8_t)('A' + i % 26);
+	ck_assert_int_eq(
+	    channel_send_room_batched(ch, MSG_TREE_PUSH_DATA, stream, len, TIMEOUT_MS, &e), 0);
+	ck_assert_int_eq(channel_flush(ch, TIMEOUT_MS, &e), 0);
+	ck_assert_int_eq(channel_recv(ch, &m, TIMEOUT_MS, &e), 1);
+	ck_assert_uint_eq(m.type, MSG_OK);
+	ck_assert(msg_get_int64(&m, "len", &got));
+	ck_assert_int_eq(got, (int64_t)len);
+	msg_dispose(&m);
+}
+
+/*
  * Every cipher this machine runs (handshake_local_ciphers(): AEGIS-256 and AES-256-GCM where the
  * CPU and libsodium have them, ChaCha20-Poly1305 always), forced by the host's offer: the
  * session names it, and messages up to the largest cross it both ways.
@@ -409,7 +434,6 @@ START_TEST(test_each_local_cipher)
 		                        .n_ciphers = 1};
 		int64_t deadline = frame_io_deadline(TIMEOUT_MS);
 		struct hs_output first;
-		uint8_t *room;
 		char line[96];
 		int64_t len;
 		struct guest g;
@@ -437,18 +461,7 @@ START_TEST(test_each_local_cipher)
 		 * buffer's first 4 KiB without the cipher's tag, so the room must hold the tag too
 		 * or the seal would move the frame away from the data.
 		 */
-		room = channel_data_room(ch, fit, &e);
-		ck_assert_ptr_nonnull(room);
-		for (size_t i = 0; i < fit; i++)
-			room[i] = (uint8_t)('A' + i % 26);
-		ck_assert_int_eq(
-		    channel_send_room_batched(ch, MSG_TREE_PUSH_DATA, 6, fit, TIMEOUT_MS, &e), 0);
-		ck_assert_int_eq(channel_flush(ch, TIMEOUT_MS, &e), 0);
-		ck_assert_int_eq(channel_recv(ch, &m, TIMEOUT_MS, &e), 1);
-		ck_assert_uint_eq(m.type, MSG_OK);
-		ck_assert(msg_get_int64(&m, "len", &len));
-		ck_assert_int_eq(len, (int64_t)fit);
-		msg_dispose(&m);
+		room_round_trip(ch, 6, fit);
 		for (int k = 0; k < 2; k++) {
 			m = (struct msg){.type = MSG_TREE_PUSH_DATA,
 			                 .flags = MSG_F_END,
@@ -463,19 +476,7 @@ START_TEST(test_each_local_cipher)
 			msg_dispose(&m);
 		}
 		/* Read into its frame: the room holds the cipher's tag too. */
-		room = channel_data_room(ch, big_len, &e);
-		ck_assert_ptr_nonnull(room);
-		for (size_t i = 0; i < big_len; i++)
-			room[i] = (uint8_t)('A' + i % 26);
-		ck_assert_int_eq(
-		    channel_send_room_batched(ch, MSG_TREE_PUSH_DATA, 5, big_len, TIMEOUT_MS, &e),
-		    0);
-		ck_assert_int_eq(channel_flush(ch, TIMEOUT_MS, &e), 0);
-		ck_assert_int_eq(channel_recv(ch, &m, TIMEOUT_MS, &e), 1);
-		ck_assert_uint_eq(m.type, MSG_OK);
-		ck_assert(msg_get_int64(&m, "len", &len));
-		ck_assert_int_eq(len, (int64_t)big_len);
-		msg_dispose(&m);
+		room_round_trip(ch, 5, big_len);
 		ck_assert_int_eq(channel_close(ch, TIMEOUT_MS, &e), 0);
 		ck_assert_int_eq(channel_recv(ch, &m, TIMEOUT_MS, &e), 0);
 		out = guest_finish(&g);
